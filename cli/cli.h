@@ -1,0 +1,17 @@
+/*
+ * cli.h — shared pieces of the schedc command: parsed common options and the subcommands.
+ * The CLI is a client of the public header only (like lua.c of lua.h).
+ */
+#ifndef SC_CLI_H
+#define SC_CLI_H
+
+#include <stdio.h>
+
+#include "schedc/schedc.h"
+
+enum { EXIT_OK = 0, EXIT_REJECTED = 1, EXIT_USAGE = 2 };
+
+/* Draw ranks x steps with arrows coloured by chunk into an SVG file. 0 or -1 (errno). */
+int cli_viz_svg(const schedc_plan *plan, FILE *out);
+
+#endif

@@ -1,0 +1,246 @@
+/*
+ * schedc.c — the `schedc` command: check, show, compile and viz a schedule (more subcommands
+ * join as the runtime grows). Exit status: 0 success, 1 rejected / script or I/O error,
+ * 2 usage error. Uses the public API only.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct opts {
+  const char *file, *out, *topology;
+  int ranks, nodes, rank;
+  int order, steps;
+  const char **defines;
+  int ndefines;
+} opts;
+
+static const char *prog = "schedc";
+
+static void usage_main(FILE *f) {
+  fprintf(f,
+          "usage: schedc COMMAND [ARGS]\n"
+          "\n"
+          "commands:\n"
+          "  check FILE    verify a schedule and print a one-line summary\n"
+          "  show FILE     print the proven reduction order (--order) or the steps (--steps)\n"
+          "  compile FILE  verify and write a plan file (-o PLAN)\n"
+          "  viz FILE      draw ranks x steps as SVG (-o OUT.svg)\n"
+          "\n"
+          "'schedc COMMAND --help' describes a command. FILE is a schedule (.lua) or a plan file.\n");
+}
+
+static const char *const common_help =
+    "  --ranks N        number of ranks (the script's `nranks`)\n"
+    "  --nodes M        split the ranks into M equal consecutive nodes\n"
+    "  --topology T     topology file (.lua returning { nodes = {{...}, ...} })\n"
+    "  -D key=value     a script parameter (`params.key`; numbers are converted)\n"
+    "  -h, --help       this help\n";
+
+static void usage_cmd(const char *cmd, FILE *f) {
+  if (!strcmp(cmd, "check"))
+    fprintf(f, "usage: schedc check FILE [--ranks N] [--nodes M] [--topology T] [-D k=v]...\n\n"
+               "Verify FILE: postcondition, every contribution exactly once, the same tree on every rank,\n"
+               "no undefined reads or conflicting writes. Exit 0 and a summary when valid; exit 1 and\n"
+               "'file:line: message' diagnostics when rejected; exit 2 on a usage error.\n\n%s", common_help);
+  else if (!strcmp(cmd, "show"))
+    fprintf(f, "usage: schedc show FILE (--order [--rank R] | --steps) [--ranks N] [options]\n\n"
+               "--order prints 'chunk C: TREE' per chunk, the proven reduction tree (rN, '+', parentheses)\n"
+               "of the rank that defines the result (owner for reduce_scatter, root for reduce), or of\n"
+               "rank R. --steps prints each step's transfers with the line that added them.\n\n%s", common_help);
+  else if (!strcmp(cmd, "compile"))
+    fprintf(f, "usage: schedc compile FILE -o PLAN [--ranks N] [options]\n\n"
+               "Verify FILE and write the plan file PLAN (versioned, with a content hash; loaded strictly\n"
+               "by the runtime and by the other commands).\n\n%s", common_help);
+  else if (!strcmp(cmd, "viz"))
+    fprintf(f, "usage: schedc viz FILE -o OUT.svg [--ranks N] [options]\n\n"
+               "Draw the schedule: one lane per rank, one column per step, an arrow per transfer coloured\n"
+               "by chunk (solid: reduce, dashed: copy).\n\n%s", common_help);
+  else
+    usage_main(f);
+}
+
+static int usage_error(const char *cmd, const char *fmt, const char *arg)
+    __attribute__((format(printf, 2, 0)));
+static int usage_error(const char *cmd, const char *fmt, const char *arg) {
+  fprintf(stderr, "%s %s: ", prog, cmd);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+  fprintf(stderr, fmt, arg);
+#pragma GCC diagnostic pop
+  fprintf(stderr, "\n(see 'schedc %s --help')\n", cmd);
+  return EXIT_USAGE;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) return -1;
+  *out = (int)v;
+  return 0;
+}
+
+/* Returns -1 on success (keep going), else an exit status. */
+static int parse(const char *cmd, int argc, char **argv, opts *o) {
+  memset(o, 0, sizeof *o);
+  o->rank = -1;
+  o->defines = calloc((size_t)argc + 1, sizeof *o->defines);
+  if (!o->defines) return EXIT_REJECTED;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_ARG() do { if (!next) return usage_error(cmd, "option %s needs a value", a); i++; } while (0)
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage_cmd(cmd, stdout); return EXIT_OK; }
+    else if (!strcmp(a, "--ranks")) { NEED_ARG(); if (parse_int(next, 1, 65536, &o->ranks)) return usage_error(cmd, "--ranks '%s' is not a rank count in [1, 65536]", next); }
+    else if (!strcmp(a, "--nodes")) { NEED_ARG(); if (parse_int(next, 1, 65536, &o->nodes)) return usage_error(cmd, "--nodes '%s' is not a node count in [1, 65536]", next); }
+    else if (!strcmp(a, "--rank")) { NEED_ARG(); if (parse_int(next, 0, 65535, &o->rank)) return usage_error(cmd, "--rank '%s' is not a rank", next); }
+    else if (!strcmp(a, "--topology")) { NEED_ARG(); o->topology = next; }
+    else if (!strcmp(a, "-o")) { NEED_ARG(); o->out = next; }
+    else if (!strcmp(a, "--order")) o->order = 1;
+    else if (!strcmp(a, "--steps")) o->steps = 1;
+    else if (!strcmp(a, "-D")) {
+      NEED_ARG();
+      if (!strchr(next, '=') || next[0] == '=') return usage_error(cmd, "-D '%s': expected key=value", next);
+      o->defines[o->ndefines++] = next;
+    } else if (!strncmp(a, "-D", 2)) {
+      if (!strchr(a + 2, '=') || a[2] == '=') return usage_error(cmd, "'%s': expected -Dkey=value", a);
+      o->defines[o->ndefines++] = a + 2;
+    } else if (a[0] == '-' && a[1]) return usage_error(cmd, "unknown option '%s'", a);
+    else if (!o->file) o->file = a;
+    else return usage_error(cmd, "unexpected argument '%s' (one FILE only)", a);
+#undef NEED_ARG
+  }
+  if (!o->file) return usage_error(cmd, "%s", "missing FILE");
+  return -1;
+}
+
+/* Open the plan; prints the error and returns the exit status on failure, -1 on success. */
+static int open_plan(const opts *o, schedc_plan **plan) {
+  schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
+  lo.nranks = o->ranks;
+  lo.nnodes = o->nodes;
+  lo.topology = o->topology;
+  lo.defines = o->defines;
+  lo.ndefines = o->ndefines;
+  schedc_status st = schedc_plan_open(o->file, &lo, plan);
+  if (st == SCHEDC_OK) return -1;
+  const char *msg = schedc_errmsg();
+  fprintf(stderr, "%s\n", msg[0] ? msg : schedc_status_str(st));
+  if (st == SCHEDC_EVERIFY) fprintf(stderr, "%s: rejected: no plan produced\n", o->file);
+  return st == SCHEDC_EINVAL ? EXIT_USAGE : EXIT_REJECTED;
+}
+
+static void summary(const schedc_plan *plan, const char *file) {
+  schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
+  schedc_plan_get_info(plan, &in);
+  printf("%s: ok: %s '%s', %d ranks (%d node%s), %d chunks, %d steps, %ld transfers, "
+         "%.3f x buffer sent per rank (max)%s, plan %016llx\n",
+         file, schedc_collective_name(in.collective), in.name, in.nranks, in.nnodes, in.nnodes == 1 ? "" : "s",
+         in.nchunks, in.nsteps, in.ntransfers, in.max_sent, in.canonical ? ", canonical order" : "",
+         (unsigned long long)in.hash);
+}
+
+static int show_order(const schedc_plan *plan, int rank) {
+  schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
+  schedc_plan_get_info(plan, &in);
+  if (rank >= in.nranks) {
+    fprintf(stderr, "schedc show: --rank %d out of range [0, %d)\n", rank, in.nranks);
+    return EXIT_USAGE;
+  }
+  size_t cap = 256;
+  char *buf = malloc(cap);
+  for (int c = 0; buf && c < in.nchunks; c++) {
+    int r = rank >= 0 ? rank : schedc_plan_chunk_holder(plan, c);
+    long n = schedc_plan_order(plan, c, r, buf, cap);
+    if (n >= (long)cap) {
+      char *nb = realloc(buf, (size_t)n + 1);
+      if (!nb) break;
+      buf = nb;
+      cap = (size_t)n + 1;
+      schedc_plan_order(plan, c, r, buf, cap);
+    }
+    printf("chunk %d: %s\n", c, buf);
+  }
+  free(buf);
+  return EXIT_OK;
+}
+
+static int show_steps(const schedc_plan *plan) {
+  schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
+  schedc_plan_get_info(plan, &in);
+  long i = 0;
+  for (int s = 0; s < in.nsteps; s++) {
+    long first = i;
+    schedc_transfer t;
+    while (i < in.ntransfers && schedc_plan_transfer(plan, i, &t) == SCHEDC_OK && t.step == s) i++;
+    printf("step %d: %ld transfer%s\n", s, i - first, i - first == 1 ? "" : "s");
+    for (long k = first; k < i; k++) {
+      schedc_plan_transfer(plan, k, &t);
+      printf("  %-6s r%-4d -> r%-4d chunk %-4d %s:%d\n", t.kind == SCHEDC_XFER_COPY ? "copy" : "reduce", t.src,
+             t.dst, t.chunk, t.file, t.line);
+    }
+  }
+  return EXIT_OK;
+}
+
+static int cmd_plan(const char *cmd, int argc, char **argv) {
+  opts o;
+  int rc = parse(cmd, argc, argv, &o);
+  if (rc >= 0) { free(o.defines); return rc; }
+  if (!strcmp(cmd, "show") && o.order == o.steps) {
+    free(o.defines);
+    return usage_error(cmd, "%s", "give one of --order or --steps");
+  }
+  if ((!strcmp(cmd, "compile") || !strcmp(cmd, "viz")) && !o.out) {
+    free(o.defines);
+    return usage_error(cmd, "%s", "missing -o OUTPUT");
+  }
+  schedc_plan *plan = NULL;
+  rc = open_plan(&o, &plan);
+  if (rc >= 0) { free(o.defines); return rc; }
+  rc = EXIT_OK;
+  if (!strcmp(cmd, "check")) {
+    summary(plan, o.file);
+  } else if (!strcmp(cmd, "show")) {
+    rc = o.order ? show_order(plan, o.rank) : show_steps(plan);
+  } else if (!strcmp(cmd, "compile")) {
+    if (schedc_plan_save(plan, o.out) != SCHEDC_OK) {
+      fprintf(stderr, "%s\n", schedc_errmsg());
+      rc = EXIT_REJECTED;
+    } else {
+      summary(plan, o.file);
+      printf("wrote %s\n", o.out);
+    }
+  } else if (!strcmp(cmd, "viz")) {
+    FILE *f = fopen(o.out, "w");
+    if (!f || cli_viz_svg(plan, f) || fclose(f)) {
+      fprintf(stderr, "schedc viz: cannot write %s: %s\n", o.out, strerror(errno));
+      rc = EXIT_REJECTED;
+    } else {
+      printf("wrote %s\n", o.out);
+    }
+  }
+  schedc_plan_free(plan);
+  free(o.defines);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage_main(stderr);
+    return EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+    usage_main(stdout);
+    return EXIT_OK;
+  }
+  if (!strcmp(cmd, "check") || !strcmp(cmd, "show") || !strcmp(cmd, "compile") || !strcmp(cmd, "viz"))
+    return cmd_plan(cmd, argc - 2, argv + 2);
+  fprintf(stderr, "schedc: unknown command '%s' (commands: check, show, compile, viz)\n", cmd);
+  return EXIT_USAGE;
+}

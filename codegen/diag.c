@@ -1,0 +1,87 @@
+/*
+ * diag.c — collecting, sorting and rendering verifier diagnostics (see diag.h).
+ */
+#include "diag.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sc_diags_init(sc_diags *d) { memset(d, 0, sizeof *d); }
+
+void sc_diags_free(sc_diags *d) {
+  for (uint32_t i = 0; i < d->n; i++) free(d->v[i].msg);
+  free(d->v);
+  memset(d, 0, sizeof *d);
+}
+
+void sc_diags_add(sc_diags *d, uint32_t file, uint32_t line, const char *fmt, ...) {
+  if (d->n >= SC_DIAG_KEEP) { d->dropped++; return; }
+  if (d->n == d->cap) {
+    uint32_t ncap = d->cap ? d->cap * 2 : 16;
+    sc_diag *p = realloc(d->v, ncap * sizeof *p);
+    if (!p) { d->dropped++; return; }
+    d->v = p;
+    d->cap = ncap;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = NULL;
+  int k = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (k >= 0 && (msg = malloc((size_t)k + 1))) {
+    va_start(ap, fmt);
+    vsnprintf(msg, (size_t)k + 1, fmt, ap);
+    va_end(ap);
+  }
+  if (!msg) { d->dropped++; return; }
+  d->v[d->n] = (sc_diag){file, line, d->n, msg};
+  d->n++;
+}
+
+static int cmp_diag(const void *pa, const void *pb) {
+  const sc_diag *a = pa, *b = pb;
+  if (a->file != b->file) return a->file < b->file ? -1 : 1;
+  if (a->line != b->line) return a->line < b->line ? -1 : 1;
+  int c = strcmp(a->msg, b->msg);
+  if (c) return c;
+  return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+char *sc_diags_render(sc_diags *d, const sc_ir *ir, uint32_t max_lines) {
+  qsort(d->v, d->n, sizeof *d->v, cmp_diag);
+  size_t cap = 256, len = 0;
+  char *out = malloc(cap);
+  if (!out) return NULL;
+  out[0] = 0;
+  uint32_t shown = 0, unique = 0;
+  for (uint32_t i = 0; i < d->n; i++) {
+    if (i && d->v[i].file == d->v[i - 1].file && d->v[i].line == d->v[i - 1].line &&
+        strcmp(d->v[i].msg, d->v[i - 1].msg) == 0)
+      continue;
+    unique++;
+    if (shown >= max_lines) continue;
+    const char *file = d->v[i].file < ir->nfiles ? ir->files[d->v[i].file] : "?";
+    int k = snprintf(NULL, 0, "%s%s:%u: %s", len ? "\n" : "", file, d->v[i].line, d->v[i].msg);
+    if (k < 0) continue;
+    while (len + (size_t)k + 1 > cap) {
+      char *p = realloc(out, cap * 2);
+      if (!p) return out;
+      out = p;
+      cap *= 2;
+    }
+    snprintf(out + len, cap - len, "%s%s:%u: %s", len ? "\n" : "", file, d->v[i].line, d->v[i].msg);
+    len += (size_t)k;
+    shown++;
+  }
+  uint32_t more = unique - shown + d->dropped;
+  if (more) {
+    char tail[96];
+    int k = snprintf(tail, sizeof tail, "\n... and %u more error%s", more, more == 1 ? "" : "s");
+    if (len + (size_t)k + 1 <= cap || (out = realloc(out, len + (size_t)k + 1)) != NULL) {
+      memcpy(out + len, tail, (size_t)k + 1);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,189 @@
+/*
+ * schedc.h — the one public header of schedc: deterministic, verified collective schedules.
+ * C99, C++-includable, no Lua/CUDA/MPI types. Every function documents its statuses,
+ * ownership and thread rules; schedc_errmsg() gives the detail of the calling thread's last
+ * failure (multi-line for verifier diagnostics, each line "file:line: message").
+ */
+#ifndef SCHEDC_H
+#define SCHEDC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SCHEDC_VERSION_MAJOR 0
+#define SCHEDC_VERSION_MINOR 1
+
+/* ---- statuses: the single list (name, value, message) ------------------------------------ */
+#define SCHEDC_STATUS_LIST(X)                                                  \
+  X(SCHEDC_OK, 0, "success")                                                   \
+  X(SCHEDC_EINVAL, 1, "invalid argument")                                      \
+  X(SCHEDC_ENOMEM, 2, "out of memory")                                         \
+  X(SCHEDC_EIO, 3, "file I/O error")                                           \
+  X(SCHEDC_ESCRIPT, 4, "schedule script error")                                \
+  X(SCHEDC_EVERIFY, 5, "schedule rejected by the verifier")                    \
+  X(SCHEDC_EPLAN, 6, "invalid or corrupted plan file")                         \
+  X(SCHEDC_EVERSION, 7, "unsupported plan file version")                       \
+  X(SCHEDC_ETIMEOUT, 8, "timed out waiting for a peer")                        \
+  X(SCHEDC_EPEER, 9, "a peer rank failed or left")                             \
+  X(SCHEDC_EMISMATCH, 10, "ranks hold different plans")                        \
+  X(SCHEDC_EUNAVAIL, 11, "backend or feature unavailable in this build")       \
+  X(SCHEDC_ECORRUPT, 12, "data corruption detected")                           \
+  X(SCHEDC_EINTERNAL, 13, "internal error")
+
+typedef enum schedc_status {
+#define SCHEDC_X_(name, value, msg) name = value,
+  SCHEDC_STATUS_LIST(SCHEDC_X_)
+#undef SCHEDC_X_
+  SCHEDC_STATUS_COUNT_
+} schedc_status;
+
+/* ---- collectives (name, value, DSL spelling) ---------------------------------------------- */
+#define SCHEDC_COLLECTIVE_LIST(X)                                              \
+  X(SCHEDC_ALLREDUCE, 0, "allreduce")                                          \
+  X(SCHEDC_REDUCE_SCATTER, 1, "reduce_scatter")                                \
+  X(SCHEDC_ALLGATHER, 2, "allgather")                                          \
+  X(SCHEDC_BROADCAST, 3, "broadcast")                                          \
+  X(SCHEDC_REDUCE, 4, "reduce")
+
+typedef enum schedc_collective {
+#define SCHEDC_X_(name, value, str) name = value,
+  SCHEDC_COLLECTIVE_LIST(SCHEDC_X_)
+#undef SCHEDC_X_
+  SCHEDC_COLLECTIVE_COUNT_
+} schedc_collective;
+
+/* ---- data types (name, value, spelling, element bytes) ------------------------------------ */
+#define SCHEDC_DTYPE_LIST(X)                                                   \
+  X(SCHEDC_F32, 0, "f32", 4)                                                   \
+  X(SCHEDC_F64, 1, "f64", 8)                                                   \
+  X(SCHEDC_F16, 2, "f16", 2)                                                   \
+  X(SCHEDC_BF16, 3, "bf16", 2)                                                 \
+  X(SCHEDC_I32, 4, "i32", 4)                                                   \
+  X(SCHEDC_I64, 5, "i64", 8)
+
+typedef enum schedc_dtype {
+#define SCHEDC_X_(name, value, str, bytes) name = value,
+  SCHEDC_DTYPE_LIST(SCHEDC_X_)
+#undef SCHEDC_X_
+  SCHEDC_DTYPE_COUNT_
+} schedc_dtype;
+
+/* ---- reduction operators (name, value, spelling) ------------------------------------------ */
+#define SCHEDC_OP_LIST(X)                                                      \
+  X(SCHEDC_SUM, 0, "sum")                                                      \
+  X(SCHEDC_PROD, 1, "prod")                                                    \
+  X(SCHEDC_MIN, 2, "min")                                                      \
+  X(SCHEDC_MAX, 3, "max")                                                      \
+  X(SCHEDC_AVG, 4, "avg")
+
+typedef enum schedc_op {
+#define SCHEDC_X_(name, value, str) name = value,
+  SCHEDC_OP_LIST(SCHEDC_X_)
+#undef SCHEDC_X_
+  SCHEDC_OP_COUNT_
+} schedc_op;
+
+/* ---- names and messages ------------------------------------------------------------------- */
+
+/* Static message of a status ("success", "invalid argument", ...); never NULL. */
+const char *schedc_status_str(schedc_status st);
+/* The calling thread's detail for its most recent failed schedc call (thread-local; valid until
+ * that thread's next schedc call). Verifier rejections list every diagnostic, one per line,
+ * sorted by file and line. Never NULL; "" if nothing failed yet. */
+const char *schedc_errmsg(void);
+/* Spelling of a collective/dtype/op ("allreduce", "bf16", "max"), or NULL if out of range. */
+const char *schedc_collective_name(schedc_collective c);
+const char *schedc_dtype_name(schedc_dtype t);
+const char *schedc_op_name(schedc_op op);
+/* Parse a spelling back. SCHEDC_EINVAL (errmsg lists the legal choices) if unknown. */
+schedc_status schedc_dtype_parse(const char *s, schedc_dtype *out);
+schedc_status schedc_op_parse(const char *s, schedc_op *out);
+/* Bytes per element of a dtype (0 if out of range). */
+size_t schedc_dtype_size(schedc_dtype t);
+
+/* ---- plans: a verified schedule -------------------------------------------------------------
+ * A plan is immutable once created and may be shared by any number of threads. */
+typedef struct schedc_plan schedc_plan;
+
+/* Options for loading a schedule script. Start with SCHEDC_LOAD_OPTS_INIT; zero means default. */
+typedef struct schedc_load_opts {
+  size_t size;               /* sizeof(schedc_load_opts) */
+  int nranks;                /* ranks (the `nranks` global); 0: from the topology, else error */
+  int nnodes;                /* split ranks into this many equal consecutive nodes; 0: 1 node */
+  const char *topology;      /* topology file (.lua) or NULL */
+  const char *const *defines;/* "key=value" strings, the `params` table (numbers converted) */
+  int ndefines;
+  uint64_t max_instructions; /* Lua instruction cap; 0: 2e9 */
+  size_t max_memory;         /* Lua memory cap in bytes; 0: 1 GiB */
+} schedc_load_opts;
+#define SCHEDC_LOAD_OPTS_INIT {sizeof(schedc_load_opts), 0, 0, NULL, NULL, 0, 0, 0}
+
+/* Run the schedule script at `path` in the sandbox, verify it and lower it into a plan.
+ * Returns SCHEDC_OK and a new plan in *out (free with schedc_plan_free), or:
+ *  SCHEDC_EINVAL (bad options), SCHEDC_EIO (file unreadable), SCHEDC_ESCRIPT (the script failed:
+ *  errmsg is "file:line: message"), SCHEDC_EVERIFY (rejected: errmsg lists the diagnostics),
+ *  SCHEDC_ENOMEM. On failure *out is NULL: a rejected schedule produces no plan.
+ * Thread-safe: every call has its own Lua state. */
+schedc_status schedc_plan_from_script(const char *path, const schedc_load_opts *opts,
+                                      schedc_plan **out);
+
+/* Open `path` as a plan file if it starts with the plan magic, else run it as a schedule script
+ * with opts (like schedc_plan_from_script). For plan files, opts->nranks/nnodes, when given, must
+ * match the plan (SCHEDC_EINVAL otherwise). */
+schedc_status schedc_plan_open(const char *path, const schedc_load_opts *opts, schedc_plan **out);
+
+/* Write a plan to a versioned plan file (written to a temporary name, then renamed).
+ * SCHEDC_EIO on failure; the file is either complete or absent. */
+schedc_status schedc_plan_save(const schedc_plan *plan, const char *path);
+/* Load a plan file strictly: magic, version, sizes and content hash are checked and the plan is
+ * verified again. SCHEDC_EIO, SCHEDC_EPLAN (not a plan, truncated, corrupted), SCHEDC_EVERSION,
+ * SCHEDC_EVERIFY. On failure *out is NULL. */
+schedc_status schedc_plan_load(const char *path, schedc_plan **out);
+/* Free a plan; NULL is a no-op. The caller must make sure nothing still uses it. */
+void schedc_plan_free(schedc_plan *plan);
+
+/* What a plan is. Strings point into the plan and live as long as it. */
+typedef struct schedc_plan_info {
+  size_t size;               /* sizeof(schedc_plan_info), set by the caller */
+  const char *name;
+  const char *source;        /* the script's path as given */
+  schedc_collective collective;
+  int nranks, nnodes, nchunks, root, nsteps;
+  long ntransfers;
+  int canonical;             /* declared order = "canonical" (and proven) */
+  uint64_t hash;             /* content hash of the plan (equal plans, equal hash) */
+  double max_sent;           /* most data one rank sends, in units of the whole buffer */
+  double max_recv;           /* most data one rank receives, likewise */
+} schedc_plan_info;
+#define SCHEDC_PLAN_INFO_INIT {sizeof(schedc_plan_info), NULL, NULL, SCHEDC_ALLREDUCE, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0}
+schedc_status schedc_plan_get_info(const schedc_plan *plan, schedc_plan_info *info);
+
+typedef enum schedc_xfer_kind { SCHEDC_XFER_REDUCE = 0, SCHEDC_XFER_COPY = 1 } schedc_xfer_kind;
+/* One transfer of a plan, in plan order (by step, then as written). */
+typedef struct schedc_transfer {
+  int step;
+  schedc_xfer_kind kind;
+  int src, dst, chunk;
+  const char *file;          /* the user's file of the call that added it (lives with the plan) */
+  int line;
+} schedc_transfer;
+/* Transfer i (0 <= i < ntransfers). SCHEDC_EINVAL if out of range. */
+schedc_status schedc_plan_transfer(const schedc_plan *plan, long i, schedc_transfer *out);
+
+/* The proven reduction tree of `chunk` on `rank`, written with rN, '+' and parentheses, e.g.
+ * "(((r1+r2)+r3)+r0)"; a chunk the postcondition leaves unspecified on that rank is "-".
+ * Writes at most `cap` bytes including the NUL; returns the full length (like snprintf) or
+ * -1 (bad argument). */
+long schedc_plan_order(const schedc_plan *plan, int chunk, int rank, char *buf, size_t cap);
+/* The rank whose tree defines `chunk` (the owner for reduce_scatter, the root for reduce,
+ * otherwise the lowest rank that holds it), or -1. */
+int schedc_plan_chunk_holder(const schedc_plan *plan, int chunk);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SCHEDC_H */

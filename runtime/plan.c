@@ -1,0 +1,226 @@
+/*
+ * plan.c — the public plan API: from script (dsl -> verify), to and from plan files, and the
+ * read-only queries (info, transfers, proven trees).
+ */
+#include "plan.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "codegen/planio.h"
+#include "dsl/dsl.h"
+#include "err.h"
+
+#define MAX_DIAG_LINES 50
+
+schedc_status sc_plan_make(sc_ir *ir, schedc_plan **out) {
+  *out = NULL;
+  schedc_plan *p = calloc(1, sizeof *p);
+  if (!p) { sc_ir_free(ir); return sc_err(SCHEDC_ENOMEM, "out of memory"); }
+  p->ir = *ir;
+  memset(ir, 0, sizeof *ir);
+  sc_diags d;
+  sc_diags_init(&d);
+  int rc = sc_verify(&p->ir, &p->v, &d);
+  if (rc != 0) {
+    schedc_status st = SCHEDC_ENOMEM;
+    if (rc > 0) {
+      char *txt = sc_diags_render(&d, &p->ir, MAX_DIAG_LINES);
+      st = sc_err_str(SCHEDC_EVERIFY, txt ? txt : "schedule rejected");
+      free(txt);
+    } else {
+      sc_err(st, "out of memory while verifying");
+    }
+    sc_diags_free(&d);
+    sc_ir_free(&p->ir);
+    free(p);
+    return st;
+  }
+  sc_diags_free(&d);
+  p->hash = sc_ir_hash(&p->ir);
+  /* Traffic per rank, in units of the whole buffer (each transfer moves 1/C of it). */
+  uint32_t *sent = calloc(p->ir.nranks, sizeof *sent), *recv = calloc(p->ir.nranks, sizeof *recv);
+  if (sent && recv) {
+    uint32_t ms = 0, mr = 0;
+    for (uint32_t i = 0; i < p->ir.nxfers; i++) {
+      if (++sent[p->ir.xfers[i].src] > ms) ms = sent[p->ir.xfers[i].src];
+      if (++recv[p->ir.xfers[i].dst] > mr) mr = recv[p->ir.xfers[i].dst];
+    }
+    p->max_sent = (double)ms / p->ir.nchunks;
+    p->max_recv = (double)mr / p->ir.nchunks;
+  }
+  free(sent);
+  free(recv);
+  *out = p;
+  return SCHEDC_OK;
+}
+
+schedc_status schedc_plan_from_script(const char *path, const schedc_load_opts *opts, schedc_plan **out) {
+  if (!out) return sc_err(SCHEDC_EINVAL, "out is NULL");
+  *out = NULL;
+  if (!path) return sc_err(SCHEDC_EINVAL, "path is NULL");
+  schedc_load_opts o = SCHEDC_LOAD_OPTS_INIT;
+  if (opts) {
+    if (opts->size < sizeof(size_t) || opts->size > sizeof o)
+      return sc_err(SCHEDC_EINVAL, "opts->size is %zu; set it with SCHEDC_LOAD_OPTS_INIT", opts->size);
+    memcpy(&o, opts, opts->size);
+  }
+  if (o.nranks < 0 || o.nnodes < 0 || o.ndefines < 0 || (o.ndefines && !o.defines))
+    return sc_err(SCHEDC_EINVAL, "bad load options (negative count or NULL defines)");
+  sc_dsl_opts d = {(uint32_t)o.nranks, (uint32_t)o.nnodes, o.topology, o.defines, o.ndefines,
+                   o.max_instructions, o.max_memory};
+  sc_ir ir;
+  char *msg = NULL;
+  int st = sc_dsl_load(path, &d, &ir, &msg);
+  if (st != SCHEDC_OK) {
+    sc_err_str((schedc_status)st, msg);
+    free(msg);
+    return (schedc_status)st;
+  }
+  return sc_plan_make(&ir, out);
+}
+
+schedc_status schedc_plan_save(const schedc_plan *plan, const char *path) {
+  if (!plan || !path) return sc_err(SCHEDC_EINVAL, "plan or path is NULL");
+  unsigned char *buf;
+  size_t len;
+  if (sc_planio_write(&plan->ir, &buf, &len)) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  size_t plen = strlen(path);
+  char *tmp = malloc(plen + 32);
+  if (!tmp) { free(buf); return sc_err(SCHEDC_ENOMEM, "out of memory"); }
+  snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "wb");
+  schedc_status st = SCHEDC_OK;
+  if (!f) {
+    st = sc_err(SCHEDC_EIO, "cannot write %s: %s", tmp, strerror(errno));
+  } else {
+    int bad = fwrite(buf, 1, len, f) != len;
+    bad |= fflush(f) != 0;
+    bad |= fsync(fileno(f)) != 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+      st = sc_err(SCHEDC_EIO, "cannot write %s: %s", path, strerror(errno));
+      remove(tmp);
+    }
+  }
+  free(tmp);
+  free(buf);
+  return st;
+}
+
+schedc_status schedc_plan_load(const char *path, schedc_plan **out) {
+  if (!out) return sc_err(SCHEDC_EINVAL, "out is NULL");
+  *out = NULL;
+  if (!path) return sc_err(SCHEDC_EINVAL, "path is NULL");
+  FILE *f = fopen(path, "rb");
+  if (!f) return sc_err(SCHEDC_EIO, "cannot open %s: %s", path, strerror(errno));
+  size_t cap = 1 << 16, len = 0;
+  unsigned char *buf = malloc(cap);
+  for (size_t k; buf && (k = fread(buf + len, 1, cap - len, f)) > 0;) {
+    len += k;
+    if (len == cap) {
+      unsigned char *nb = cap > ((size_t)1 << 34) ? NULL : realloc(buf, cap * 2);
+      if (!nb) { free(buf); buf = NULL; break; }
+      buf = nb;
+      cap *= 2;
+    }
+  }
+  int rerr = ferror(f);
+  fclose(f);
+  if (!buf) return sc_err(SCHEDC_ENOMEM, "%s: too large or out of memory", path);
+  if (rerr) { free(buf); return sc_err(SCHEDC_EIO, "cannot read %s", path); }
+  sc_ir ir;
+  char err[256];
+  int st = sc_planio_read(buf, len, &ir, err, sizeof err);
+  free(buf);
+  if (st != SCHEDC_OK) return sc_err((schedc_status)st, "%s: %s", path, err);
+  return sc_plan_make(&ir, out);
+}
+
+void schedc_plan_free(schedc_plan *plan) {
+  if (!plan) return;
+  sc_verified_free(&plan->v);
+  sc_ir_free(&plan->ir);
+  free(plan);
+}
+
+schedc_status schedc_plan_get_info(const schedc_plan *plan, schedc_plan_info *info) {
+  if (!plan || !info) return sc_err(SCHEDC_EINVAL, "plan or info is NULL");
+  if (info->size < sizeof(size_t) || info->size > sizeof *info)
+    return sc_err(SCHEDC_EINVAL, "info->size is %zu; set it with SCHEDC_PLAN_INFO_INIT", info->size);
+  schedc_plan_info i = SCHEDC_PLAN_INFO_INIT;
+  const sc_ir *ir = &plan->ir;
+  i.name = ir->name;
+  i.source = ir->nfiles ? ir->files[0] : "";
+  i.collective = (schedc_collective)ir->collective;
+  i.nranks = (int)ir->nranks;
+  i.nnodes = (int)ir->nnodes;
+  i.nchunks = (int)ir->nchunks;
+  i.root = (int)ir->root;
+  i.nsteps = (int)ir->nsteps;
+  i.ntransfers = (long)ir->nxfers;
+  i.canonical = ir->order == SC_ORDER_CANONICAL;
+  i.hash = plan->hash;
+  i.max_sent = plan->max_sent;
+  i.max_recv = plan->max_recv;
+  size_t sz = info->size;
+  memcpy(info, &i, sz);
+  info->size = sz;
+  return SCHEDC_OK;
+}
+
+schedc_status schedc_plan_transfer(const schedc_plan *plan, long i, schedc_transfer *out) {
+  if (!plan || !out || i < 0 || (unsigned long)i >= plan->ir.nxfers)
+    return sc_err(SCHEDC_EINVAL, "transfer index %ld out of range", i);
+  const sc_xfer *x = &plan->ir.xfers[i];
+  out->step = (int)x->step;
+  out->kind = (schedc_xfer_kind)x->kind;
+  out->src = (int)x->src;
+  out->dst = (int)x->dst;
+  out->chunk = (int)x->chunk;
+  out->file = x->file < plan->ir.nfiles ? plan->ir.files[x->file] : "?";
+  out->line = (int)x->line;
+  return SCHEDC_OK;
+}
+
+long schedc_plan_order(const schedc_plan *plan, int chunk, int rank, char *buf, size_t cap) {
+  if (!plan || chunk < 0 || rank < 0 || (uint32_t)chunk >= plan->ir.nchunks ||
+      (uint32_t)rank >= plan->ir.nranks || (!buf && cap))
+    return -1;
+  uint32_t id = SC_TERM_UNDEF;
+  if (sc_verify_cell_defined(&plan->ir, (uint32_t)rank, (uint32_t)chunk))
+    id = plan->v.final[(size_t)rank * plan->ir.nchunks + (uint32_t)chunk];
+  return (long)sc_terms_print(&plan->v.terms, id, buf, cap);
+}
+
+int schedc_plan_chunk_holder(const schedc_plan *plan, int chunk) {
+  if (!plan || chunk < 0 || (uint32_t)chunk >= plan->ir.nchunks) return -1;
+  return (int)plan->v.holder[chunk];
+}
+
+schedc_status schedc_plan_open(const char *path, const schedc_load_opts *opts, schedc_plan **out) {
+  if (!out) return sc_err(SCHEDC_EINVAL, "out is NULL");
+  *out = NULL;
+  if (!path) return sc_err(SCHEDC_EINVAL, "path is NULL");
+  char magic[8] = {0};
+  FILE *f = fopen(path, "rb");
+  if (!f) return sc_err(SCHEDC_EIO, "cannot open %s: %s", path, strerror(errno));
+  size_t got = fread(magic, 1, sizeof magic, f);
+  fclose(f);
+  if (got < sizeof magic || memcmp(magic, SC_PLAN_MAGIC, 8) != 0) return schedc_plan_from_script(path, opts, out);
+  schedc_status st = schedc_plan_load(path, out);
+  if (st != SCHEDC_OK || !opts) return st;
+  int want_r = opts->size >= offsetof(schedc_load_opts, nnodes) + sizeof(int) ? opts->nranks : 0;
+  int want_n = opts->size >= offsetof(schedc_load_opts, topology) ? opts->nnodes : 0;
+  if ((want_r && (uint32_t)want_r != (*out)->ir.nranks) || (want_n && (uint32_t)want_n != (*out)->ir.nnodes)) {
+    st = sc_err(SCHEDC_EINVAL, "%s is a plan for %u ranks on %u nodes, not %d ranks%s", path, (*out)->ir.nranks,
+                (*out)->ir.nnodes, want_r ? want_r : (int)(*out)->ir.nranks, want_n ? " with the given --nodes" : "");
+    schedc_plan_free(*out);
+    *out = NULL;
+  }
+  return st;
+}
