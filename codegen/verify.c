@@ -146,6 +146,11 @@ static const char *tree_txt(const sc_terms *t, uint32_t id, char *buf) {
   return buf;
 }
 
+/* Suffix for cells no transfer ever wrote (the diagnostic then points at schedule{}). */
+static const char *never(const vstate *v, size_t cell) {
+  return v->lastw[cell] == SC_TERM_NONE ? "; no transfer ever writes it" : "";
+}
+
 /* Check one cell against its expected content; returns 1 if it is right. */
 static int check_cell(vstate *v, uint32_t r, uint32_t c, uint32_t want_leaf) {
   const sc_ir *ir = v->ir;
@@ -155,22 +160,26 @@ static int check_cell(vstate *v, uint32_t r, uint32_t c, uint32_t want_leaf) {
   if (id == SC_TERM_POISON) return 0;
   if (id == SC_TERM_UNDEF) {
     if (want_leaf == SC_TERM_NONE)
-      DIAG_AT(v, v->lastw[k], "chunk %u on rank %u ends with no value (expected the reduction of all ranks)", c, r);
+      DIAG_AT(v, v->lastw[k], "chunk %u on rank %u ends with no value (expected the reduction of all ranks)%s", c,
+              r, never(v, k));
     else
-      DIAG_AT(v, v->lastw[k], "chunk %u on rank %u ends with no value (expected rank %u's data)", c, r, want_leaf);
+      DIAG_AT(v, v->lastw[k], "chunk %u on rank %u ends with no value (expected rank %u's data)%s", c, r, want_leaf,
+              never(v, k));
     return 0;
   }
   if (sc_terms_check(v->t, id, want_leaf, &dup, &missing, &extra)) return 1;
   if (dup != SC_TERM_NONE) {
-    uint32_t at = sc_terms_first_dup(v->t, id);
-    DIAG_AT(v, at == SC_TERM_NONE ? v->lastw[k] : v->t->origin[at], "chunk %u on rank %u counts rank %u twice",
-            c, r, dup);
+    /* Blame the transfer that first added a contribution twice, and name the rank it wrote. */
+    uint32_t at = sc_terms_first_dup(v->t, id), xi = at == SC_TERM_NONE ? v->lastw[k] : v->t->origin[at];
+    uint32_t where = xi != SC_TERM_NONE && xi < ir->nxfers ? ir->xfers[xi].dst : r;
+    DIAG_AT(v, xi, "chunk %u on rank %u counts rank %u twice", c, where, dup);
   } else if (want_leaf != SC_TERM_NONE) {
-    DIAG_AT(v, v->lastw[k], "chunk %u on rank %u should hold rank %u's data but holds %s", c, r, want_leaf,
-            tree_txt(v->t, id, tb));
+    DIAG_AT(v, v->lastw[k], "chunk %u on rank %u should hold rank %u's data but holds %s%s", c, r, want_leaf,
+            tree_txt(v->t, id, tb), never(v, k));
   } else if (missing != SC_TERM_NONE) {
-    DIAG_AT(v, v->lastw[k], "chunk %u on rank %u misses the contribution of rank %u (ends with %s)", c, r,
-            missing, tree_txt(v->t, id, tb));
+    /* Blame the transfer that built the incomplete sum (a copy only moved it). */
+    DIAG_AT(v, id >= v->t->nleaves ? v->t->origin[id] : v->lastw[k], "chunk %u on rank %u misses the contribution of rank %u (ends with %s)%s", c, r,
+            missing, tree_txt(v->t, id, tb), never(v, k));
   }
   return 0;
 }
@@ -204,7 +213,7 @@ static void check_final(vstate *v, sc_verified *out) {
       if (r == holder) continue;
       size_t cell = (size_t)r * C + c;
       uint32_t id = v->cell[cell];
-      if (id == ref && ref_ok) continue;
+      if (id == ref) continue; /* the same tree: the same verdict, reported once at the holder */
       if (sc_verify_cell_defined(ir, r, c)) {
         if (!check_cell(v, r, c, want) || !ref_ok) continue;
       } else {

@@ -9,7 +9,7 @@
 
 #include "dsl_int.h"
 
-#define DEFAULT_MAX_INSTR 2000000000ull
+#define DEFAULT_MAX_INSTR 1000000000ull
 #define DEFAULT_MAX_MEM ((size_t)1 << 30)
 
 static int pmain(lua_State *L) {
@@ -25,6 +25,8 @@ static int pmain(lua_State *L) {
   int st = luaL_loadfilex(L, ld->path, "t");
   if (st != LUA_OK) {
     if (st == LUA_ERRFILE) ld->status = SCHEDC_EIO;
+    const char *m = lua_tostring(L, -1);
+    if (m && !strstr(m, ld->path)) return luaL_error(L, "%s: %s", ld->path, m); /* name the file */
     return lua_error(L);
   }
   lua_call(L, 0, 1);

@@ -117,7 +117,7 @@ typedef struct schedc_load_opts {
   const char *topology;      /* topology file (.lua) or NULL */
   const char *const *defines;/* "key=value" strings, the `params` table (numbers converted) */
   int ndefines;
-  uint64_t max_instructions; /* Lua instruction cap; 0: 2e9 */
+  uint64_t max_instructions; /* Lua instruction cap; 0: 1e9 (about 2 s) */
   size_t max_memory;         /* Lua memory cap in bytes; 0: 1 GiB */
 } schedc_load_opts;
 #define SCHEDC_LOAD_OPTS_INIT {sizeof(schedc_load_opts), 0, 0, NULL, NULL, 0, 0, 0}

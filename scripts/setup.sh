@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# setup.sh — installs what schedc needs to build and test on Debian 12 (idempotent: apt-get runs
+# only when a package is missing) and configures + builds the release tree in build/.
+# Usage: scripts/setup.sh [BUILD_DIR [extra cmake args...]]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+pkgs="build-essential cmake pkg-config liblua5.4-dev openmpi-bin libopenmpi-dev"
+missing=""
+for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+if [ -n "$missing" ]; then
+  echo "setup: installing$missing"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+dir=${1:-build}; shift || true
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+cmake --build "$dir" -j"$(nproc)" >/dev/null
+echo "setup: built $dir"

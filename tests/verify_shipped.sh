@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# verify_shipped.sh SCHEDC SCHEDULES_DIR NAME — verifies the shipped schedule NAME.lua for every
+# collective it supports, at 1..17 ranks and at 64, 256 and 1024 ranks (one and several nodes),
+# and checks that the combinations it does not support are refused with a message saying why.
+set -u
+schedc=$1; sdir=$2; name=$3
+fails=0; runs=0
+check() {  # expect(ok|fail) args...
+  local expect=$1; shift
+  runs=$((runs + 1))
+  out=$("$schedc" check "$sdir/$name.lua" "$@" 2>&1); rc=$?
+  if [ "$expect" = ok ] && [ $rc != 0 ]; then echo "FAIL: $name $*: $out"; fails=$((fails + 1)); fi
+  if [ "$expect" != ok ]; then
+    if [ $rc != 1 ] || ! grep -qF -- "$expect" <<<"$out"; then echo "FAIL: $name $* should be refused with '$expect': $out"; fails=$((fails + 1)); fi
+  fi
+}
+ispow2() { [ $(($1 & ($1 - 1))) = 0 ]; }
+ranks="$(seq 1 17) 64 256 1024"
+case $name in
+  ring)   colls="allreduce reduce_scatter allgather reduce broadcast";;
+  direct) colls="allreduce reduce_scatter allgather reduce broadcast";;
+  tree)   colls="allreduce reduce broadcast";;
+  halving_doubling) colls="allreduce reduce_scatter allgather";;
+  hierarchical) colls="allreduce reduce_scatter allgather";;
+esac
+for n in $ranks; do
+  for c in $colls; do
+    extra=()
+    [ "$c" = reduce ] || [ "$c" = broadcast ] && extra=(-D root=$((n / 2)))
+    if [ $name = halving_doubling ] && [ $c != allreduce ] && ! ispow2 $n; then
+      check "needs a power-of-two rank count (got $n" --ranks $n -D collective=$c; continue
+    fi
+    check ok --ranks $n -D collective=$c "${extra[@]}"
+    case $name in
+      tree) check ok --ranks $n -D collective=$c -D shape=binomial -D chunks=3 "${extra[@]}";;
+      ring) [ $n -le 17 ] && check ok --ranks $n -D collective=$c -D k=2 -D reverse=true "${extra[@]}";;
+      hierarchical) for m in 2 4 8; do [ $((n % m)) = 0 ] && [ $n -ge $m ] && check ok --ranks $n --nodes $m -D collective=$c; done;;
+    esac
+  done
+done
+case $name in
+  tree) check "tree.lua supports allreduce, reduce and broadcast, not 'allgather'" --ranks 4 -D collective=allgather;;
+  hierarchical) check "node 1 has 1 ranks but node 0 has 2" --topology "$(dirname "$0")/dsl/uneven.topo";;
+esac
+echo "$runs runs, $fails failed"
+[ $fails = 0 ] && echo "$runs passed, 0 failed"
+[ $fails = 0 ]
