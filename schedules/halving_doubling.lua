@@ -20,24 +20,21 @@ if coll ~= "allreduce" and coll ~= "reduce_scatter" and coll ~= "allgather" then
 end
 local s = schedule{ collective = coll, chunks = p * k, name = "halving_doubling", order = params.order }
 
--- Blocks are indexed 0..p-1 (block b = chunks b*k .. b*k+k-1).
-local function send_blocks(st, kind, from, to, keep)
-  for b = 0, p - 1 do
-    if keep(b) then st[kind](st, from, to, b * k, k) end
-  end
+-- Blocks are indexed 0..p-1 (block b = chunks b*k .. b*k+k-1). send(st, kind, from, to, base,
+-- stride) moves the blocks base, base + stride, base + 2*stride, ... below p.
+local function send(st, kind, from, to, base, stride)
+  for b = base, p - 1, stride do st[kind](st, from, to, b * k, k) end
 end
 
 local function halving()
   local d = 1
   while d < p do
     local st = s:step()
-    local mask = 2 * d - 1
     for r = 0, p - 1 do
-      -- r owns the blocks with b mod d == r mod d; it sends those whose bit (d) differs from its own
+      -- r holds the blocks b with b mod 2d == r mod d (mod d); it keeps those agreeing with r in
+      -- bit d and sends the partner's: b mod 2d == partner mod 2d
       local partner = r ~ d
-      send_blocks(st, "reduce", r, partner, function(b)
-        return (b & (d - 1)) == (r & (d - 1)) and (b & mask) == (partner & mask)
-      end)
+      send(st, "reduce", r, partner, partner & (2 * d - 1), 2 * d)
     end
     d = d * 2
   end
@@ -47,10 +44,9 @@ local function doubling()
   local d = p // 2
   while d >= 1 do
     local st = s:step()
-    local mask = 2 * d - 1
     for r = 0, p - 1 do
       -- r holds the blocks with b mod 2d == r mod 2d; the partner needs them all
-      send_blocks(st, "copy", r, r ~ d, function(b) return (b & mask) == (r & mask) end)
+      send(st, "copy", r, r ~ d, r & (2 * d - 1), 2 * d)
     end
     d = d // 2
   end
