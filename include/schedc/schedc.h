@@ -183,6 +183,83 @@ long schedc_plan_order(const schedc_plan *plan, int chunk, int rank, char *buf, 
  * otherwise the lowest rank that holds it), or -1. */
 int schedc_plan_chunk_holder(const schedc_plan *plan, int chunk);
 
+
+/* ---- communicators -------------------------------------------------------------------------
+ * A communicator is one rank's handle on a group of nranks ranks. Collectives on a
+ * communicator must be called by every rank, in the same order, with matching arguments (this
+ * is checked: a mismatch returns SCHEDC_EMISMATCH instead of hanging). One thread at a time
+ * per communicator; different communicators may be used from different threads. */
+typedef struct schedc_comm schedc_comm;
+
+typedef enum schedc_backend {
+  SCHEDC_BACKEND_THREADS = 0, /* ranks are threads of one process; peers' buffers read directly */
+  SCHEDC_BACKEND_SHM = 1,     /* processes on one host; POSIX shared memory */
+  SCHEDC_BACKEND_MPI = 2      /* any MPI launcher, any number of hosts (if built with MPI) */
+} schedc_backend;
+
+typedef struct schedc_comm_opts {
+  size_t size;                /* sizeof(schedc_comm_opts) */
+  double timeout_s;           /* every wait; 0: $SCHEDC_TIMEOUT seconds, else 300 */
+  size_t slice_bytes;         /* pipelining slice; 0: $SCHEDC_SLICE, else 256 KiB. Never changes bits */
+  const schedc_plan *plan;    /* a plan whose hash all ranks must share (checked at init), or NULL */
+} schedc_comm_opts;
+#define SCHEDC_COMM_OPTS_INIT {sizeof(schedc_comm_opts), 0.0, 0, NULL}
+
+/* `threads`: create nranks communicators at once (like ncclCommInitAll); comms[r] is rank r's,
+ * to be used by one thread each. SCHEDC_EINVAL, SCHEDC_ENOMEM. On failure no comm is created. */
+schedc_status schedc_comm_init_threads(int nranks, const schedc_comm_opts *opts, schedc_comm **comms);
+/* `shm`: this process is `rank` of `nranks` on this host; `job` names the shared segments and
+ * must be the same on all ranks and unique among running jobs. Waits (up to the timeout) for all
+ * ranks to join. SCHEDC_EINVAL, SCHEDC_ETIMEOUT, SCHEDC_EIO (shared memory), SCHEDC_EMISMATCH. */
+schedc_status schedc_comm_init_shm(int rank, int nranks, const char *job, const schedc_comm_opts *opts,
+                                   schedc_comm **out);
+/* `mpi`: ranks from an MPI communicator; `mpi_comm` points to an MPI_Comm (MPI must be
+ * initialised). SCHEDC_EUNAVAIL if this build has no MPI. */
+schedc_status schedc_comm_init_mpi(const void *mpi_comm, const schedc_comm_opts *opts, schedc_comm **out);
+/* From the environment: SCHEDC_RANK/SCHEDC_NRANKS/SCHEDC_JOB, else torchrun's RANK/WORLD_SIZE
+ * (job from MASTER_PORT or TORCHELASTIC_RUN_ID), else Open MPI's OMPI_COMM_WORLD_RANK/SIZE.
+ * SCHEDC_BACKEND=shm|mpi picks the backend (default shm; mpi under an MPI launcher when
+ * built with MPI). SCHEDC_EINVAL names the missing variable. */
+schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, schedc_comm **out);
+/* Destroy; NULL is a no-op. Safe after any error, including a dead peer. */
+void schedc_comm_free(schedc_comm *comm);
+int schedc_comm_rank(const schedc_comm *comm);
+int schedc_comm_nranks(const schedc_comm *comm);
+
+/* ---- collectives ---------------------------------------------------------------------------
+ * Each call blocks until this rank's part is done and its buffers may be reused. `plan` may be
+ * NULL: the communicator's default plan (a ring) for that collective is used. A plan must have
+ * the communicator's rank count and the call's collective (and root). Every rank gets the bits
+ * the plan's proven trees define, whatever the timing, slice size or backend.
+ * Counts are elements; any count, zero included. In place: sendbuf == recvbuf (allgather:
+ * sendbuf == recvbuf + rank * sendcount elements; reduce_scatter: sendbuf == recvbuf is not in
+ * place, recvbuf must not overlap sendbuf otherwise).
+ * Statuses: SCHEDC_OK, SCHEDC_EINVAL (bad argument: errmsg names it), SCHEDC_EMISMATCH (ranks
+ * disagree on the call), SCHEDC_ETIMEOUT / SCHEDC_EPEER (errmsg names the step, this rank and
+ * the rank it waited for; the communicator is then broken and only schedc_comm_free is
+ * useful), SCHEDC_ENOMEM. */
+schedc_status schedc_allreduce(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype,
+                               schedc_op op, schedc_comm *comm, const schedc_plan *plan);
+/* sendbuf: nranks * recvcount elements; recvbuf: recvcount (block `rank`). */
+schedc_status schedc_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, schedc_dtype dtype,
+                                    schedc_op op, schedc_comm *comm, const schedc_plan *plan);
+/* sendbuf: sendcount elements; recvbuf: nranks * sendcount, block r from rank r. */
+schedc_status schedc_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, schedc_dtype dtype,
+                               schedc_comm *comm, const schedc_plan *plan);
+/* root's sendbuf to every rank's recvbuf (sendbuf is ignored on other ranks). */
+schedc_status schedc_broadcast(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype, int root,
+                               schedc_comm *comm, const schedc_plan *plan);
+/* The reduction lands in root's recvbuf (recvbuf is ignored, may be NULL, on other ranks). */
+schedc_status schedc_reduce(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype, schedc_op op,
+                            int root, schedc_comm *comm, const schedc_plan *plan);
+
+/* A built-in plan: the ring for `collective` on nranks ranks (root for broadcast/reduce), as the
+ * communicators use by default. Caller frees it. */
+schedc_status schedc_plan_builtin(schedc_collective collective, int nranks, int root, schedc_plan **out);
+
+/* 64-bit digest of a buffer (what `schedc run` prints per rank; equal bits, equal digest). */
+uint64_t schedc_digest(const void *buf, size_t bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,295 @@
+/*
+ * comm.c — communicators (common part) and the five collectives: argument checks, choosing the
+ * plan, preparing the working buffer (accumulation type), the entry barrier with its call check,
+ * running the executor, and finishing (avg, rounding to the data type, copy out).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/builtin.h"
+#include "comm.h"
+#include "err.h"
+#include "kernels.h"
+#include "plan.h"
+
+#define DEFAULT_TIMEOUT 300.0
+#define DEFAULT_SLICE (256u << 10)
+
+size_t sc_shared_size(uint32_t nranks, uint32_t ctr_per_rank) {
+  size_t head = sizeof(sc_shared) + (size_t)nranks * sizeof(sc_slot);
+  head = (head + 63) & ~(size_t)63;
+  return head + (size_t)4 * nranks * ctr_per_rank * sizeof(uint32_t);
+}
+
+void sc_shared_init(sc_shared *sh, uint32_t nranks, uint32_t ctr_per_rank) {
+  memset(sh, 0, sc_shared_size(nranks, ctr_per_rank));
+  sh->magic = SC_SHARED_MAGIC;
+  sh->nranks = nranks;
+  sh->ctr_per_rank = ctr_per_rank;
+  size_t head = sizeof(sc_shared) + (size_t)nranks * sizeof(sc_slot);
+  sh->ctr_off = (head + 63) & ~(size_t)63;
+}
+
+static double env_double(const char *name, double dflt) {
+  const char *v = getenv(name);
+  if (!v || !*v) return dflt;
+  char *end;
+  double d = strtod(v, &end);
+  return *end || d <= 0 ? dflt : d;
+}
+
+schedc_status sc_comm_new(int backend, int rank, int nranks, const void *optp, schedc_comm **out) {
+  *out = NULL;
+  schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
+  const schedc_comm_opts *opts = optp;
+  if (opts) {
+    if (opts->size < sizeof(size_t) || opts->size > sizeof o)
+      return sc_err(SCHEDC_EINVAL, "opts->size is %zu; set it with SCHEDC_COMM_OPTS_INIT", opts->size);
+    memcpy(&o, opts, opts->size);
+  }
+  if (nranks < 1 || nranks > 65536) return sc_err(SCHEDC_EINVAL, "nranks %d out of range [1, 65536]", nranks);
+  if (rank < 0 || rank >= nranks) return sc_err(SCHEDC_EINVAL, "rank %d out of range [0, %d)", rank, nranks);
+  if (o.timeout_s < 0) return sc_err(SCHEDC_EINVAL, "timeout_s %g is negative", o.timeout_s);
+  schedc_comm *c = calloc(1, sizeof *c);
+  if (!c || !(c->peer = calloc((size_t)nranks, sizeof *c->peer))) {
+    free(c);
+    return sc_err(SCHEDC_ENOMEM, "out of memory");
+  }
+  c->backend = backend;
+  c->rank = rank;
+  c->nranks = nranks;
+  c->timeout_s = o.timeout_s > 0 ? o.timeout_s : env_double("SCHEDC_TIMEOUT", DEFAULT_TIMEOUT);
+  c->slice_bytes = o.slice_bytes ? o.slice_bytes : (size_t)env_double("SCHEDC_SLICE", DEFAULT_SLICE);
+  schedc_status st = sc_inject_parse(getenv("SCHEDC_INJECT"), &c->inj);
+  if (st != SCHEDC_OK) {
+    free(c->peer);
+    free(c);
+    return st;
+  }
+  *out = c;
+  return SCHEDC_OK;
+}
+
+schedc_status sc_comm_start(schedc_comm *c, const schedc_plan *plan) {
+  sc_slot *me = &c->sh->slots[c->rank];
+  me->init_hash = plan ? plan->hash : 0;
+  atomic_store(&me->state, SC_ALIVE);
+  schedc_status st = sc_barrier(c, "communicator init", sc_now() + c->timeout_s);
+  if (st != SCHEDC_OK) return st;
+  for (int r = 0; r < c->nranks; r++)
+    if (c->sh->slots[r].init_hash != me->init_hash)
+      return sc_err(SCHEDC_EMISMATCH, "rank %d was initialised with plan %016llx but rank %d with plan %016llx",
+                    c->rank, (unsigned long long)me->init_hash, r, (unsigned long long)c->sh->slots[r].init_hash);
+  return SCHEDC_OK;
+}
+
+void sc_comm_release(schedc_comm *c) {
+  for (int i = 0; i < c->ndefplan; i++) schedc_plan_free(c->defplan[i].plan);
+  for (int i = 0; i < c->nprog; i++) sc_prog_free(&c->progs[i].prog);
+  free(c->scratch);
+  free(c->temp);
+  free(c->peer);
+  free(c->broken_msg);
+  free(c);
+}
+
+void schedc_comm_free(schedc_comm *c) {
+  if (!c) return;
+  if (c->tr && c->tr->destroy) c->tr->destroy(c);
+  sc_comm_release(c);
+}
+
+int schedc_comm_rank(const schedc_comm *c) { return c ? c->rank : -1; }
+int schedc_comm_nranks(const schedc_comm *c) { return c ? c->nranks : -1; }
+uint64_t schedc_digest(const void *buf, size_t bytes) { return sc_digest64(buf, bytes); }
+
+schedc_status schedc_plan_builtin(schedc_collective coll, int nranks, int root, schedc_plan **out) {
+  if (!out) return sc_err(SCHEDC_EINVAL, "out is NULL");
+  *out = NULL;
+  if (nranks < 1 || root < 0 || root >= nranks || !schedc_collective_name(coll))
+    return sc_err(SCHEDC_EINVAL, "bad built-in plan request (collective %d, %d ranks, root %d)", (int)coll, nranks, root);
+  sc_ir ir;
+  if (sc_builtin_ring(&ir, (int)coll, (uint32_t)nranks, (uint32_t)root)) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  return sc_plan_make(&ir, out);
+}
+
+static const schedc_plan *default_plan(schedc_comm *c, int coll, int root) {
+  for (int i = 0; i < c->ndefplan; i++)
+    if (c->defplan[i].coll == coll && c->defplan[i].root == root) return c->defplan[i].plan;
+  schedc_plan *p;
+  if (schedc_plan_builtin((schedc_collective)coll, c->nranks, root, &p) != SCHEDC_OK) return NULL;
+  if (c->ndefplan == SC_DEFPLANS) { schedc_plan_free(c->defplan[0].plan); memmove(c->defplan, c->defplan + 1, sizeof c->defplan[0] * (SC_DEFPLANS - 1)); c->ndefplan--; }
+  c->defplan[c->ndefplan].coll = coll;
+  c->defplan[c->ndefplan].root = root;
+  c->defplan[c->ndefplan++].plan = p;
+  return p;
+}
+
+static const sc_prog *get_prog(schedc_comm *c, const schedc_plan *plan) {
+  for (int i = 0; i < c->nprog; i++)
+    if (c->progs[i].plan == plan && c->progs[i].hash == plan->hash) return &c->progs[i].prog;
+  if (c->nprog == SC_PROGCACHE) {
+    sc_prog_free(&c->progs[0].prog);
+    memmove(c->progs, c->progs + 1, sizeof c->progs[0] * (SC_PROGCACHE - 1));
+    c->nprog--;
+  }
+  sc_progcache *e = &c->progs[c->nprog];
+  if (sc_prog_build(&plan->ir, &e->prog)) return NULL;
+  e->plan = plan;
+  e->hash = plan->hash;
+  c->nprog++;
+  return &e->prog;
+}
+
+/* Into / out of the working buffer: widen to the accumulation type, or copy the bits. */
+static void load_in(schedc_dtype dtype, schedc_dtype acc, void *dst, const void *src, size_t n) {
+  if (acc != dtype) sc_to_acc(dtype, dst, src, n);
+  else if (dst != src && n) memmove(dst, src, n * schedc_dtype_size(dtype));
+}
+static void store_out(schedc_dtype dtype, schedc_dtype acc, void *dst, const void *src, size_t n) {
+  if (acc != dtype) sc_from_acc(dtype, dst, src, n);
+  else if (dst != src && n) memmove(dst, src, n * schedc_dtype_size(dtype));
+}
+
+/* The whole collective on this rank. `count` is the user's count argument. */
+static schedc_status collective(schedc_comm *c, int coll, const void *sendbuf, void *recvbuf, size_t count,
+                                schedc_dtype dtype, schedc_op op, int root, const schedc_plan *plan) {
+  const char *cn = schedc_collective_name((schedc_collective)coll);
+  if (!c) return sc_err(SCHEDC_EINVAL, "%s: comm is NULL", cn);
+  if (c->broken)
+    return sc_err(SCHEDC_EPEER, "%s: the communicator is broken by an earlier failure%s%s", cn,
+                  atomic_load(&c->sh->failed) == 2 ? ": " : "", atomic_load(&c->sh->failed) == 2 ? c->sh->fail_msg : "");
+  if (!schedc_dtype_name(dtype)) return sc_err(SCHEDC_EINVAL, "%s: bad dtype %d", cn, (int)dtype);
+  if (!schedc_op_name(op)) return sc_err(SCHEDC_EINVAL, "%s: bad op %d", cn, (int)op);
+  if (root < 0 || root >= c->nranks) return sc_err(SCHEDC_EINVAL, "%s: root %d out of range [0, %d)", cn, root, c->nranks);
+  int n = c->nranks, me = c->rank;
+  int reduction = coll != SCHEDC_ALLGATHER && coll != SCHEDC_BROADCAST;
+  size_t K = coll == SCHEDC_REDUCE_SCATTER || coll == SCHEDC_ALLGATHER ? count * (size_t)n : count;
+  if (count && (size_t)n > SIZE_MAX / count) return sc_err(SCHEDC_EINVAL, "%s: count %zu too large", cn, count);
+  int needs_send = coll != SCHEDC_BROADCAST || me == root;
+  int needs_recv = coll != SCHEDC_REDUCE || me == root;
+  if (count && ((needs_send && !sendbuf) || (needs_recv && !recvbuf)))
+    return sc_err(SCHEDC_EINVAL, "%s: %s is NULL", cn, needs_send && !sendbuf ? "sendbuf" : "recvbuf");
+  if (!plan && !(plan = default_plan(c, coll, root))) return sc_err(SCHEDC_ENOMEM, "%s: no default plan", cn);
+  const sc_ir *ir = &plan->ir;
+  if (ir->nranks != (uint32_t)n)
+    return sc_err(SCHEDC_EINVAL, "%s: plan '%s' is for %u ranks, the communicator has %d", cn, ir->name, ir->nranks, n);
+  if (ir->collective != coll)
+    return sc_err(SCHEDC_EINVAL, "%s: plan '%s' is a %s plan", cn, ir->name, sc_ir_collective_name(ir->collective));
+  if ((coll == SCHEDC_BROADCAST || coll == SCHEDC_REDUCE) && ir->root != (uint32_t)root)
+    return sc_err(SCHEDC_EINVAL, "%s: plan '%s' has root %u, the call root %d", cn, ir->name, ir->root, root);
+  const sc_prog *prog = get_prog(c, plan);
+  if (!prog) return sc_err(SCHEDC_ENOMEM, "%s: out of memory compiling the plan", cn);
+
+  /* Reductions run in the accumulation type; allgather and broadcast only move the bits. */
+  schedc_dtype acc = reduction ? sc_acc_type(dtype) : dtype;
+  size_t asz = schedc_dtype_size(acc);
+  /* Working buffer: the caller's receive buffer when it holds the whole result in the
+   * accumulation type and the transport can share it; else a buffer of the transport's. */
+  int direct = acc == dtype && (coll == SCHEDC_ALLREDUCE || coll == SCHEDC_ALLGATHER || coll == SCHEDC_BROADCAST ||
+                                (coll == SCHEDC_REDUCE && me == root));
+  char *W = c->tr->work(c, K * asz, direct ? recvbuf : NULL);
+  if (!W && K) return SCHEDC_ENOMEM;
+  /* Copy in: every rank's initial cells must be in place before anyone reads them. */
+  if (reduction) load_in(dtype, acc, W, sendbuf, K);
+  else if (coll == SCHEDC_ALLGATHER) load_in(dtype, acc, W + (size_t)me * count * asz, sendbuf, count);
+  else if (me == root) load_in(dtype, acc, W, sendbuf, K);
+  sc_slot *slot = &c->sh->slots[me];
+  slot->coll = (uint32_t)coll;
+  slot->dtype = (uint32_t)dtype;
+  slot->op = reduction ? (uint32_t)op : 0;
+  slot->root = (uint32_t)root;
+  slot->count = count;
+  slot->plan_hash = plan->hash;
+  uint64_t seq = ++c->seq;
+  atomic_store(&slot->seq, seq);
+  schedc_status st = sc_barrier(c, cn, sc_now() + c->timeout_s);
+  if (st != SCHEDC_OK) return st;
+  for (int r = 0; r < n; r++) {
+    sc_slot *o = &c->sh->slots[r];
+    const char *what = o->coll != slot->coll ? "collective" : o->dtype != slot->dtype ? "dtype" : o->op != slot->op ? "op"
+                       : o->root != slot->root ? "root" : o->count != slot->count ? "count"
+                       : o->plan_hash != slot->plan_hash ? "plan" : NULL;
+    if (atomic_load(&o->seq) != seq) what = "call sequence";
+    if (what) {
+      sc_fail(c, SC_ABORTED, "rank %d and rank %d disagree on the %s of call %llu", me, r, what, (unsigned long long)seq);
+      return sc_err(SCHEDC_EMISMATCH, "%s: rank %d and rank %d disagree on the %s of call %llu (rank %d: %s %s "
+                    "count %llu plan %016llx; rank %d: %s %s count %llu plan %016llx)", cn, me, r, what,
+                    (unsigned long long)seq, me, cn, schedc_dtype_name(dtype), (unsigned long long)count,
+                    (unsigned long long)plan->hash, r, schedc_collective_name((schedc_collective)o->coll),
+                    schedc_dtype_name((schedc_dtype)o->dtype) ? schedc_dtype_name((schedc_dtype)o->dtype) : "?",
+                    (unsigned long long)o->count, (unsigned long long)o->plan_hash);
+    }
+  }
+  if ((st = c->tr->map_peers(c)) != SCHEDC_OK) {
+    sc_fail(c, SC_ABORTED, "rank %d could not map its peers' buffers", me);
+    return st;
+  }
+  /* Counters: this call uses parity seq % 2; reset the other set for the next call (everyone
+   * has finished the previous call, or they could not have passed the barrier). */
+  int parity = (int)(seq & 1);
+  size_t nctr = c->sh->ctr_per_rank;
+  memset((void *)sc_ctr(c->sh, parity ^ 1, SC_VER, (uint32_t)me), 0, nctr * sizeof(uint32_t));
+  memset((void *)sc_ctr(c->sh, parity ^ 1, SC_READS, (uint32_t)me), 0, nctr * sizeof(uint32_t));
+  sc_execargs a = {prog, ir->nfiles ? ir->files[0] : "", cn, acc, op, K, parity};
+  if ((st = sc_exec(c, &a)) != SCHEDC_OK) return st;
+  /* Finish this rank's result: avg, rounding to the data type once, copy out. */
+  size_t lo = 0, len = K;
+  if (coll == SCHEDC_REDUCE_SCATTER) { lo = (size_t)me * count; len = count; }
+  if (!needs_recv) len = 0;
+  if (op == SCHEDC_AVG && reduction && len) sc_divide(acc, W + lo * asz, len, n);
+  if (len) store_out(dtype, acc, recvbuf, W + lo * asz, len);
+  return SCHEDC_OK;
+}
+
+schedc_status schedc_allreduce(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype, schedc_op op,
+                               schedc_comm *comm, const schedc_plan *plan) {
+  return collective(comm, SCHEDC_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, plan);
+}
+schedc_status schedc_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, schedc_dtype dtype,
+                                    schedc_op op, schedc_comm *comm, const schedc_plan *plan) {
+  return collective(comm, SCHEDC_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0, plan);
+}
+schedc_status schedc_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, schedc_dtype dtype,
+                               schedc_comm *comm, const schedc_plan *plan) {
+  return collective(comm, SCHEDC_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, SCHEDC_SUM, 0, plan);
+}
+schedc_status schedc_broadcast(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype, int root,
+                               schedc_comm *comm, const schedc_plan *plan) {
+  return collective(comm, SCHEDC_BROADCAST, sendbuf, recvbuf, count, dtype, SCHEDC_SUM, root, plan);
+}
+schedc_status schedc_reduce(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype, schedc_op op, int root,
+                            schedc_comm *comm, const schedc_plan *plan) {
+  return collective(comm, SCHEDC_REDUCE, sendbuf, recvbuf, count, dtype, op, root, plan);
+}
+
+schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, schedc_comm **out) {
+  if (!out) return sc_err(SCHEDC_EINVAL, "out is NULL");
+  *out = NULL;
+  const char *r = getenv("SCHEDC_RANK"), *n = getenv("SCHEDC_NRANKS"), *job = getenv("SCHEDC_JOB");
+  const char *src = "SCHEDC_RANK/SCHEDC_NRANKS";
+  if (!r || !n) { r = getenv("RANK"); n = getenv("WORLD_SIZE"); src = "RANK/WORLD_SIZE"; }
+  if (!r || !n) { r = getenv("OMPI_COMM_WORLD_RANK"); n = getenv("OMPI_COMM_WORLD_SIZE"); src = "OMPI_COMM_WORLD_RANK/SIZE"; }
+  if (!r || !n)
+    return sc_err(SCHEDC_EINVAL, "no rank in the environment: set SCHEDC_RANK and SCHEDC_NRANKS (and SCHEDC_JOB), "
+                                 "or start under torchrun (RANK, WORLD_SIZE) or mpirun");
+  char *e1, *e2;
+  long rank = strtol(r, &e1, 10), nranks = strtol(n, &e2, 10);
+  if (*e1 || *e2 || !*r || !*n) return sc_err(SCHEDC_EINVAL, "%s='%s/%s' are not integers", src, r, n);
+  const char *be = getenv("SCHEDC_BACKEND");
+  if (be && !strcmp(be, "mpi")) return schedc_comm_init_mpi(NULL, opts, out);
+  if (be && strcmp(be, "shm"))
+    return sc_err(SCHEDC_EINVAL, "SCHEDC_BACKEND='%s' (choose shm or mpi; threads needs schedc_comm_init_threads)", be);
+  char jobbuf[64];
+  if (!job) job = getenv("TORCHELASTIC_RUN_ID");
+  if (!job && getenv("MASTER_PORT")) { snprintf(jobbuf, sizeof jobbuf, "port%s", getenv("MASTER_PORT")); job = jobbuf; }
+  if (!job && getenv("OMPI_MCA_orte_hnp_uri")) {
+    snprintf(jobbuf, sizeof jobbuf, "ompi%lu", (unsigned long)strtoul(getenv("OMPI_MCA_orte_hnp_uri"), NULL, 10));
+    job = jobbuf;
+  }
+  if (!job) return sc_err(SCHEDC_EINVAL, "no job id in the environment: set SCHEDC_JOB (the same on every rank)");
+  return schedc_comm_init_shm((int)rank, (int)nranks, job, opts, out);
+}

@@ -1,0 +1,154 @@
+/*
+ * comm.h — communicator internals shared by the collectives, the executor and the transports.
+ * The shared block (sc_shared) lives in the heap for `threads` and in a POSIX shared memory
+ * segment for `shm`; it holds one slot per rank (liveness, the call descriptor), the entry
+ * barrier, the first failure's message, and the dataflow counters (two sets by call parity).
+ */
+#ifndef SC_COMM_H
+#define SC_COMM_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "prog.h"
+#include "schedc/schedc.h"
+
+#define SC_SHARED_MAGIC 0x53434d31u /* "SCM1" */
+#define SC_FAILMSG 320
+
+enum { SC_ALIVE = 0, SC_DEAD = 1, SC_ABORTED = 2, SC_LEFT = 3 };
+
+/* One rank's slot, on its own cache lines. Written by its rank, read by all. */
+typedef struct sc_slot {
+  _Atomic uint32_t state;
+  int32_t pid;
+  _Atomic uint64_t seq;      /* number of the call whose descriptor is below */
+  uint32_t coll, dtype, op, root;
+  uint64_t count, plan_hash, init_hash;
+  uint64_t work;             /* threads: address of the working buffer; shm: arena generation */
+  uint64_t arena_size;       /* shm: bytes of the rank's arena */
+  char pad_[64];
+} __attribute__((aligned(64))) sc_slot;
+
+typedef struct sc_shared {
+  uint32_t magic, nranks;
+  _Atomic uint32_t ready;
+  _Atomic uint32_t refs;
+  _Atomic uint32_t bar_count __attribute__((aligned(64)));
+  _Atomic uint32_t bar_gen;
+  _Atomic uint32_t failed __attribute__((aligned(64)));
+  char fail_msg[SC_FAILMSG];
+  uint32_t ctr_per_rank;     /* counters per rank per kind per parity */
+  uint64_t ctr_off;          /* byte offset of the counters from the start of the block */
+  sc_slot slots[];           /* [nranks], then the counters */
+} sc_shared;
+
+/* Counter arrays of a parity: version[rank][k] and reads[rank][k], k < ctr_per_rank. */
+static inline _Atomic uint32_t *sc_ctr(sc_shared *sh, int parity, int kind, uint32_t rank) {
+  _Atomic uint32_t *base = (_Atomic uint32_t *)((char *)sh + sh->ctr_off);
+  return base + (((size_t)parity * 2 + (size_t)kind) * sh->nranks + rank) * sh->ctr_per_rank;
+}
+enum { SC_VER = 0, SC_READS = 1 };
+size_t sc_shared_size(uint32_t nranks, uint32_t ctr_per_rank);
+void sc_shared_init(sc_shared *sh, uint32_t nranks, uint32_t ctr_per_rank);
+
+typedef struct sc_inject {
+  int kill_rank, kill_step;  /* -1: none */
+  int delay_rank, delay_us;
+  unsigned jitter_seed, jitter_us;
+  int flip_rank, flip_step;  /* reserved for the integrity work */
+} sc_inject;
+/* Parse SCHEDC_INJECT ("kill:R:S,delay:R:US,jitter:SEED:US"). SCHEDC_EINVAL with a message. */
+schedc_status sc_inject_parse(const char *spec, sc_inject *out);
+
+typedef struct sc_progcache {
+  uint64_t hash;
+  const schedc_plan *plan;
+  sc_prog prog;
+} sc_progcache;
+
+#define SC_PROGCACHE 8
+#define SC_DEFPLANS 16
+
+struct schedc_comm {
+  int backend;               /* schedc_backend */
+  int rank, nranks;
+  sc_shared *sh;
+  double timeout_s;
+  size_t slice_bytes;
+  uint64_t seq;              /* calls made on this communicator */
+  int broken;
+  char *broken_msg;
+  sc_inject inj;
+  /* private buffers */
+  void *scratch; size_t scratch_cap;
+  void *temp; size_t temp_cap;
+  char **peer;               /* [nranks]: working buffer base of each rank for the current call */
+  /* default plans (built-in ring) by collective and root */
+  struct { int coll, root; schedc_plan *plan; } defplan[SC_DEFPLANS];
+  int ndefplan;
+  sc_progcache progs[SC_PROGCACHE];
+  int nprog;
+  /* transport hooks */
+  struct sc_transport *tr;
+  void *trdata;
+};
+
+/* Transport: how a rank gets a working buffer peers can read and how it maps theirs. */
+typedef struct sc_transport {
+  /* A buffer of `bytes` readable by peers for this call (NULL + errmsg on failure); may return
+   * `user` (a caller buffer) when that is shareable. Sets slot->work/arena_size for peers. */
+  void *(*work)(schedc_comm *c, size_t bytes, void *user);
+  /* After the entry barrier: fill c->peer[] from the slots. SCHEDC_OK or an error. */
+  schedc_status (*map_peers)(schedc_comm *c);
+  /* Is rank r's process alive (shm: pid check)? */
+  int (*alive)(schedc_comm *c, int r);
+  void (*destroy)(schedc_comm *c);
+} sc_transport;
+
+/* sync.c — waits on shared counters: spin briefly, then futex, with the communicator's timeout
+ * and liveness checks. On failure: the status, errmsg set, and the failure recorded. */
+typedef struct sc_waitctx {
+  schedc_comm *c;
+  const char *coll;          /* collective name for messages */
+  int peer;                  /* the rank whose action is awaited */
+  uint32_t step, chunk, line;
+  double deadline;           /* monotonic seconds */
+} sc_waitctx;
+double sc_now(void);
+schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w);
+void sc_publish(_Atomic uint32_t *ctr, uint32_t value);  /* store value, wake sleepers */
+void sc_bump(_Atomic uint32_t *ctr);                      /* add 1, wake sleepers */
+schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline);
+/* Record this rank's failure (first one wins the shared message) and mark it aborted. */
+void sc_fail(schedc_comm *c, int state, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* exec.c — run this rank's program of a plan over the working buffers in c->peer. */
+typedef struct sc_execargs {
+  const sc_prog *prog;
+  const char *file;          /* plan source, for messages */
+  const char *coll;
+  schedc_dtype acc;
+  schedc_op op;
+  size_t count;              /* K: elements of the whole working buffer */
+  int parity;
+} sc_execargs;
+schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
+
+/* Chunk c of K elements split into C chunks: [lo, hi). */
+static inline void sc_chunk_range(size_t K, uint32_t C, uint32_t c, size_t *lo, size_t *hi) {
+  *lo = (size_t)((unsigned __int128)K * c / C);
+  *hi = (size_t)((unsigned __int128)K * (c + 1) / C);
+}
+
+/* Transports. */
+extern sc_transport sc_threads_transport;
+extern sc_transport sc_shm_transport;
+/* Common init after the transport set up c->sh: slots, liveness, init barrier, plan hash. */
+schedc_status sc_comm_start(schedc_comm *c, const schedc_plan *plan);
+/* Allocate and fill the generic parts of a communicator from options (timeout, slice, inject). */
+schedc_status sc_comm_new(int backend, int rank, int nranks, const void *opts, schedc_comm **out);
+void sc_comm_release(schedc_comm *c);
+
+#endif

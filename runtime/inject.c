@@ -1,0 +1,33 @@
+/*
+ * inject.c — test-only fault injection from SCHEDC_INJECT, a comma-separated list of
+ *   kill:RANK:STEP    RANK dies when it reaches STEP (a process gets SIGKILL; a thread rank stops
+ *                     and is marked dead)
+ *   delay:RANK:US     RANK sleeps US microseconds at the start of each of its steps
+ *   jitter:SEED:US    every rank sleeps a pseudo-random 0..US microseconds at each step
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "err.h"
+
+schedc_status sc_inject_parse(const char *spec, sc_inject *out) {
+  memset(out, 0, sizeof *out);
+  out->kill_rank = out->delay_rank = out->flip_rank = -1;
+  if (!spec || !*spec) return SCHEDC_OK;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", spec);
+  for (char *save = NULL, *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+    char kind[16];
+    long a, b;
+    char tail;
+    if (sscanf(item, "%15[a-z]:%ld:%ld%c", kind, &a, &b, &tail) != 3 || a < 0 || b < 0 || a > 1 << 30 || b > 1 << 30)
+      return sc_err(SCHEDC_EINVAL, "SCHEDC_INJECT: bad item '%s' (kill:RANK:STEP, delay:RANK:US, jitter:SEED:US)", item);
+    if (!strcmp(kind, "kill")) { out->kill_rank = (int)a; out->kill_step = (int)b; }
+    else if (!strcmp(kind, "delay")) { out->delay_rank = (int)a; out->delay_us = (int)b; }
+    else if (!strcmp(kind, "jitter")) { out->jitter_seed = (unsigned)a; out->jitter_us = (unsigned)b; }
+    else return sc_err(SCHEDC_EINVAL, "SCHEDC_INJECT: unknown fault '%s' (kill, delay, jitter)", kind);
+  }
+  return SCHEDC_OK;
+}

@@ -1,0 +1,220 @@
+/*
+ * kernels.c — CPU reduction kernels (see kernels.h). The add/mul/min/max loops are written for
+ * the auto-vectoriser and cloned for AVX2 with target_clones (chosen at run time by the loader's
+ * ifunc resolver). Because -ffp-contract=off and no -ffast-math are in force, the vector code
+ * performs exactly the scalar IEEE operations, element by element.
+ */
+#include "kernels.h"
+
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define SC_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define SC_CLONES
+#endif
+
+#define QNAN_F32 0x7fc00000u
+#define QNAN_F64 0x7ff8000000000000ull
+
+schedc_dtype sc_acc_type(schedc_dtype t) { return t == SCHEDC_F16 || t == SCHEDC_BF16 ? SCHEDC_F32 : t; }
+
+static inline float f32_of(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t bits32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline double f64_of(uint64_t u) { double f; memcpy(&f, &u, 8); return f; }
+static inline uint64_t bits64(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }
+
+/* Binary ops on one element. NaN results become the default NaN; min/max order -0 < +0. */
+static inline float op_f32(schedc_op op, float a, float b) {
+  float r;
+  switch (op) {
+  case SCHEDC_PROD: r = a * b; break;
+  case SCHEDC_MIN:
+    if (a != a || b != b) return f32_of(QNAN_F32);
+    r = a < b ? a : b < a ? b : f32_of(bits32(a) | bits32(b));
+    break;
+  case SCHEDC_MAX:
+    if (a != a || b != b) return f32_of(QNAN_F32);
+    r = a > b ? a : b > a ? b : f32_of(bits32(a) & bits32(b));
+    break;
+  default: r = a + b; break;
+  }
+  return r != r ? f32_of(QNAN_F32) : r;
+}
+
+static inline double op_f64(schedc_op op, double a, double b) {
+  double r;
+  switch (op) {
+  case SCHEDC_PROD: r = a * b; break;
+  case SCHEDC_MIN:
+    if (a != a || b != b) return f64_of(QNAN_F64);
+    r = a < b ? a : b < a ? b : f64_of(bits64(a) | bits64(b));
+    break;
+  case SCHEDC_MAX:
+    if (a != a || b != b) return f64_of(QNAN_F64);
+    r = a > b ? a : b > a ? b : f64_of(bits64(a) & bits64(b));
+    break;
+  default: r = a + b; break;
+  }
+  return r != r ? f64_of(QNAN_F64) : r;
+}
+
+/* Integers wrap (two's complement) instead of overflowing into undefined behaviour. */
+#define INT_OP(T, U)                                                              \
+  static inline T op_##T(schedc_op op, T a, T b) {                                \
+    switch (op) {                                                                 \
+    case SCHEDC_PROD: return (T)((U)a * (U)b);                                    \
+    case SCHEDC_MIN: return a < b ? a : b;                                        \
+    case SCHEDC_MAX: return a > b ? a : b;                                        \
+    default: return (T)((U)a + (U)b);                                             \
+    }                                                                             \
+  }
+INT_OP(int32_t, uint32_t)
+INT_OP(int64_t, uint64_t)
+
+/* Hot paths: plain sum of f32 / f64 with one to four sources, vectorised. */
+SC_CLONES static void sum1_f32(float *restrict d, const float *a, const float *restrict s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    float r = a[i] + s[i];
+    d[i] = r != r ? f32_of(QNAN_F32) : r;
+  }
+}
+SC_CLONES static void sum1_f64(double *restrict d, const double *a, const double *restrict s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    double r = a[i] + s[i];
+    d[i] = r != r ? f64_of(QNAN_F64) : r;
+  }
+}
+
+#define CHAIN(T, OPF)                                                                        \
+  SC_CLONES static void chain_##T(schedc_op op, T *d, const T *a, const void *const *s, int n, \
+                                  size_t len) {                                              \
+    const size_t B = 512; /* block so the chain stays in L1 */                              \
+    for (size_t lo = 0; lo < len; lo += B) {                                                 \
+      size_t hi = lo + B < len ? lo + B : len;                                               \
+      T acc[512];                                                                            \
+      for (size_t i = lo; i < hi; i++) acc[i - lo] = a[i];                                   \
+      for (int k = 0; k < n; k++) {                                                          \
+        const T *sk = (const T *)s[k];                                                       \
+        for (size_t i = lo; i < hi; i++) acc[i - lo] = OPF(op, acc[i - lo], sk[i]);          \
+      }                                                                                      \
+      for (size_t i = lo; i < hi; i++) d[i] = acc[i - lo];                                   \
+    }                                                                                        \
+  }
+CHAIN(float, op_f32)
+CHAIN(double, op_f64)
+CHAIN(int32_t, op_int32_t)
+CHAIN(int64_t, op_int64_t)
+
+void sc_reduce_chain(schedc_dtype t, schedc_op op, void *dst, const void *a, const void *const *s, int n,
+                     size_t len) {
+  if (n <= 0 || len == 0) {
+    if (dst != a && len) memmove(dst, a, len * schedc_dtype_size(t));
+    return;
+  }
+  int sum = op == SCHEDC_SUM || op == SCHEDC_AVG;
+  switch (t) {
+  case SCHEDC_F32:
+    if (sum && n == 1) sum1_f32(dst, a, s[0], len);
+    else chain_float(op, dst, a, s, n, len);
+    break;
+  case SCHEDC_F64:
+    if (sum && n == 1) sum1_f64(dst, a, s[0], len);
+    else chain_double(op, dst, a, s, n, len);
+    break;
+  case SCHEDC_I32: chain_int32_t(op, dst, a, s, n, len); break;
+  case SCHEDC_I64: chain_int64_t(op, dst, a, s, n, len); break;
+  default: break; /* f16/bf16 never reach here: they accumulate in f32 */
+  }
+}
+
+float sc_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, u;
+  if (exp == 0x1f) u = sign | 0x7f800000u | (man << 13);        /* inf / NaN */
+  else if (exp) u = sign | ((exp + 112) << 23) | (man << 13);   /* normal */
+  else if (!man) u = sign;                                      /* zero */
+  else {                                                        /* subnormal: normalise */
+    int e = -1;
+    do { man <<= 1; e++; } while (!(man & 0x400));
+    u = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ff) << 13);
+  }
+  return f32_of(u);
+}
+
+uint16_t sc_f32_to_f16(float f) {
+  uint32_t u = bits32(f), sign = (u >> 16) & 0x8000;
+  uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00);       /* NaN -> quiet NaN */
+  if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00);      /* rounds to inf (>= 65520) */
+  if (a >= 0x38800000u) {                                      /* normal half */
+    uint32_t r = a - 0x38000000u;                              /* rebias exponent 127 -> 15 */
+    uint32_t h = r >> 13, rem = r & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;       /* round half to even */
+    return (uint16_t)(sign | h);
+  }
+  if (a < 0x33000000u) return (uint16_t)sign;                  /* < half the smallest subnormal */
+  /* subnormal half: value = man * 2^-24 */
+  uint32_t e = a >> 23, man = (a & 0x7fffff) | 0x800000;
+  uint32_t shift = 126 - e;                                    /* 14 + (113 - e) - 1 */
+  uint32_t h = man >> shift, rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
+  if (rem > half || (rem == half && (h & 1))) h++;
+  return (uint16_t)(sign | h);
+}
+
+float sc_bf16_to_f32(uint16_t h) { return f32_of((uint32_t)h << 16); }
+
+uint16_t sc_f32_to_bf16(float f) {
+  uint32_t u = bits32(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+  u += 0x7fff + ((u >> 16) & 1);                                            /* round half to even */
+  return (uint16_t)(u >> 16);
+}
+
+void sc_to_acc(schedc_dtype from, void *dst, const void *src, size_t len) {
+  if (from == SCHEDC_F16 || from == SCHEDC_BF16) {
+    const uint16_t *s = src;
+    float *d = dst;
+    for (size_t i = 0; i < len; i++) d[i] = from == SCHEDC_F16 ? sc_f16_to_f32(s[i]) : sc_bf16_to_f32(s[i]);
+  } else if (dst != src && len) {
+    memmove(dst, src, len * schedc_dtype_size(from));
+  }
+}
+
+void sc_from_acc(schedc_dtype to, void *dst, const void *src, size_t len) {
+  if (to == SCHEDC_F16 || to == SCHEDC_BF16) {
+    const float *s = src;
+    uint16_t *d = dst;
+    for (size_t i = 0; i < len; i++) d[i] = to == SCHEDC_F16 ? sc_f32_to_f16(s[i]) : sc_f32_to_bf16(s[i]);
+  } else if (dst != src && len) {
+    memmove(dst, src, len * schedc_dtype_size(to));
+  }
+}
+
+void sc_divide(schedc_dtype t, void *x, size_t len, int n) {
+  switch (t) {
+  case SCHEDC_F32: { float *p = x, q = (float)n; for (size_t i = 0; i < len; i++) p[i] = p[i] / q; break; }
+  case SCHEDC_F64: { double *p = x, q = n; for (size_t i = 0; i < len; i++) p[i] = p[i] / q; break; }
+  case SCHEDC_I32: { int32_t *p = x; for (size_t i = 0; i < len; i++) p[i] = p[i] / n; break; }
+  case SCHEDC_I64: { int64_t *p = x; for (size_t i = 0; i < len; i++) p[i] = p[i] / n; break; }
+  default: break;
+  }
+}
+
+uint64_t sc_digest64(const void *p, size_t n) {
+  const unsigned char *b = p;
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, b + i, 8);
+    h ^= w * 0xbf58476d1ce4e5b9ull;
+    h = (h << 31 | h >> 33) * 0x94d049bb133111ebull;
+  }
+  for (; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  return h ^ (h >> 31);
+}

@@ -1,0 +1,38 @@
+/*
+ * kernels.h — the CPU arithmetic of a collective: fused reduce chains in the accumulation type
+ * (f32 for f16/bf16), conversions in and out, the final avg division, NaN canonicalisation and
+ * the 64-bit digest. Every function is deterministic per element: no FMA (-ffp-contract=off),
+ * no reassociation, results independent of vector width and of where a slice starts.
+ */
+#ifndef SC_KERNELS_H
+#define SC_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "schedc/schedc.h"
+
+/* Accumulation type of a dtype: f16/bf16 -> f32, others themselves. */
+schedc_dtype sc_acc_type(schedc_dtype t);
+
+/* dst[i] = op(...op(op(a[i], s[0][i]), s[1][i])..., s[n-1][i]) for i < len, in the accumulation
+ * type `t` (f32, f64, i32, i64). dst may equal a. avg accumulates like sum. Float NaN results
+ * are written as the default quiet NaN (so a+b and b+a give the same bits even for NaN inputs);
+ * min/max: NaN wins, -0 < +0. */
+void sc_reduce_chain(schedc_dtype t, schedc_op op, void *dst, const void *a, const void *const *s, int n,
+                     size_t len);
+/* Convert len elements of dtype `from` into its accumulation type (f16/bf16 -> f32; others copy). */
+void sc_to_acc(schedc_dtype from, void *dst, const void *src, size_t len);
+/* Convert back, rounding to nearest even once (f32 -> f16/bf16; others copy). */
+void sc_from_acc(schedc_dtype to, void *dst, const void *src, size_t len);
+/* avg: x[i] /= n in the accumulation type (integers truncate toward zero). */
+void sc_divide(schedc_dtype t, void *x, size_t len, int n);
+/* Round-trip helpers, exposed for tests' independent reference evaluation. */
+float sc_f16_to_f32(uint16_t h);
+uint16_t sc_f32_to_f16(float f);
+float sc_bf16_to_f32(uint16_t h);
+uint16_t sc_f32_to_bf16(float f);
+/* 64-bit digest of bytes (fast, not cryptographic; equal bits <=> equal digest w.h.p.). */
+uint64_t sc_digest64(const void *p, size_t n);
+
+#endif

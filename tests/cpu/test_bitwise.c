@@ -1,0 +1,210 @@
+/*
+ * test_bitwise.c — the runtime against the proven order, bit for bit. For shipped schedules
+ * (every collective they support) at 1..9 ranks, all dtypes and ops, odd and zero counts, in
+ * place and out of place, and several slice sizes, every rank's output must equal the
+ * independent evaluation (ref.h) of the tree `schedc show --order` prints for that rank.
+ * Usage: test_bitwise SCHEDULES_DIR BACKEND(threads) [quick]
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "ref.h"
+
+typedef struct job {
+  schedc_comm *comm;
+  const schedc_plan *plan;
+  int coll, root;
+  schedc_dtype dt;
+  schedc_op op;
+  size_t count;
+  int inplace;
+  void *in, *out;
+  schedc_status st;
+  char err[512];
+} job;
+
+static void *run_rank(void *arg) {
+  job *j = arg;
+  size_t es = schedc_dtype_size(j->dt);
+  int r = schedc_comm_rank(j->comm);
+  const void *send = j->in;
+  void *recv = j->out;
+  if (j->inplace) {
+    if (j->coll == SCHEDC_ALLGATHER) { memcpy((char *)j->out + (size_t)r * j->count * es, j->in, j->count * es); send = (char *)j->out + (size_t)r * j->count * es; }
+    else if (j->coll != SCHEDC_REDUCE_SCATTER) { memcpy(j->out, j->in, j->count * es); send = j->out; }
+  }
+  switch (j->coll) {
+  case SCHEDC_ALLREDUCE: j->st = schedc_allreduce(send, recv, j->count, j->dt, j->op, j->comm, j->plan); break;
+  case SCHEDC_REDUCE_SCATTER: j->st = schedc_reduce_scatter(send, recv, j->count, j->dt, j->op, j->comm, j->plan); break;
+  case SCHEDC_ALLGATHER: j->st = schedc_allgather(send, recv, j->count, j->dt, j->comm, j->plan); break;
+  case SCHEDC_BROADCAST: j->st = schedc_broadcast(send, recv, j->count, j->dt, j->root, j->comm, j->plan); break;
+  default: j->st = schedc_reduce(send, recv, j->count, j->dt, j->op, j->root, j->comm, j->plan); break;
+  }
+  if (j->st) snprintf(j->err, sizeof j->err, "%s", schedc_errmsg());
+  return NULL;
+}
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
+
+/* Inputs: mostly values of varied magnitude (so association matters), some ±0, inf, NaN. */
+static void fill(schedc_dtype t, void *buf, size_t n, int specials) {
+  for (size_t i = 0; i < n; i++) {
+    uint64_t x = next();
+    double v = ((double)(x >> 11) / 9007199254740992.0 - 0.5) * (double)(1 << (x % 24));
+    if (specials && x % 97 == 0) v = (x & 1) ? -0.0 : 0.0;
+    if (specials && x % 211 == 0) v = (x & 2) ? INFINITY : -INFINITY;
+    if (specials && x % 401 == 0) v = NAN;
+    switch (t) {
+    case SCHEDC_F32: ((float *)buf)[i] = (float)v; break;
+    case SCHEDC_F64: ((double *)buf)[i] = v; break;
+    case SCHEDC_F16: { _Float16 h = (_Float16)(float)(v / 64); memcpy((char *)buf + 2 * i, &h, 2); break; }
+    case SCHEDC_BF16: { float f = (float)v; uint32_t u; memcpy(&u, &f, 4); ((uint16_t *)buf)[i] = (uint16_t)(u >> 16); break; }
+    case SCHEDC_I32: ((int32_t *)buf)[i] = (int32_t)(x >> 40) - (1 << 23); break;
+    case SCHEDC_I64: ((int64_t *)buf)[i] = (int64_t)(x >> 3) - (int64_t)(x >> 2); break;
+    default: break;
+    }
+  }
+}
+
+static int mismatches_shown;
+
+/* One collective call on all ranks; compares every defined element. Returns 0 if all match. */
+static int run_case(schedc_comm **comms, int n, const schedc_plan *plan, int coll, int root, schedc_dtype dt,
+                    schedc_op op, size_t count, int inplace, const char *label) {
+  size_t es = schedc_dtype_size(dt);
+  size_t K = coll == SCHEDC_REDUCE_SCATTER || coll == SCHEDC_ALLGATHER ? count * (size_t)n : count;
+  size_t incount = coll == SCHEDC_ALLGATHER ? count : K, outcount = coll == SCHEDC_REDUCE_SCATTER ? count : K;
+  job *jobs = calloc((size_t)n, sizeof *jobs);
+  pthread_t *th = calloc((size_t)n, sizeof *th);
+  void **inputs = calloc((size_t)n, sizeof *inputs); /* full K-element view for the reference */
+  int specials = dt == SCHEDC_F32 || dt == SCHEDC_F64;
+  for (int r = 0; r < n; r++) {
+    jobs[r] = (job){comms[r], plan, coll, root, dt, op, count, inplace, malloc(incount * es + 1), malloc(outcount * es + 1), 0, ""};
+    fill(dt, jobs[r].in, incount, specials);
+    memset(jobs[r].out, 0xA5, outcount * es);
+    inputs[r] = calloc(K + 1, es);
+    if (coll == SCHEDC_ALLGATHER) memcpy((char *)inputs[r] + (size_t)r * count * es, jobs[r].in, count * es);
+    else memcpy(inputs[r], jobs[r].in, K * es);
+  }
+  for (int r = 0; r < n; r++) pthread_create(&th[r], NULL, run_rank, &jobs[r]);
+  for (int r = 0; r < n; r++) pthread_join(th[r], NULL);
+  int bad = 0;
+  schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
+  schedc_plan_get_info(plan, &in);
+  char tree[4096];
+  unsigned char want[8];
+  for (int r = 0; r < n && !bad; r++) {
+    if (jobs[r].st != SCHEDC_OK) {
+      fprintf(stderr, "%s: rank %d failed: %s\n", label, r, jobs[r].err);
+      bad = 1;
+      break;
+    }
+    if (coll == SCHEDC_REDUCE && r != root) continue;
+    for (int c = 0; c < in.nchunks && !bad; c++) {
+      if (schedc_plan_order(plan, c, r, tree, sizeof tree) >= (long)sizeof tree) { bad = 1; break; }
+      ref_expr e;
+      if (!ref_parse(tree, &e)) { free(e.code); continue; }
+      size_t lo = (size_t)((unsigned __int128)K * (unsigned)c / (unsigned)in.nchunks);
+      size_t hi = (size_t)((unsigned __int128)K * (unsigned)(c + 1) / (unsigned)in.nchunks);
+      for (size_t i = lo; i < hi; i++) {
+        ref_eval(&e, dt, op, n, (const void *const *)inputs, i, want);
+        size_t oi = coll == SCHEDC_REDUCE_SCATTER ? i - (size_t)r * count : i;
+        if (memcmp((char *)jobs[r].out + oi * es, want, es) != 0) {
+          if (mismatches_shown++ < 5)
+            fprintf(stderr, "%s: rank %d element %zu (chunk %d, tree %s): bits differ (got %02x%02x, want %02x%02x)\n", label, r, i, c, tree, ((unsigned char *)jobs[r].out)[oi * es + es - 1], ((unsigned char *)jobs[r].out)[oi * es + es - 2], want[es - 1], want[es - 2]);
+          bad = 1;
+          break;
+        }
+      }
+      free(e.code);
+    }
+  }
+  for (int r = 0; r < n; r++) { free(jobs[r].in); free(jobs[r].out); free(inputs[r]); }
+  free(jobs); free(th); free(inputs);
+  return bad;
+}
+
+static const char *coll_str(int c) { return schedc_collective_name((schedc_collective)c); }
+
+int main(int argc, char **argv) {
+  if (argc < 2) { fprintf(stderr, "usage: test_bitwise SCHEDULES_DIR [quick]\n"); return 2; }
+  int quick = argc > 2 && !strcmp(argv[2], "quick");
+  struct { const char *file; const char *defs[3]; int colls; int nodes2; } sch[] = {
+    {"ring.lua", {NULL}, 0x1f, 0},
+    {"ring.lua", {"k=2", "reverse=true", NULL}, 0x1f, 0},
+    {"tree.lua", {"chunks=3", NULL}, (1 << SCHEDC_ALLREDUCE) | (1 << SCHEDC_REDUCE) | (1 << SCHEDC_BROADCAST), 0},
+    {"tree.lua", {"shape=binomial", "chunks=2", NULL}, (1 << SCHEDC_ALLREDUCE) | (1 << SCHEDC_REDUCE), 0},
+    {"direct.lua", {NULL}, 0x1f, 0},
+    {"halving_doubling.lua", {NULL}, 1 << SCHEDC_ALLREDUCE, 0},
+    {"hierarchical.lua", {NULL}, (1 << SCHEDC_ALLREDUCE) | (1 << SCHEDC_REDUCE_SCATTER) | (1 << SCHEDC_ALLGATHER), 1},
+  };
+  size_t counts[] = {0, 1, 13, 1031};
+  size_t slices[] = {256, 4096, 1 << 20};
+  int cases = 0, failed = 0;
+  for (int n = 1; n <= (quick ? 5 : 9); n++) {
+    for (size_t si = 0; si < sizeof sch / sizeof sch[0]; si++) {
+      if (sch[si].nodes2 && n % 2) continue;
+      for (int coll = 0; coll < SCHEDC_COLLECTIVE_COUNT_; coll++) {
+        if (!(sch[si].colls & (1 << coll))) continue;
+        int root = coll == SCHEDC_BROADCAST || coll == SCHEDC_REDUCE ? n / 2 : 0;
+        char path[4096], cdef[64], rdef[32];
+        snprintf(path, sizeof path, "%s/%s", argv[1], sch[si].file);
+        snprintf(cdef, sizeof cdef, "collective=%s", coll_str(coll));
+        snprintf(rdef, sizeof rdef, "root=%d", root);
+        const char *defs[6];
+        int nd = 0;
+        for (int k = 0; sch[si].defs[k]; k++) defs[nd++] = sch[si].defs[k];
+        defs[nd++] = cdef;
+        defs[nd++] = rdef;
+        schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
+        lo.nranks = n;
+        lo.nnodes = sch[si].nodes2 ? 2 : 0;
+        lo.defines = defs;
+        lo.ndefines = nd;
+        schedc_plan *plan;
+        if (schedc_plan_from_script(path, &lo, &plan) != SCHEDC_OK) {
+          fprintf(stderr, "cannot load %s n=%d %s: %s\n", sch[si].file, n, cdef, schedc_errmsg());
+          failed++;
+          continue;
+        }
+        for (size_t sl = 0; sl < sizeof slices / sizeof slices[0]; sl++) {
+          schedc_comm *comms[16];
+          schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+          co.slice_bytes = slices[sl];
+          co.timeout_s = 60;
+          CHECK(schedc_comm_init_threads(n, &co, comms) == SCHEDC_OK);
+          for (int dt = 0; dt < SCHEDC_DTYPE_COUNT_; dt++) {
+            int reduction = coll != SCHEDC_ALLGATHER && coll != SCHEDC_BROADCAST;
+            for (int op = 0; op < (reduction ? SCHEDC_OP_COUNT_ : 1); op++) {
+              /* every op for f32, bf16 and i32; sum and max elsewhere; one slice size for the rest */
+              if (op != SCHEDC_SUM && op != SCHEDC_MAX && dt != SCHEDC_F32 && dt != SCHEDC_BF16 && dt != SCHEDC_I32) continue;
+              if (sl > 0 && (dt != SCHEDC_F32 || op != SCHEDC_SUM)) continue;
+              for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
+                for (int inplace = 0; inplace < 2; inplace++) {
+                  if (inplace && ci != 3) continue;
+                  char label[256];
+                  snprintf(label, sizeof label, "%s %s n=%d %s %s %s count=%zu slice=%zu%s", sch[si].file,
+                           sch[si].defs[0] ? sch[si].defs[0] : "", n, coll_str(coll),
+                           schedc_dtype_name((schedc_dtype)dt), schedc_op_name((schedc_op)op), counts[ci], slices[sl],
+                           inplace ? " inplace" : "");
+                  cases++;
+                  if (run_case(comms, n, plan, coll, root, (schedc_dtype)dt, (schedc_op)op, counts[ci], inplace, label)) failed++;
+                }
+              }
+            }
+          }
+          for (int r = 0; r < n; r++) schedc_comm_free(comms[r]);
+        }
+        schedc_plan_free(plan);
+      }
+    }
+  }
+  printf("bitwise: %d cases, %d failed\n", cases, failed);
+  CHECK(failed == 0);
+  CHECK(cases > 100);
+  return DONE();
+}
