@@ -11,6 +11,10 @@
 
 enum { EXIT_OK = 0, EXIT_REJECTED = 1, EXIT_USAGE = 2 };
 
+/* `schedc run` and `schedc launch` (run.c). */
+int cli_run(int argc, char **argv);
+int cli_launch(int argc, char **argv);
+
 /* Draw ranks x steps with arrows coloured by chunk into an SVG file. 0 or -1 (errno). */
 int cli_viz_svg(const schedc_plan *plan, FILE *out);
 

@@ -29,6 +29,8 @@ static void usage_main(FILE *f) {
           "  show FILE     print the proven reduction order (--order) or the steps (--steps)\n"
           "  compile FILE  verify and write a plan file (-o PLAN)\n"
           "  viz FILE      draw ranks x steps as SVG (-o OUT.svg)\n"
+          "  run FILE      run a plan on N CPU ranks (threads, shm processes or MPI)\n"
+          "  launch -n N -- CMD   start N processes of CMD with the rank environment\n"
           "\n"
           "'schedc COMMAND --help' describes a command. FILE is a schedule (.lua) or a plan file.\n");
 }
@@ -241,6 +243,8 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "check") || !strcmp(cmd, "show") || !strcmp(cmd, "compile") || !strcmp(cmd, "viz"))
     return cmd_plan(cmd, argc - 2, argv + 2);
-  fprintf(stderr, "schedc: unknown command '%s' (commands: check, show, compile, viz)\n", cmd);
+  if (!strcmp(cmd, "run")) return cli_run(argc - 2, argv + 2);
+  if (!strcmp(cmd, "launch")) return cli_launch(argc - 2, argv + 2);
+  fprintf(stderr, "schedc: unknown command '%s' (commands: check, show, compile, viz, run, launch)\n", cmd);
   return EXIT_USAGE;
 }

@@ -144,6 +144,9 @@ static const sc_prog *get_prog(schedc_comm *c, const schedc_plan *plan) {
   return &e->prog;
 }
 
+static schedc_status run_plan(schedc_comm *c, const char *cn, const sc_prog *prog, const schedc_plan *plan,
+                              schedc_dtype acc, schedc_op op, size_t K, uint64_t seq);
+
 /* Into / out of the working buffer: widen to the accumulation type, or copy the bits. */
 static void load_in(schedc_dtype dtype, schedc_dtype acc, void *dst, const void *src, size_t n) {
   if (acc != dtype) sc_to_acc(dtype, dst, src, n);
@@ -206,8 +209,30 @@ static schedc_status collective(schedc_comm *c, int coll, const void *sendbuf, v
   slot->plan_hash = plan->hash;
   uint64_t seq = ++c->seq;
   atomic_store(&slot->seq, seq);
+  atomic_store(&slot->busy, 1u);
   schedc_status st = sc_barrier(c, cn, sc_now() + c->timeout_s);
-  if (st != SCHEDC_OK) return st;
+  if (st == SCHEDC_OK) st = run_plan(c, cn, prog, plan, acc, op, K, seq);
+  atomic_store(&slot->busy, 0u);
+  if (st != SCHEDC_OK) {
+    sc_quiesce(c);
+    return st;
+  }
+  /* Finish this rank's result: avg, rounding to the data type once, copy out. */
+  size_t lo = 0, len = K;
+  if (coll == SCHEDC_REDUCE_SCATTER) { lo = (size_t)me * count; len = count; }
+  if (!needs_recv) len = 0;
+  if (op == SCHEDC_AVG && reduction && len) sc_divide(acc, W + lo * asz, len, n);
+  if (len) store_out(dtype, acc, recvbuf, W + lo * asz, len);
+  return SCHEDC_OK;
+}
+
+/* After the entry barrier: check the call matches on every rank, map the peers, run. */
+static schedc_status run_plan(schedc_comm *c, const char *cn, const sc_prog *prog, const schedc_plan *plan,
+                              schedc_dtype acc, schedc_op op, size_t K, uint64_t seq) {
+  int n = c->nranks, me = c->rank;
+  const sc_ir *ir = &plan->ir;
+  sc_slot *slot = &c->sh->slots[me];
+  schedc_status st;
   for (int r = 0; r < n; r++) {
     sc_slot *o = &c->sh->slots[r];
     const char *what = o->coll != slot->coll ? "collective" : o->dtype != slot->dtype ? "dtype" : o->op != slot->op ? "op"
@@ -216,11 +241,12 @@ static schedc_status collective(schedc_comm *c, int coll, const void *sendbuf, v
     if (atomic_load(&o->seq) != seq) what = "call sequence";
     if (what) {
       sc_fail(c, SC_ABORTED, "rank %d and rank %d disagree on the %s of call %llu", me, r, what, (unsigned long long)seq);
+      const char *d1 = schedc_dtype_name((schedc_dtype)slot->dtype), *d2 = schedc_dtype_name((schedc_dtype)o->dtype);
+      const char *c2 = schedc_collective_name((schedc_collective)o->coll);
       return sc_err(SCHEDC_EMISMATCH, "%s: rank %d and rank %d disagree on the %s of call %llu (rank %d: %s %s "
                     "count %llu plan %016llx; rank %d: %s %s count %llu plan %016llx)", cn, me, r, what,
-                    (unsigned long long)seq, me, cn, schedc_dtype_name(dtype), (unsigned long long)count,
-                    (unsigned long long)plan->hash, r, schedc_collective_name((schedc_collective)o->coll),
-                    schedc_dtype_name((schedc_dtype)o->dtype) ? schedc_dtype_name((schedc_dtype)o->dtype) : "?",
+                    (unsigned long long)seq, me, cn, d1, (unsigned long long)slot->count,
+                    (unsigned long long)slot->plan_hash, r, c2 ? c2 : "?", d2 ? d2 : "?",
                     (unsigned long long)o->count, (unsigned long long)o->plan_hash);
     }
   }
@@ -235,14 +261,7 @@ static schedc_status collective(schedc_comm *c, int coll, const void *sendbuf, v
   memset((void *)sc_ctr(c->sh, parity ^ 1, SC_VER, (uint32_t)me), 0, nctr * sizeof(uint32_t));
   memset((void *)sc_ctr(c->sh, parity ^ 1, SC_READS, (uint32_t)me), 0, nctr * sizeof(uint32_t));
   sc_execargs a = {prog, ir->nfiles ? ir->files[0] : "", cn, acc, op, K, parity};
-  if ((st = sc_exec(c, &a)) != SCHEDC_OK) return st;
-  /* Finish this rank's result: avg, rounding to the data type once, copy out. */
-  size_t lo = 0, len = K;
-  if (coll == SCHEDC_REDUCE_SCATTER) { lo = (size_t)me * count; len = count; }
-  if (!needs_recv) len = 0;
-  if (op == SCHEDC_AVG && reduction && len) sc_divide(acc, W + lo * asz, len, n);
-  if (len) store_out(dtype, acc, recvbuf, W + lo * asz, len);
-  return SCHEDC_OK;
+  return sc_exec(c, &a);
 }
 
 schedc_status schedc_allreduce(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype, schedc_op op,

@@ -22,6 +22,7 @@ enum { SC_ALIVE = 0, SC_DEAD = 1, SC_ABORTED = 2, SC_LEFT = 3 };
 /* One rank's slot, on its own cache lines. Written by its rank, read by all. */
 typedef struct sc_slot {
   _Atomic uint32_t state;
+  _Atomic uint32_t busy;     /* inside a collective after its entry barrier */
   int32_t pid;
   _Atomic uint64_t seq;      /* number of the call whose descriptor is below */
   uint32_t coll, dtype, op, root;
@@ -121,6 +122,9 @@ schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w);
 void sc_publish(_Atomic uint32_t *ctr, uint32_t value);  /* store value, wake sleepers */
 void sc_bump(_Atomic uint32_t *ctr);                      /* add 1, wake sleepers */
 schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline);
+/* After a failure: wait (bounded by the timeout) until no peer is still inside the collective,
+ * so the caller may free buffers peers could be reading (threads share memory). */
+void sc_quiesce(schedc_comm *c);
 /* Record this rank's failure (first one wins the shared message) and mark it aborted. */
 void sc_fail(schedc_comm *c, int state, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -3,12 +3,24 @@
  */
 #include "err.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static _Thread_local char *tls_msg;
+/* A key whose destructor frees the thread's message when the thread exits. */
+static pthread_key_t tls_key;
+static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
+static void free_msg(void *p) { free(p); }
+static void make_key(void) { pthread_key_create(&tls_key, free_msg); }
+static void set_msg(char *m) {
+  free(tls_msg);
+  tls_msg = m;
+  pthread_once(&tls_once, make_key);
+  pthread_setspecific(tls_key, m);
+}
 
 static const char *const status_msgs[] = {
 #define X(name, value, msg) [value] = msg,
@@ -44,9 +56,7 @@ const char *schedc_status_str(schedc_status st) {
 const char *schedc_errmsg(void) { return tls_msg ? tls_msg : ""; }
 
 schedc_status sc_err_str(schedc_status st, const char *msg) {
-  char *m = strdup(msg ? msg : "");
-  free(tls_msg);
-  tls_msg = m; /* NULL on OOM: errmsg then says "" and the status still tells */
+  set_msg(strdup(msg ? msg : "")); /* NULL on OOM: errmsg then says "" and the status still tells */
   return st;
 }
 
@@ -61,15 +71,11 @@ schedc_status sc_err(schedc_status st, const char *fmt, ...) {
     vsnprintf(m, (size_t)n + 1, fmt, ap);
     va_end(ap);
   }
-  free(tls_msg);
-  tls_msg = m;
+  set_msg(m);
   return st;
 }
 
-void sc_err_clear(void) {
-  free(tls_msg);
-  tls_msg = NULL;
-}
+void sc_err_clear(void) { set_msg(NULL); }
 
 const char *schedc_collective_name(schedc_collective c) {
   return (int)c >= 0 && c < SCHEDC_COLLECTIVE_COUNT_ ? coll_names[c] : NULL;

@@ -38,9 +38,25 @@ static void seg_name(char *buf, size_t cap, const char *job, int rank) {
   else snprintf(buf, cap, "/schedc-%s-r%d", job, rank);
 }
 
-static int pid_alive(int32_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH); }
+/* Alive: the process exists and is not a zombie (a dead child its parent has not reaped). */
+static int pid_alive(int32_t pid) {
+  if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH)) return 0;
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *rp = strrchr(buf, ')'); /* "pid (comm) S ..." */
+  return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
+}
 
-static int s_alive(schedc_comm *c, int r) { return pid_alive(c->sh->slots[r].pid); }
+/* A rank that has not registered yet (pid 0) is not dead: only the timeout can judge it. */
+static int s_alive(schedc_comm *c, int r) {
+  int32_t pid = c->sh->slots[r].pid;
+  return pid == 0 || pid_alive(pid);
+}
 
 static void *s_work(schedc_comm *c, size_t bytes, void *user) {
   (void)user; /* private memory cannot be shared: always the arena */

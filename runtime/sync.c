@@ -68,7 +68,7 @@ void sc_fail(schedc_comm *c, int state, const char *fmt, ...) {
 
 static int peer_down(schedc_comm *c, int r, int *dead) {
   uint32_t st = atomic_load(&c->sh->slots[r].state);
-  *dead = st == SC_DEAD || (c->tr->alive && !c->tr->alive(c, r));
+  *dead = st == SC_DEAD || (st != SC_ABORTED && c->tr->alive && !c->tr->alive(c, r));
   return *dead || st == SC_ABORTED;
 }
 
@@ -77,12 +77,10 @@ static int peer_down(schedc_comm *c, int r, int *dead) {
 static schedc_status check_peers(sc_waitctx *w, double now) {
   schedc_comm *c = w->c;
   int culprit = -1, dead = 0;
-  if (w->peer >= 0) {
-    if (peer_down(c, w->peer, &dead)) culprit = w->peer;
-  } else {
-    for (int r = 0; r < c->nranks && culprit < 0; r++)
-      if (r != c->rank && peer_down(c, r, &dead)) culprit = r;
-  }
+  if (w->peer >= 0 && peer_down(c, w->peer, &dead)) culprit = w->peer;
+  /* Any failure anywhere ends the collective for everyone: name the rank that failed. */
+  for (int r = 0; r < c->nranks && culprit < 0; r++)
+    if (r != c->rank && (w->peer < 0 || atomic_load(&c->sh->failed)) && peer_down(c, r, &dead)) culprit = r;
   if (culprit >= 0) {
     char why[SC_FAILMSG] = "";
     if (atomic_load(&c->sh->failed) == 2) memcpy(why, c->sh->fail_msg, sizeof why);
@@ -150,5 +148,17 @@ schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline) {
     }
     struct timespec ts = {0, SLICE_NS};
     futex(&sh->bar_gen, FUTEX_WAIT, gen, &ts);
+  }
+}
+
+void sc_quiesce(schedc_comm *c) {
+  double deadline = sc_now() + c->timeout_s;
+  for (int r = 0; r < c->nranks; r++) {
+    if (r == c->rank) continue;
+    while (atomic_load(&c->sh->slots[r].busy) && atomic_load(&c->sh->slots[r].state) != SC_DEAD &&
+           (!c->tr->alive || c->tr->alive(c, r)) && sc_now() < deadline) {
+      struct timespec ts = {0, 200000};
+      nanosleep(&ts, NULL);
+    }
   }
 }

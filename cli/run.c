@@ -1,0 +1,545 @@
+/*
+ * run.c — `schedc run` (execute a plan on N CPU ranks: threads in this process, shm processes it
+ * forks, or the processes of an MPI launcher) and `schedc launch` (start N processes of any
+ * program with the rank environment, like torchrun). Public API only.
+ *
+ * Buffers follow the "K-element buffer per rank" model: every rank has K elements (inputs from
+ * DIR/rank<r>.bin or seeded random); the result is the rank's K-element buffer after the
+ * collective (reduce_scatter: the rank's block holds the result, other blocks keep the input;
+ * reduce: only the root's buffer changes).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <glob.h>
+
+#include "cli.h"
+
+typedef struct runopts {
+  const char *file, *inputs, *outputs, *topology;
+  int ranks, nodes, iters, check, backend, seed;
+  long long count;
+  double timeout;
+  long long slice;
+  schedc_dtype dtype;
+  schedc_op op;
+  const char **defines;
+  int ndefines;
+} runopts;
+
+typedef struct rankres {
+  int status;
+  uint64_t digest;
+  double seconds, max_abs, max_rel;
+  int consistent;             /* every iteration gave the same digest */
+  char err[480];
+} rankres;
+
+typedef struct runctx {
+  const runopts *o;
+  schedc_plan *plan;
+  schedc_plan_info info;
+  size_t K, esz;
+  rankres *res;               /* [nranks], shared memory for shm */
+} runctx;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---- inputs ----------------------------------------------------------------------------- */
+
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ull; x ^= x >> 27; x *= 0x94d049bb133111ebull; return x ^ (x >> 31);
+}
+
+static void gen_input(const runctx *x, int rank, void *buf) {
+  for (size_t i = 0; i < x->K; i++) {
+    uint64_t h = mix((uint64_t)x->o->seed * 0x9e3779b97f4a7c15ull ^ mix((uint64_t)rank << 40 ^ i));
+    double v = ((double)(h >> 11) / 9007199254740992.0 - 0.5) * 2.0; /* [-1, 1) */
+    switch (x->o->dtype) {
+    case SCHEDC_F32: ((float *)buf)[i] = (float)v; break;
+    case SCHEDC_F64: ((double *)buf)[i] = v; break;
+    case SCHEDC_F16: { _Float16 f = (_Float16)(float)v; memcpy((char *)buf + 2 * i, &f, 2); break; }
+    case SCHEDC_BF16: { float f = (float)v; uint32_t u; memcpy(&u, &f, 4); ((uint16_t *)buf)[i] = (uint16_t)(u >> 16); break; }
+    case SCHEDC_I32: ((int32_t *)buf)[i] = (int32_t)(h % 2001) - 1000; break;
+    case SCHEDC_I64: ((int64_t *)buf)[i] = (int64_t)(h % 2000001) - 1000000; break;
+    default: break;
+    }
+  }
+}
+
+static int load_input(const runctx *x, int rank, void *buf, char *err, size_t cap) {
+  if (!x->o->inputs) { gen_input(x, rank, buf); return 0; }
+  char path[4096];
+  snprintf(path, sizeof path, "%s/rank%d.bin", x->o->inputs, rank);
+  FILE *f = fopen(path, "rb");
+  if (!f) { snprintf(err, cap, "cannot open %.300s: %s", path, strerror(errno)); return -1; }
+  size_t want = x->K * x->esz, got = fread(buf, 1, want, f);
+  int extra = fgetc(f) != EOF;
+  fclose(f);
+  if (got != want || extra) {
+    snprintf(err, cap, "%.300s: expected %zu bytes (%zu %s elements), got %s%zu", path, want, x->K,
+             schedc_dtype_name(x->o->dtype), extra ? "more than " : "", got);
+    return -1;
+  }
+  return 0;
+}
+
+static double elem(schedc_dtype t, const void *b, size_t i) {
+  switch (t) {
+  case SCHEDC_F32: return ((const float *)b)[i];
+  case SCHEDC_F64: return ((const double *)b)[i];
+  case SCHEDC_F16: { _Float16 h; memcpy(&h, (const char *)b + 2 * i, 2); return (double)(float)h; }
+  case SCHEDC_BF16: { uint32_t u = (uint32_t)((const uint16_t *)b)[i] << 16; float f; memcpy(&f, &u, 4); return f; }
+  case SCHEDC_I32: return ((const int32_t *)b)[i];
+  case SCHEDC_I64: return (double)((const int64_t *)b)[i];
+  default: return 0;
+  }
+}
+
+/* ---- one rank ----------------------------------------------------------------------------- */
+
+static int defined_elem(const runctx *x, int rank, size_t i) {
+  int n = x->info.nranks;
+  switch (x->info.collective) {
+  case SCHEDC_REDUCE_SCATTER: return i / (x->K / (size_t)n) == (size_t)rank;
+  case SCHEDC_REDUCE: return rank == x->info.root;
+  default: return 1;
+  }
+}
+
+/* float64 reference of element i: the op over all ranks' inputs in rank order. */
+static double reference(const runctx *x, void *const *ins, size_t i) {
+  int n = x->info.nranks;
+  schedc_collective c = x->info.collective;
+  if (c == SCHEDC_ALLGATHER) return elem(x->o->dtype, ins[i / (x->K / (size_t)n)], i);
+  if (c == SCHEDC_BROADCAST) return elem(x->o->dtype, ins[x->info.root], i);
+  double acc = elem(x->o->dtype, ins[0], i);
+  for (int r = 1; r < n; r++) {
+    double v = elem(x->o->dtype, ins[r], i);
+    switch (x->o->op) {
+    case SCHEDC_PROD: acc *= v; break;
+    case SCHEDC_MIN: acc = v < acc ? v : acc; break;
+    case SCHEDC_MAX: acc = v > acc ? v : acc; break;
+    default: acc += v; break;
+    }
+  }
+  return x->o->op == SCHEDC_AVG ? acc / n : acc;
+}
+
+static void rank_main(runctx *x, schedc_comm *comm, int rank) {
+  rankres *rr = &x->res[rank];
+  const runopts *o = x->o;
+  int n = x->info.nranks;
+  schedc_collective coll = x->info.collective;
+  size_t K = x->K, es = x->esz, blk = K / (size_t)n;
+  char *in = malloc(K * es + 1), *buf = malloc(K * es + 1);
+  if (!in || !buf) { snprintf(rr->err, sizeof rr->err, "out of memory"); rr->status = SCHEDC_ENOMEM; goto out; }
+  if (load_input(x, rank, in, rr->err, sizeof rr->err)) { rr->status = SCHEDC_EIO; goto out; }
+  rr->consistent = 1;
+  double t0 = 0;
+  for (int it = 0; it < o->iters; it++) {
+    memcpy(buf, in, K * es);
+    if (it == 1 || o->iters == 1) t0 = now_s(); /* the first of several iterations is warm-up */
+    schedc_status st;
+    switch (coll) {
+    case SCHEDC_ALLREDUCE: st = schedc_allreduce(buf, buf, K, o->dtype, o->op, comm, x->plan); break;
+    case SCHEDC_REDUCE_SCATTER: st = schedc_reduce_scatter(in, buf + (size_t)rank * blk * es, blk, o->dtype, o->op, comm, x->plan); break;
+    case SCHEDC_ALLGATHER: st = schedc_allgather(buf + (size_t)rank * blk * es, buf, blk, o->dtype, comm, x->plan); break;
+    case SCHEDC_BROADCAST: st = schedc_broadcast(buf, buf, K, o->dtype, x->info.root, comm, x->plan); break;
+    default: st = schedc_reduce(buf, buf, K, o->dtype, o->op, x->info.root, comm, x->plan); break;
+    }
+    if (st != SCHEDC_OK) {
+      rr->status = st;
+      snprintf(rr->err, sizeof rr->err, "%s", schedc_errmsg());
+      goto out;
+    }
+    /* The digest covers the part of the buffer the collective defines on this rank. */
+    size_t lo = coll == SCHEDC_REDUCE_SCATTER ? (size_t)rank * blk : 0;
+    size_t len = coll == SCHEDC_REDUCE_SCATTER ? blk : (coll == SCHEDC_REDUCE && rank != x->info.root ? 0 : K);
+    uint64_t d = schedc_digest(buf + lo * es, len * es);
+    if (it > 0 && d != rr->digest) rr->consistent = 0;
+    rr->digest = d;
+  }
+  rr->seconds = (now_s() - t0) / (o->iters > 1 ? o->iters - 1 : 1);
+  if (o->outputs) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rank%d.bin", o->outputs, rank);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(buf, 1, K * es, f) != K * es || fclose(f)) {
+      snprintf(rr->err, sizeof rr->err, "cannot write %.300s: %s", path, strerror(errno));
+      rr->status = SCHEDC_EIO;
+      goto out;
+    }
+  }
+  if (o->check) {
+    void **ins = calloc((size_t)n, sizeof *ins);
+    int ok = ins != NULL;
+    for (int r = 0; ok && r < n; r++) ok = (ins[r] = malloc(K * es + 1)) && !load_input(x, r, ins[r], rr->err, sizeof rr->err);
+    for (size_t i = 0; ok && i < K; i++) {
+      if (!defined_elem(x, rank, i)) continue;
+      double ref = reference(x, ins, i), got = elem(o->dtype, buf, i), e = fabs(got - ref);
+      /* relative to the magnitude summed (sums cancel, so |ref| alone can be ~0) */
+      double scale = fabs(ref);
+      if (o->op == SCHEDC_SUM || o->op == SCHEDC_AVG) {
+        scale = 0;
+        for (int r = 0; r < n; r++) scale += fabs(elem(o->dtype, ins[r], i));
+        if (o->op == SCHEDC_AVG) scale /= n;
+      }
+      if (e > rr->max_abs) rr->max_abs = e;
+      if (scale > 0 && e / scale > rr->max_rel) rr->max_rel = e / scale;
+    }
+    for (int r = 0; ins && r < n; r++) free(ins[r]);
+    free(ins);
+  }
+out:
+  free(in);
+  free(buf);
+}
+
+/* ---- backends --------------------------------------------------------------------------- */
+
+typedef struct thr { runctx *x; schedc_comm *comm; int rank; } thr;
+static void *thr_main(void *p) { thr *t = p; rank_main(t->x, t->comm, t->rank); return NULL; }
+
+static schedc_comm_opts comm_opts(const runctx *x) {
+  schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+  co.timeout_s = x->o->timeout;
+  co.slice_bytes = (size_t)x->o->slice;
+  co.plan = x->plan;
+  return co;
+}
+
+static int run_threads(runctx *x) {
+  int n = x->info.nranks;
+  schedc_comm **comms = calloc((size_t)n, sizeof *comms);
+  thr *t = calloc((size_t)n, sizeof *t);
+  pthread_t *th = calloc((size_t)n, sizeof *th);
+  schedc_comm_opts co = comm_opts(x);
+  if (!comms || !t || !th || schedc_comm_init_threads(n, &co, comms) != SCHEDC_OK) {
+    fprintf(stderr, "schedc run: %s\n", schedc_errmsg());
+    free(comms); free(t); free(th);
+    return -1;
+  }
+  for (int r = 0; r < n; r++) {
+    t[r] = (thr){x, comms[r], r};
+    pthread_create(&th[r], NULL, thr_main, &t[r]);
+  }
+  for (int r = 0; r < n; r++) pthread_join(th[r], NULL);
+  for (int r = 0; r < n; r++) schedc_comm_free(comms[r]);
+  free(comms); free(t); free(th);
+  return 0;
+}
+
+static void cleanup_job(const char *job) {
+  char pat[128];
+  snprintf(pat, sizeof pat, "/dev/shm/schedc-%s-*", job);
+  glob_t g;
+  if (glob(pat, 0, NULL, &g) == 0) {
+    for (size_t i = 0; i < g.gl_pathc; i++) unlink(g.gl_pathv[i]);
+    globfree(&g);
+  }
+}
+
+static int run_shm(runctx *x) {
+  int n = x->info.nranks;
+  char job[64];
+  snprintf(job, sizeof job, "run%ld-%ld", (long)getpid(), (long)time(NULL));
+  pid_t *pids = calloc((size_t)n, sizeof *pids);
+  if (!pids) return -1;
+  fflush(stdout);
+  fflush(stderr);
+  for (int r = 0; r < n; r++) {
+    pid_t p = fork();
+    if (p < 0) { perror("schedc run: fork"); n = r; break; }
+    if (p == 0) {
+      schedc_comm *comm;
+      schedc_comm_opts co = comm_opts(x);
+      schedc_status st = schedc_comm_init_shm(r, x->info.nranks, job, &co, &comm);
+      if (st != SCHEDC_OK) {
+        x->res[r].status = st;
+        snprintf(x->res[r].err, sizeof x->res[r].err, "%s", schedc_errmsg());
+        _exit(1);
+      }
+      rank_main(x, comm, r);
+      schedc_comm_free(comm);
+      _exit(x->res[r].status ? 1 : 0);
+    }
+    pids[r] = p;
+  }
+  for (int left = n; left > 0;) { /* reap in any order: a dead rank must not linger as a zombie */
+    int ws;
+    pid_t p = waitpid(-1, &ws, 0);
+    if (p < 0) { if (errno == EINTR) continue; break; }
+    int r = 0;
+    while (r < n && pids[r] != p) r++;
+    if (r == n) continue;
+    left--;
+    if (WIFSIGNALED(ws) && x->res[r].status == 0) {
+      x->res[r].status = SCHEDC_EPEER;
+      snprintf(x->res[r].err, sizeof x->res[r].err, "process died (signal %d)", WTERMSIG(ws));
+    }
+  }
+  cleanup_job(job);
+  free(pids);
+  return 0;
+}
+
+/* ---- report ----------------------------------------------------------------------------- */
+
+static int report(runctx *x) {
+  int n = x->info.nranks, failed = 0, agree = 1, consistent = 1;
+  schedc_collective c = x->info.collective;
+  int same = c == SCHEDC_ALLREDUCE || c == SCHEDC_ALLGATHER || c == SCHEDC_BROADCAST;
+  double tmax = 0, eabs = 0, erel = 0;
+  for (int r = 0; r < n; r++) {
+    rankres *rr = &x->res[r];
+    if (rr->status) {
+      printf("rank %d: error: %s\n", r, rr->err[0] ? rr->err : schedc_status_str((schedc_status)rr->status));
+      failed++;
+      continue;
+    }
+    if (c == SCHEDC_REDUCE && r != x->info.root) printf("rank %d: (not the root)\n", r);
+    else printf("rank %d: digest %016llx\n", r, (unsigned long long)rr->digest);
+    if (same && rr->digest != x->res[0].digest) agree = 0;
+    consistent &= rr->consistent;
+    if (rr->seconds > tmax) tmax = rr->seconds;
+    if (rr->max_abs > eabs) eabs = rr->max_abs;
+    if (rr->max_rel > erel) erel = rr->max_rel;
+  }
+  if (failed) {
+    printf("%d of %d ranks failed\n", failed, n);
+    return EXIT_REJECTED;
+  }
+  if (same) printf("all %d ranks agree: %s\n", n, agree ? "yes" : "NO");
+  else printf("(%s: each rank holds its own result; digests are not compared)\n", schedc_collective_name(c));
+  if (x->o->iters > 1) printf("%d iterations, identical bits every time: %s\n", x->o->iters, consistent ? "yes" : "NO");
+  printf("time per iteration: %.1f us (slowest rank)\n", tmax * 1e6);
+  if (x->o->check)
+    printf("error vs float64 reference: max abs %.3g, max rel %.3g (relative to the sum of |inputs| for sum/avg)\n", eabs, erel);
+  return agree && consistent ? EXIT_OK : EXIT_REJECTED;
+}
+
+/* ---- command line ------------------------------------------------------------------------ */
+
+static void run_usage(FILE *f) {
+  fprintf(f,
+          "usage: schedc run FILE|PLAN --ranks N [--nodes M] [--topology T] [--count K] [--dtype T] [--op OP]\n"
+          "                  [--backend threads|shm|mpi] [--inputs DIR] [--outputs DIR] [--slice BYTES]\n"
+          "                  [--iters I] [--timeout S] [--seed S] [--check] [-D k=v]...\n\n"
+          "Run the plan on N CPU ranks and print each rank's 64-bit digest and whether all ranks agree.\n"
+          "  --count K      elements per rank buffer (default 1048576)\n"
+          "  --dtype T      f32 (default), f64, f16, bf16, i32, i64\n"
+          "  --op OP        sum (default), prod, min, max, avg\n"
+          "  --backend B    threads (default; ranks are threads), shm (forks N processes), mpi (start\n"
+          "                 with mpirun -np N; N comes from MPI)\n"
+          "  --inputs DIR   read DIR/rank<r>.bin (K little-endian elements); default: seeded random\n"
+          "  --outputs DIR  write each rank's final K-element buffer to DIR/rank<r>.bin\n"
+          "  --slice BYTES  pipelining slice (never changes bits)\n"
+          "  --iters I      repeat I times (the first is warm-up); all must give the same bits\n"
+          "  --check        report the error against a float64 reference\n"
+          "Exit status: 0 all ranks agree, 1 a rank failed or ranks disagree, 2 usage error.\n");
+}
+
+static int parse_ll(const char *s, long long lo, long long hi, long long *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s || v < lo || v > hi) return -1;
+  if (*end == 'K' || *end == 'k') { v <<= 10; end++; }
+  else if (*end == 'M' || *end == 'm') { v <<= 20; end++; }
+  else if (*end == 'G' || *end == 'g') { v <<= 30; end++; }
+  if (*end) return -1;
+  *out = v;
+  return 0;
+}
+
+int cli_run(int argc, char **argv);
+int cli_run(int argc, char **argv) {
+  runopts o = {0};
+  o.iters = 1;
+  o.count = 1 << 20;
+  o.seed = 1;
+  o.dtype = SCHEDC_F32;
+  o.op = SCHEDC_SUM;
+  o.defines = calloc((size_t)argc + 1, sizeof *o.defines);
+  int rc = EXIT_USAGE;
+  const char *backend = "threads";
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    long long ll;
+#define VAL() do { if (!v) { fprintf(stderr, "schedc run: option %s needs a value\n", a); goto done; } i++; } while (0)
+#define BAD(what) do { fprintf(stderr, "schedc run: %s '%s' %s\n", a, v, what); goto done; } while (0)
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) { run_usage(stdout); rc = EXIT_OK; goto done; }
+    else if (!strcmp(a, "--ranks")) { VAL(); if (parse_ll(v, 1, 65536, &ll)) BAD("is not a rank count in [1, 65536]"); o.ranks = (int)ll; }
+    else if (!strcmp(a, "--nodes")) { VAL(); if (parse_ll(v, 1, 65536, &ll)) BAD("is not a node count"); o.nodes = (int)ll; }
+    else if (!strcmp(a, "--topology")) { VAL(); o.topology = v; }
+    else if (!strcmp(a, "--count")) { VAL(); if (parse_ll(v, 0, 1LL << 34, &ll)) BAD("is not an element count (K, M, G suffixes allowed)"); o.count = ll; }
+    else if (!strcmp(a, "--dtype")) { VAL(); if (schedc_dtype_parse(v, &o.dtype)) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); goto done; } }
+    else if (!strcmp(a, "--op")) { VAL(); if (schedc_op_parse(v, &o.op)) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); goto done; } }
+    else if (!strcmp(a, "--backend")) { VAL(); backend = v; }
+    else if (!strcmp(a, "--inputs")) { VAL(); o.inputs = v; }
+    else if (!strcmp(a, "--outputs")) { VAL(); o.outputs = v; }
+    else if (!strcmp(a, "--slice")) { VAL(); if (parse_ll(v, 1, 1LL << 34, &ll)) BAD("is not a byte count"); o.slice = ll; }
+    else if (!strcmp(a, "--iters")) { VAL(); if (parse_ll(v, 1, 1 << 24, &ll)) BAD("is not an iteration count"); o.iters = (int)ll; }
+    else if (!strcmp(a, "--seed")) { VAL(); if (parse_ll(v, 0, 1 << 30, &ll)) BAD("is not a seed"); o.seed = (int)ll; }
+    else if (!strcmp(a, "--timeout")) { VAL(); char *e; o.timeout = strtod(v, &e); if (*e || o.timeout <= 0) BAD("is not a positive number of seconds"); }
+    else if (!strcmp(a, "--check")) o.check = 1;
+    else if (!strcmp(a, "-D")) { VAL(); if (!strchr(v, '=') || v[0] == '=') BAD("expected key=value"); o.defines[o.ndefines++] = v; }
+    else if (!strncmp(a, "-D", 2) && strchr(a + 2, '=') && a[2] != '=') o.defines[o.ndefines++] = a + 2;
+    else if (a[0] == '-' && a[1]) { fprintf(stderr, "schedc run: unknown option '%s' (see 'schedc run --help')\n", a); goto done; }
+    else if (!o.file) o.file = a;
+    else { fprintf(stderr, "schedc run: unexpected argument '%s'\n", a); goto done; }
+#undef VAL
+#undef BAD
+  }
+  if (!o.file) { fprintf(stderr, "schedc run: missing FILE (see 'schedc run --help')\n"); goto done; }
+  if (!strcmp(backend, "threads")) o.backend = SCHEDC_BACKEND_THREADS;
+  else if (!strcmp(backend, "shm")) o.backend = SCHEDC_BACKEND_SHM;
+  else if (!strcmp(backend, "mpi")) o.backend = SCHEDC_BACKEND_MPI;
+  else { fprintf(stderr, "schedc run: --backend '%s' (choose threads, shm or mpi)\n", backend); goto done; }
+  if (o.backend == SCHEDC_BACKEND_MPI) {
+    int cli_run_mpi(const runopts *o);
+    rc = cli_run_mpi(&o);
+    goto done;
+  }
+  if (!o.ranks && !o.topology && !getenv("SCHEDC_ALLOW_PLAN_RANKS")) {
+    /* a plan file knows its ranks; a script needs --ranks */
+  }
+  runctx x = {&o, NULL, SCHEDC_PLAN_INFO_INIT, 0, 0, NULL};
+  schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
+  lo.nranks = o.ranks;
+  lo.nnodes = o.nodes;
+  lo.topology = o.topology;
+  lo.defines = o.defines;
+  lo.ndefines = o.ndefines;
+  schedc_status st = schedc_plan_open(o.file, &lo, &x.plan);
+  if (st != SCHEDC_OK) {
+    fprintf(stderr, "%s\n", schedc_errmsg());
+    rc = st == SCHEDC_EINVAL ? EXIT_USAGE : EXIT_REJECTED;
+    goto done;
+  }
+  schedc_plan_get_info(x.plan, &x.info);
+  int n = x.info.nranks;
+  x.K = (size_t)o.count;
+  x.esz = schedc_dtype_size(o.dtype);
+  if ((x.info.collective == SCHEDC_REDUCE_SCATTER || x.info.collective == SCHEDC_ALLGATHER) && x.K % (size_t)n) {
+    fprintf(stderr, "schedc run: --count %lld must be a multiple of %d ranks for %s\n", o.count, n,
+            schedc_collective_name(x.info.collective));
+    schedc_plan_free(x.plan);
+    goto done;
+  }
+  x.res = mmap(NULL, (size_t)n * sizeof *x.res, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (x.res == MAP_FAILED) { perror("schedc run: mmap"); schedc_plan_free(x.plan); rc = EXIT_REJECTED; goto done; }
+  printf("# %s '%s': %s, %d ranks, %d chunks, %lld x %s, op %s, backend %s\n", o.file, x.info.name,
+         schedc_collective_name(x.info.collective), n, x.info.nchunks, o.count, schedc_dtype_name(o.dtype),
+         schedc_op_name(o.op), backend);
+  fflush(stdout);
+  int r = o.backend == SCHEDC_BACKEND_SHM ? run_shm(&x) : run_threads(&x);
+  rc = r ? EXIT_REJECTED : report(&x);
+  munmap(x.res, (size_t)n * sizeof *x.res);
+  schedc_plan_free(x.plan);
+done:
+  free(o.defines);
+  return rc;
+}
+
+/* MPI: the ranks are this program's MPI processes; implemented in run_mpi.c when built with MPI. */
+int cli_run_mpi(const runopts *o) __attribute__((weak));
+int cli_run_mpi(const runopts *o) {
+  (void)o;
+  fprintf(stderr, "schedc run: this build has no MPI support (install libopenmpi-dev and rebuild)\n");
+  return EXIT_USAGE;
+}
+
+/* ---- launch ------------------------------------------------------------------------------ */
+
+static volatile sig_atomic_t got_signal;
+static void on_signal(int s) { got_signal = s; }
+
+int cli_launch(int argc, char **argv);
+int cli_launch(int argc, char **argv) {
+  int n = 0, i = 0;
+  double grace = 5;
+  for (; i < argc; i++) {
+    if (!strcmp(argv[i], "--")) { i++; break; }
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      printf("usage: schedc launch -n N [--grace S] -- CMD [ARGS...]\n\n"
+             "Start N processes of CMD with SCHEDC_RANK, SCHEDC_NRANKS, SCHEDC_JOB (and torchrun's RANK,\n"
+             "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE) set, like torchrun. If one fails, the others are\n"
+             "stopped after S seconds (default 5). Exit status: 0 if all exit 0, else the first failure's.\n");
+      return EXIT_OK;
+    }
+    if (!strcmp(argv[i], "-n") && i + 1 < argc) {
+      long long v;
+      if (parse_ll(argv[++i], 1, 4096, &v)) { fprintf(stderr, "schedc launch: -n '%s' is not a process count\n", argv[i]); return EXIT_USAGE; }
+      n = (int)v;
+    } else if (!strcmp(argv[i], "--grace") && i + 1 < argc) {
+      grace = atof(argv[++i]);
+    } else {
+      fprintf(stderr, "schedc launch: unexpected '%s' (usage: schedc launch -n N -- CMD [ARGS...])\n", argv[i]);
+      return EXIT_USAGE;
+    }
+  }
+  if (!n || i >= argc) { fprintf(stderr, "schedc launch: need -n N and -- CMD\n"); return EXIT_USAGE; }
+  char job[64], buf[32];
+  snprintf(job, sizeof job, "launch%ld-%ld", (long)getpid(), (long)time(NULL));
+  pid_t *pids = calloc((size_t)n, sizeof *pids);
+  if (!pids) return EXIT_REJECTED;
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  fflush(stdout);
+  for (int r = 0; r < n; r++) {
+    pid_t p = fork();
+    if (p == 0) {
+      snprintf(buf, sizeof buf, "%d", r);
+      setenv("SCHEDC_RANK", buf, 1); setenv("RANK", buf, 1); setenv("LOCAL_RANK", buf, 1);
+      snprintf(buf, sizeof buf, "%d", n);
+      setenv("SCHEDC_NRANKS", buf, 1); setenv("WORLD_SIZE", buf, 1); setenv("LOCAL_WORLD_SIZE", buf, 1);
+      setenv("SCHEDC_JOB", job, 1);
+      execvp(argv[i], argv + i);
+      fprintf(stderr, "schedc launch: cannot run %s: %s\n", argv[i], strerror(errno));
+      _exit(127);
+    }
+    pids[r] = p;
+  }
+  int rc = 0, left = n;
+  double kill_at = 0;
+  while (left) {
+    int ws;
+    pid_t p = waitpid(-1, &ws, WNOHANG);
+    if (p > 0) {
+      left--;
+      int code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+      for (int r = 0; r < n; r++) if (pids[r] == p) pids[r] = 0;
+      if (code && !rc) {
+        rc = code;
+        kill_at = now_s() + grace;
+        fprintf(stderr, "schedc launch: a rank exited with status %d; stopping the others in %.3g s\n", code, grace);
+      }
+      continue;
+    }
+    if (got_signal && !kill_at) kill_at = now_s();
+    if (kill_at && now_s() >= kill_at) {
+      for (int r = 0; r < n; r++) if (pids[r] > 0) kill(pids[r], SIGTERM);
+      kill_at = now_s() + 1e9;
+    }
+    struct timespec ts = {0, 10000000};
+    nanosleep(&ts, NULL);
+  }
+  cleanup_job(job);
+  free(pids);
+  return rc ? rc : (got_signal ? 128 + got_signal : 0);
+}
