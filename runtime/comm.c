@@ -250,16 +250,17 @@ static schedc_status run_plan(schedc_comm *c, const char *cn, const sc_prog *pro
                     (unsigned long long)o->count, (unsigned long long)o->plan_hash);
     }
   }
-  if ((st = c->tr->map_peers(c)) != SCHEDC_OK) {
-    sc_fail(c, SC_ABORTED, "rank %d could not map its peers' buffers", me);
-    return st;
-  }
   /* Counters: this call uses parity seq % 2; reset the other set for the next call (everyone
    * has finished the previous call, or they could not have passed the barrier). */
   int parity = (int)(seq & 1);
   size_t nctr = c->sh->ctr_per_rank;
   memset((void *)sc_ctr(c->sh, parity ^ 1, SC_VER, (uint32_t)me), 0, nctr * sizeof(uint32_t));
   memset((void *)sc_ctr(c->sh, parity ^ 1, SC_READS, (uint32_t)me), 0, nctr * sizeof(uint32_t));
+  if (K == 0) return SCHEDC_OK; /* the call matched on every rank; there is nothing to move */
+  if ((st = c->tr->map_peers(c, prog->rank[me].reads_from)) != SCHEDC_OK) {
+    sc_fail(c, SC_ABORTED, "rank %d could not map its peers' buffers", me);
+    return st;
+  }
   sc_execargs a = {prog, ir->nfiles ? ir->files[0] : "", cn, acc, op, K, parity};
   return sc_exec(c, &a);
 }

@@ -101,8 +101,9 @@ typedef struct sc_transport {
   /* A buffer of `bytes` readable by peers for this call (NULL + errmsg on failure); may return
    * `user` (a caller buffer) when that is shareable. Sets slot->work/arena_size for peers. */
   void *(*work)(schedc_comm *c, size_t bytes, void *user);
-  /* After the entry barrier: fill c->peer[] from the slots. SCHEDC_OK or an error. */
-  schedc_status (*map_peers)(schedc_comm *c);
+  /* After the entry barrier: fill c->peer[r] for the ranks with need[r] set (the ones this rank
+   * reads; they cannot leave before these reads are done). SCHEDC_OK or an error. */
+  schedc_status (*map_peers)(schedc_comm *c, const uint8_t *need);
   /* Is rank r's process alive (shm: pid check)? */
   int (*alive)(schedc_comm *c, int r);
   void (*destroy)(schedc_comm *c);
@@ -119,6 +120,8 @@ typedef struct sc_waitctx {
 } sc_waitctx;
 double sc_now(void);
 schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w);
+/* A failure was recorded by some rank: the status and message naming it (never SCHEDC_OK). */
+schedc_status sc_peer_failure(sc_waitctx *w);
 void sc_publish(_Atomic uint32_t *ctr, uint32_t value);  /* store value, wake sleepers */
 void sc_bump(_Atomic uint32_t *ctr);                      /* add 1, wake sleepers */
 schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline);

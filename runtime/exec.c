@@ -86,6 +86,15 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
       last_step = g->step;
       if ((st = inject_step(c, g->step, a->coll)) != SCHEDC_OK) break;
     }
+    /* Another rank failed: stop before touching peers' buffers, which may be going away. */
+    if (atomic_load_explicit(&sh->failed, memory_order_acquire)) {
+      w.peer = -1;
+      w.step = g->step;
+      w.chunk = g->chunk;
+      w.line = g->line;
+      st = sc_peer_failure(&w);
+      break;
+    }
     size_t lo, hi;
     sc_chunk_range(K, C, g->chunk, &lo, &hi);
     w.step = g->step;
@@ -126,6 +135,8 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
       if (g->phase != SC_PH_A) sc_publish(&myver[k], g->version);
     }
   }
+  /* A rank with no writes left (a broadcast root) still "reaches" the end of the plan. */
+  if (st == SCHEDC_OK && last_step != p->nsteps) st = inject_step(c, p->nsteps, a->coll);
   /* Drain: peers may still be reading this rank's cells; the caller's buffer must stay intact
    * until every read the plan makes of it is done. */
   for (uint32_t ch = 0; ch < C && st == SCHEDC_OK; ch++) {

@@ -1,7 +1,7 @@
 /*
  * inject.c — test-only fault injection from SCHEDC_INJECT, a comma-separated list of
- *   kill:RANK:STEP    RANK dies when it reaches STEP (a process gets SIGKILL; a thread rank stops
- *                     and is marked dead)
+ *   kill:RANK:STEP    RANK dies when it reaches STEP, or the end of its part of the plan if that
+ *                     comes first (a process gets SIGKILL; a thread rank stops, marked dead)
  *   delay:RANK:US     RANK sleeps US microseconds at the start of each of its steps
  *   jitter:SEED:US    every rank sleeps a pseudo-random 0..US microseconds at each step
  */

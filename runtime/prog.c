@@ -10,7 +10,7 @@
 void sc_prog_free(sc_prog *p) {
   if (!p) return;
   if (p->rank)
-    for (uint32_t r = 0; r < p->nranks; r++) free(p->rank[r].final_reads);
+    for (uint32_t r = 0; r < p->nranks; r++) { free(p->rank[r].final_reads); free(p->rank[r].reads_from); }
   free(p->groups);
   free(p->srcs);
   free(p->rank);
@@ -123,7 +123,9 @@ int sc_prog_build(const sc_ir *ir, sc_prog *p) {
   for (uint32_t r = 0; r < n; r++) {
     if (!(p->rank[r].final_reads = malloc((size_t)C * sizeof(uint32_t) + 1))) goto done;
     memcpy(p->rank[r].final_reads, nreads + (size_t)r * C, (size_t)C * sizeof(uint32_t));
+    if (!(p->rank[r].reads_from = calloc(n, 1))) goto done;
   }
+  for (uint32_t i = 0; i < ir->nxfers; i++) p->rank[ir->xfers[i].dst].reads_from[ir->xfers[i].src] = 1;
   rc = 0;
 done:
   free(wsteps); free(nreads); free(rstamp); free(gidx); free(gstamp); free(src_ver); free(gnext);

@@ -42,6 +42,7 @@ typedef struct sc_rankprog {
   uint32_t g_off, ng;  /* into sc_prog.groups */
   uint32_t ntemp;      /* temp slots needed (max per step) */
   uint32_t *final_reads; /* [nchunks]: reads of each own cell over the whole plan (drain) */
+  uint8_t *reads_from;   /* [nranks]: 1 if this rank reads that rank's cells (maps it) */
 } sc_rankprog;
 
 typedef struct sc_prog {

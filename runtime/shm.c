@@ -85,11 +85,11 @@ static void *s_work(schedc_comm *c, size_t bytes, void *user) {
   return d->arena;
 }
 
-static schedc_status s_map(schedc_comm *c) {
+static schedc_status s_map(schedc_comm *c, const uint8_t *need) {
   shmdata *d = c->trdata;
   c->peer[c->rank] = d->arena;
   for (int r = 0; r < c->nranks; r++) {
-    if (r == c->rank) continue;
+    if (r == c->rank || !need[r]) continue;
     sc_slot *s = &c->sh->slots[r];
     peermap *pm = &d->peers[r];
     if (pm->gen == s->work && pm->base) { c->peer[r] = pm->base; continue; }

@@ -66,21 +66,35 @@ void sc_fail(schedc_comm *c, int state, const char *fmt, ...) {
   c->broken = 1;
 }
 
-static int peer_down(schedc_comm *c, int r, int *dead) {
-  uint32_t st = atomic_load(&c->sh->slots[r].state);
-  *dead = st == SC_DEAD || (st != SC_ABORTED && c->tr->alive && !c->tr->alive(c, r));
-  return *dead || st == SC_ABORTED;
+/* Is rank r down? `awaited`: this rank needs r's own action, so r cannot have finished
+ * legitimately; otherwise r may have completed the collective and left, which is fine unless it
+ * is still marked inside the collective (busy). */
+static int peer_down(schedc_comm *c, int r, int awaited, int *dead) {
+  sc_slot *s = &c->sh->slots[r];
+  uint32_t st = atomic_load(&s->state);
+  *dead = 0;
+  if (st == SC_ABORTED) return 1;
+  if (st == SC_DEAD) return *dead = 1;
+  if (!awaited && (st == SC_LEFT || !atomic_load(&s->busy))) return 0;
+  if (st == SC_LEFT || (c->tr->alive && !c->tr->alive(c, r))) {
+    /* It may have finished and exited between the reads above and the probe: read again. */
+    if (!awaited && (atomic_load(&s->state) == SC_LEFT || !atomic_load(&s->busy))) return 0;
+    return *dead = 1;
+  }
+  return 0;
 }
 
 /* Anything that makes waiting pointless? Returns a status with errmsg set, or SCHEDC_OK.
  * w->peer < 0 means "any reader of this rank's cell": every rank is checked. */
-static schedc_status check_peers(sc_waitctx *w, double now) {
+static schedc_status check_peers(sc_waitctx *w, double now, _Atomic uint32_t *ctr, uint32_t want) {
   schedc_comm *c = w->c;
   int culprit = -1, dead = 0;
-  if (w->peer >= 0 && peer_down(c, w->peer, &dead)) culprit = w->peer;
+  if (w->peer >= 0 && peer_down(c, w->peer, 1, &dead)) culprit = w->peer;
   /* Any failure anywhere ends the collective for everyone: name the rank that failed. */
   for (int r = 0; r < c->nranks && culprit < 0; r++)
-    if (r != c->rank && (w->peer < 0 || atomic_load(&c->sh->failed)) && peer_down(c, r, &dead)) culprit = r;
+    if (r != c->rank && (w->peer < 0 || atomic_load(&c->sh->failed)) && peer_down(c, r, 0, &dead)) culprit = r;
+  /* What was awaited may have arrived just before its author left: then all is well. */
+  if (ctr && (atomic_load(ctr) & ~SLEEPER) >= want) return SCHEDC_OK;
   if (culprit >= 0) {
     char why[SC_FAILMSG] = "";
     if (atomic_load(&c->sh->failed) == 2) memcpy(why, c->sh->fail_msg, sizeof why);
@@ -100,6 +114,14 @@ static schedc_status check_peers(sc_waitctx *w, double now) {
   return SCHEDC_OK;
 }
 
+schedc_status sc_peer_failure(sc_waitctx *w) {
+  schedc_status st = check_peers(w, sc_now(), NULL, 0);
+  if (st != SCHEDC_OK) return st;
+  sc_fail(w->c, SC_ABORTED, "rank %d stopped: another rank failed", w->c->rank);
+  return sc_err(SCHEDC_EPEER, "%s stopped on rank %d in step %u: another rank failed (%s)", w->coll, w->c->rank,
+                w->step, w->c->sh->fail_msg);
+}
+
 schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w) {
   for (int i = 0; i < SPINS; i++) {
     if ((atomic_load_explicit(ctr, memory_order_acquire) & ~SLEEPER) >= want) return SCHEDC_OK;
@@ -108,7 +130,7 @@ schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w) {
   for (;;) {
     uint32_t v = atomic_load_explicit(ctr, memory_order_acquire);
     if ((v & ~SLEEPER) >= want) return SCHEDC_OK;
-    schedc_status st = check_peers(w, sc_now());
+    schedc_status st = check_peers(w, sc_now(), ctr, want);
     if (st != SCHEDC_OK) return st;
     if (!(v & SLEEPER) && !atomic_compare_exchange_weak(ctr, &v, v | SLEEPER)) continue;
     struct timespec ts = {0, SLICE_NS};
@@ -134,10 +156,11 @@ schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline) {
     if (atomic_load(&sh->bar_gen) != gen) return SCHEDC_OK;
     /* Who is missing? Blame the lowest rank that has not arrived and is dead or failed. */
     for (int r = 0; r < c->nranks; r++) {
-      uint32_t st = atomic_load(&sh->slots[r].state);
-      if (r != c->rank && (st == SC_DEAD || st == SC_ABORTED || (c->tr->alive && !c->tr->alive(c, r)))) {
+      int dead;
+      if (r != c->rank && peer_down(c, r, 1, &dead)) { /* everyone must arrive at a barrier */
+        if (atomic_load(&sh->bar_gen) != gen) return SCHEDC_OK; /* it arrived, and left since */
         w.peer = r;
-        return check_peers(&w, sc_now());
+        return check_peers(&w, sc_now(), &sh->bar_gen, gen + 1);
       }
     }
     double now = sc_now();
@@ -152,7 +175,9 @@ schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline) {
 }
 
 void sc_quiesce(schedc_comm *c) {
-  double deadline = sc_now() + c->timeout_s;
+  /* A live peer inside the collective notices the failure within one kernel or one 5 ms wait
+   * slice; the bound only guards against a peer stuck outside our control. */
+  double deadline = sc_now() + c->timeout_s + 60;
   for (int r = 0; r < c->nranks; r++) {
     if (r == c->rank) continue;
     while (atomic_load(&c->sh->slots[r].busy) && atomic_load(&c->sh->slots[r].state) != SC_DEAD &&

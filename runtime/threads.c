@@ -24,7 +24,8 @@ static void *t_work(schedc_comm *c, size_t bytes, void *user) {
   return w;
 }
 
-static schedc_status t_map(schedc_comm *c) {
+static schedc_status t_map(schedc_comm *c, const uint8_t *need) {
+  (void)need;
   for (int r = 0; r < c->nranks; r++) c->peer[r] = (char *)(uintptr_t)c->sh->slots[r].work;
   return SCHEDC_OK;
 }

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# test.sh — the whole test suite: set up, build the release tree (build/) and the
-# AddressSanitizer + UndefinedBehaviorSanitizer tree (build-asan/), run every ctest in both.
+# test.sh — the whole test suite: set up, build the release tree (build/), the
+# AddressSanitizer + UndefinedBehaviorSanitizer tree (build-asan/) and the ThreadSanitizer tree
+# (build-tsan/); run every test in the first two and the threads tests (label tsan) in the third.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh build
 scripts/setup.sh build-asan -DSCHEDC_SANITIZE=ON
+scripts/setup.sh build-tsan -DSCHEDC_TSAN=ON
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 echo "== release tests"
-ctest --test-dir build -j"$(nproc)" --output-on-failure
+ctest --test-dir build -j"$(nproc)" --output-on-failure -LE tsan
 echo "== asan+ubsan tests"
-ctest --test-dir build-asan -j"$(nproc)" --output-on-failure
+ctest --test-dir build-asan -j"$(nproc)" --output-on-failure -LE tsan
+echo "== tsan tests (threads backend)"
+TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -L tsan

@@ -7,6 +7,9 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +48,50 @@ static void *run_rank(void *arg) {
   }
   if (j->st) snprintf(j->err, sizeof j->err, "%s", schedc_errmsg());
   return NULL;
+}
+
+static int use_shm; /* ranks are forked processes on the shm backend */
+static size_t shm_slice;
+static int case_no;
+
+/* shm: every rank a forked child with its own communicator; outputs come back through a shared
+ * mapping. Returns after all children exit. */
+static void run_processes(job *jobs, int n, size_t outbytes) {
+  char *shared = mmap(NULL, (size_t)n * (outbytes + 8 + 512), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  char jobid[64];
+  snprintf(jobid, sizeof jobid, "bw%d-%d", (int)getpid(), case_no++);
+  pid_t *pids = calloc((size_t)n, sizeof *pids);
+  for (int r = 0; r < n; r++) {
+    pid_t p = fork();
+    if (p == 0) {
+      schedc_comm *comm;
+      schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+      co.timeout_s = 60;
+      co.slice_bytes = shm_slice;
+      schedc_status st = schedc_comm_init_shm(r, n, jobid, &co, &comm);
+      char *mine = shared + (size_t)r * (outbytes + 8 + 512);
+      if (st == SCHEDC_OK) {
+        jobs[r].comm = comm;
+        run_rank(&jobs[r]);
+        st = jobs[r].st;
+        memcpy(mine + 8 + 512, jobs[r].out, outbytes);
+        schedc_comm_free(comm);
+      }
+      memcpy(mine, &st, sizeof st);
+      snprintf(mine + 8, 512, "%s", schedc_errmsg());
+      _exit(0);
+    }
+    pids[r] = p;
+  }
+  for (int r = 0; r < n; r++) waitpid(pids[r], NULL, 0);
+  for (int r = 0; r < n; r++) {
+    char *mine = shared + (size_t)r * (outbytes + 8 + 512);
+    memcpy(&jobs[r].st, mine, sizeof jobs[r].st);
+    snprintf(jobs[r].err, sizeof jobs[r].err, "%s", mine + 8);
+    memcpy(jobs[r].out, mine + 8 + 512, outbytes);
+  }
+  free(pids);
+  munmap(shared, (size_t)n * (outbytes + 8 + 512));
 }
 
 static uint64_t rng = 88172645463325252ull;
@@ -90,8 +137,12 @@ static int run_case(schedc_comm **comms, int n, const schedc_plan *plan, int col
     if (coll == SCHEDC_ALLGATHER) memcpy((char *)inputs[r] + (size_t)r * count * es, jobs[r].in, count * es);
     else memcpy(inputs[r], jobs[r].in, K * es);
   }
-  for (int r = 0; r < n; r++) pthread_create(&th[r], NULL, run_rank, &jobs[r]);
-  for (int r = 0; r < n; r++) pthread_join(th[r], NULL);
+  if (use_shm) {
+    run_processes(jobs, n, outcount * es);
+  } else {
+    for (int r = 0; r < n; r++) pthread_create(&th[r], NULL, run_rank, &jobs[r]);
+    for (int r = 0; r < n; r++) pthread_join(th[r], NULL);
+  }
   int bad = 0;
   schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
   schedc_plan_get_info(plan, &in);
@@ -131,8 +182,10 @@ static int run_case(schedc_comm **comms, int n, const schedc_plan *plan, int col
 static const char *coll_str(int c) { return schedc_collective_name((schedc_collective)c); }
 
 int main(int argc, char **argv) {
-  if (argc < 2) { fprintf(stderr, "usage: test_bitwise SCHEDULES_DIR [quick]\n"); return 2; }
+  if (argc < 2) { fprintf(stderr, "usage: test_bitwise SCHEDULES_DIR [quick|shm]\n"); return 2; }
   int quick = argc > 2 && !strcmp(argv[2], "quick");
+  use_shm = argc > 2 && !strcmp(argv[2], "shm");
+  if (use_shm) quick = 1;
   struct { const char *file; const char *defs[3]; int colls; int nodes2; } sch[] = {
     {"ring.lua", {NULL}, 0x1f, 0},
     {"ring.lua", {"k=2", "reverse=true", NULL}, 0x1f, 0},
@@ -174,18 +227,23 @@ int main(int argc, char **argv) {
         for (size_t sl = 0; sl < sizeof slices / sizeof slices[0]; sl++) {
           schedc_comm *comms[16];
           schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
-          co.slice_bytes = slices[sl];
+          co.slice_bytes = shm_slice = slices[sl];
           co.timeout_s = 60;
-          CHECK(schedc_comm_init_threads(n, &co, comms) == SCHEDC_OK);
+          if (use_shm && sl == 2) continue;
+          if (!use_shm) CHECK(schedc_comm_init_threads(n, &co, comms) == SCHEDC_OK);
           for (int dt = 0; dt < SCHEDC_DTYPE_COUNT_; dt++) {
             int reduction = coll != SCHEDC_ALLGATHER && coll != SCHEDC_BROADCAST;
             for (int op = 0; op < (reduction ? SCHEDC_OP_COUNT_ : 1); op++) {
               /* every op for f32, bf16 and i32; sum and max elsewhere; one slice size for the rest */
               if (op != SCHEDC_SUM && op != SCHEDC_MAX && dt != SCHEDC_F32 && dt != SCHEDC_BF16 && dt != SCHEDC_I32) continue;
               if (sl > 0 && (dt != SCHEDC_F32 || op != SCHEDC_SUM)) continue;
+              if (use_shm && !((dt == SCHEDC_F32 && op == SCHEDC_SUM) || (dt == SCHEDC_BF16 && op == SCHEDC_AVG) ||
+                               (dt == SCHEDC_I64 && op == SCHEDC_MIN) || (dt == SCHEDC_F16 && !reduction)))
+                continue;
               for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
                 for (int inplace = 0; inplace < 2; inplace++) {
                   if (inplace && ci != 3) continue;
+                  if (use_shm && ci < 2 && n > 2) continue;
                   char label[256];
                   snprintf(label, sizeof label, "%s %s n=%d %s %s %s count=%zu slice=%zu%s", sch[si].file,
                            sch[si].defs[0] ? sch[si].defs[0] : "", n, coll_str(coll),
@@ -197,7 +255,7 @@ int main(int argc, char **argv) {
               }
             }
           }
-          for (int r = 0; r < n; r++) schedc_comm_free(comms[r]);
+          if (!use_shm) for (int r = 0; r < n; r++) schedc_comm_free(comms[r]);
         }
         schedc_plan_free(plan);
       }

@@ -1,0 +1,109 @@
+/*
+ * test_api.c — the runtime's contract at its edges: argument errors name the argument, a call
+ * that differs between ranks returns SCHEDC_EMISMATCH on every rank instead of hanging, a rank
+ * that never arrives makes the others time out with the step and the rank, the built-in ring
+ * is the shipped ring.lua (same plan hash), free(NULL) is a no-op, and the environment init
+ * says what is missing.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "schedc/schedc.h"
+
+typedef struct arg { schedc_comm *c; size_t count; schedc_status st; char msg[512]; double t; } arg;
+
+static void *call(void *p) {
+  arg *a = p;
+  float buf[64] = {0};
+  a->st = schedc_allreduce(buf, buf, a->count, SCHEDC_F32, SCHEDC_SUM, a->c, NULL);
+  snprintf(a->msg, sizeof a->msg, "%s", schedc_errmsg());
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return 2;
+  schedc_comm *comms[4];
+  schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
+  o.timeout_s = 0.5;
+  CHECK(schedc_comm_init_threads(3, &o, comms) == SCHEDC_OK);
+  CHECK(schedc_comm_rank(comms[2]) == 2 && schedc_comm_nranks(comms[0]) == 3);
+  float x[4] = {0};
+  /* argument errors, detected before any communication */
+  CHECK(schedc_allreduce(x, x, 4, (schedc_dtype)99, SCHEDC_SUM, comms[0], NULL) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "bad dtype 99");
+  CHECK(schedc_allreduce(x, NULL, 4, SCHEDC_F32, SCHEDC_SUM, comms[0], NULL) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "recvbuf is NULL");
+  CHECK(schedc_broadcast(x, x, 4, SCHEDC_F32, 7, comms[0], NULL) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "root 7 out of range [0, 3)");
+  CHECK(schedc_allreduce(x, x, 4, SCHEDC_F32, SCHEDC_SUM, NULL, NULL) == SCHEDC_EINVAL);
+  schedc_plan *p4;
+  CHECK(schedc_plan_builtin(SCHEDC_ALLREDUCE, 4, 0, &p4) == SCHEDC_OK);
+  CHECK(schedc_allreduce(x, x, 4, SCHEDC_F32, SCHEDC_SUM, comms[0], p4) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "is for 4 ranks, the communicator has 3");
+  schedc_plan *ag3;
+  CHECK(schedc_plan_builtin(SCHEDC_ALLGATHER, 3, 0, &ag3) == SCHEDC_OK);
+  CHECK(schedc_allreduce(x, x, 4, SCHEDC_F32, SCHEDC_SUM, comms[0], ag3) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "is a allgather plan");
+
+  /* the built-in ring is transfer for transfer the shipped ring.lua */
+  char path[4096];
+  snprintf(path, sizeof path, "%s/ring.lua", argv[1]);
+  schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
+  lo.nranks = 4;
+  schedc_plan *script;
+  CHECK(schedc_plan_from_script(path, &lo, &script) == SCHEDC_OK);
+  schedc_plan_info a = SCHEDC_PLAN_INFO_INIT, b = SCHEDC_PLAN_INFO_INIT;
+  schedc_plan_get_info(script, &a);
+  schedc_plan_get_info(p4, &b);
+  CHECK(a.hash == b.hash);
+  schedc_plan_free(script);
+  schedc_plan_free(p4);
+  schedc_plan_free(ag3);
+
+  /* a mismatched call: every rank learns it, nobody hangs */
+  arg args[3];
+  pthread_t th[3];
+  for (int r = 0; r < 3; r++) { args[r] = (arg){comms[r], r == 1 ? 8 : 16, 0, "", 0}; pthread_create(&th[r], NULL, call, &args[r]); }
+  for (int r = 0; r < 3; r++) pthread_join(th[r], NULL);
+  for (int r = 0; r < 3; r++) CHECK(args[r].st == SCHEDC_EMISMATCH);
+  CHECK_CONTAINS(args[0].msg, "disagree on the count");
+  /* the communicator is broken now, and says so */
+  CHECK(schedc_allreduce(x, x, 4, SCHEDC_F32, SCHEDC_SUM, comms[0], NULL) == SCHEDC_EPEER);
+  CHECK_CONTAINS(schedc_errmsg(), "broken by an earlier failure");
+  for (int r = 0; r < 3; r++) schedc_comm_free(comms[r]);
+
+  /* a rank that never calls: the others time out naming the collective and the wait */
+  CHECK(schedc_comm_init_threads(3, &o, comms) == SCHEDC_OK);
+  for (int r = 0; r < 2; r++) { args[r] = (arg){comms[r], 16, 0, "", 0}; pthread_create(&th[r], NULL, call, &args[r]); }
+  for (int r = 0; r < 2; r++) pthread_join(th[r], NULL);
+  CHECK(args[0].st == SCHEDC_ETIMEOUT || args[0].st == SCHEDC_EPEER);
+  CHECK(args[0].st == SCHEDC_ETIMEOUT || args[1].st == SCHEDC_ETIMEOUT);
+  CHECK_CONTAINS(args[args[0].st == SCHEDC_ETIMEOUT ? 0 : 1].msg, "timed out after 0.5 s");
+  for (int r = 0; r < 3; r++) schedc_comm_free(comms[r]);
+  schedc_comm_free(NULL);
+
+  /* environment init */
+  unsetenv("SCHEDC_RANK"); unsetenv("RANK"); unsetenv("OMPI_COMM_WORLD_RANK");
+  schedc_comm *e;
+  CHECK(schedc_comm_init_env(NULL, &e) == SCHEDC_EINVAL && e == NULL);
+  CHECK_CONTAINS(schedc_errmsg(), "SCHEDC_RANK");
+  setenv("SCHEDC_RANK", "0", 1); setenv("SCHEDC_NRANKS", "1", 1); unsetenv("SCHEDC_JOB");
+  unsetenv("TORCHELASTIC_RUN_ID"); unsetenv("MASTER_PORT"); unsetenv("OMPI_MCA_orte_hnp_uri");
+  CHECK(schedc_comm_init_env(NULL, &e) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "SCHEDC_JOB");
+  char job[32];
+  snprintf(job, sizeof job, "apitest%d", (int)getpid());
+  setenv("SCHEDC_JOB", job, 1);
+  CHECK(schedc_comm_init_env(NULL, &e) == SCHEDC_OK);
+  float one[3] = {1.5f, -2.0f, 0.0f}, out[3];
+  CHECK(schedc_allreduce(one, out, 3, SCHEDC_F32, SCHEDC_SUM, e, NULL) == SCHEDC_OK);
+  CHECK(memcmp(one, out, sizeof one) == 0); /* one rank: the sum is the value */
+  schedc_comm_free(e);
+  CHECK(schedc_comm_init_shm(0, 2, "bad job!", NULL, &e) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "job id 'bad job!'");
+  return DONE();
+}
