@@ -299,6 +299,7 @@ static int run_shm(runctx *x) {
 
 /* ---- report ----------------------------------------------------------------------------- */
 
+int cli_run_mpi(const runopts *o);
 static int report(runctx *x) {
   int n = x->info.nranks, failed = 0, agree = 1, consistent = 1;
   schedc_collective c = x->info.collective;
@@ -411,12 +412,8 @@ int cli_run(int argc, char **argv) {
   else if (!strcmp(backend, "mpi")) o.backend = SCHEDC_BACKEND_MPI;
   else { fprintf(stderr, "schedc run: --backend '%s' (choose threads, shm or mpi)\n", backend); goto done; }
   if (o.backend == SCHEDC_BACKEND_MPI) {
-    int cli_run_mpi(const runopts *o);
     rc = cli_run_mpi(&o);
     goto done;
-  }
-  if (!o.ranks && !o.topology && !getenv("SCHEDC_ALLOW_PLAN_RANKS")) {
-    /* a plan file knows its ranks; a script needs --ranks */
   }
   runctx x = {&o, NULL, SCHEDC_PLAN_INFO_INIT, 0, 0, NULL};
   schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
@@ -456,12 +453,58 @@ done:
   return rc;
 }
 
-/* MPI: the ranks are this program's MPI processes; implemented in run_mpi.c when built with MPI. */
-int cli_run_mpi(const runopts *o) __attribute__((weak));
+/* MPI: this process is one rank of the MPI job (schedc initialises MPI itself). Results are
+ * gathered to every rank with schedc_allgather, so the CLI needs no MPI header. */
 int cli_run_mpi(const runopts *o) {
-  (void)o;
-  fprintf(stderr, "schedc run: this build has no MPI support (install libopenmpi-dev and rebuild)\n");
-  return EXIT_USAGE;
+  schedc_comm *comm;
+  schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+  co.timeout_s = o->timeout;
+  co.slice_bytes = (size_t)o->slice;
+  schedc_status st = schedc_comm_init_mpi(NULL, &co, &comm);
+  if (st != SCHEDC_OK) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); return EXIT_USAGE; }
+  int n = schedc_comm_nranks(comm), me = schedc_comm_rank(comm), rc = EXIT_REJECTED;
+  runctx x = {o, NULL, SCHEDC_PLAN_INFO_INIT, (size_t)o->count, schedc_dtype_size(o->dtype), NULL};
+  schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
+  lo.nranks = n;
+  lo.nnodes = o->nodes;
+  lo.topology = o->topology;
+  lo.defines = o->defines;
+  lo.ndefines = o->ndefines;
+  if (o->ranks && o->ranks != n) {
+    if (me == 0) fprintf(stderr, "schedc run: --ranks %d but MPI started %d processes\n", o->ranks, n);
+    schedc_comm_free(comm);
+    return EXIT_USAGE;
+  }
+  if (schedc_plan_open(o->file, &lo, &x.plan) != SCHEDC_OK) {
+    if (me == 0) fprintf(stderr, "%s\n", schedc_errmsg());
+    schedc_comm_free(comm);
+    return EXIT_REJECTED;
+  }
+  schedc_plan_get_info(x.plan, &x.info);
+  if ((x.info.collective == SCHEDC_REDUCE_SCATTER || x.info.collective == SCHEDC_ALLGATHER) && x.K % (size_t)n) {
+    if (me == 0) fprintf(stderr, "schedc run: --count %lld must be a multiple of %d ranks\n", o->count, n);
+    schedc_plan_free(x.plan);
+    schedc_comm_free(comm);
+    return EXIT_USAGE;
+  }
+  x.res = calloc((size_t)n, sizeof *x.res);
+  rank_main(&x, comm, me);
+  rankres mine = x.res[me];
+  st = schedc_allgather(&mine, x.res, sizeof mine / 4, SCHEDC_I32, comm, NULL);
+  if (st != SCHEDC_OK) {
+    printf("rank %d: error: %s\n", me, mine.status ? mine.err : schedc_errmsg());
+  } else if (me == 0) {
+    printf("# %s '%s': %s, %d ranks, %d chunks, %lld x %s, op %s, backend mpi\n", o->file, x.info.name,
+           schedc_collective_name(x.info.collective), n, x.info.nchunks, o->count, schedc_dtype_name(o->dtype),
+           schedc_op_name(o->op));
+    rc = report(&x);
+  } else {
+    rc = EXIT_OK;
+  }
+  free(x.res);
+  schedc_plan_free(x.plan);
+  schedc_comm_free(comm);
+  return rc;
 }
 
 /* ---- launch ------------------------------------------------------------------------------ */

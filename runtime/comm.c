@@ -146,6 +146,43 @@ static const sc_prog *get_prog(schedc_comm *c, const schedc_plan *plan) {
 
 static schedc_status run_plan(schedc_comm *c, const char *cn, const sc_prog *prog, const schedc_plan *plan,
                               schedc_dtype acc, schedc_op op, size_t K, uint64_t seq);
+static void load_in(schedc_dtype dtype, schedc_dtype acc, void *dst, const void *src, size_t n);
+static void store_out(schedc_dtype dtype, schedc_dtype acc, void *dst, const void *src, size_t n);
+
+/* mpi.c, when built with MPI. */
+schedc_status sc_mpi_collective(schedc_comm *c, const schedc_plan *plan, const char *cn, schedc_dtype acc,
+                                schedc_op op, size_t K, char *W, uint32_t desc[8]) __attribute__((weak));
+
+/* The MPI path: the working buffer is private scratch; the transport moves messages. */
+static schedc_status mpi_collective(schedc_comm *c, int coll, const void *sendbuf, void *recvbuf, size_t count,
+                                    schedc_dtype dtype, schedc_dtype acc, schedc_op op, int root,
+                                    const schedc_plan *plan, size_t K) {
+  const char *cn = schedc_collective_name((schedc_collective)coll);
+  if (!sc_mpi_collective) return sc_err(SCHEDC_EUNAVAIL, "%s: this build has no MPI transport", cn);
+  int me = c->rank, reduction = coll != SCHEDC_ALLGATHER && coll != SCHEDC_BROADCAST;
+  size_t asz = schedc_dtype_size(acc);
+  if (K * asz > c->scratch_cap) {
+    void *p = realloc(c->scratch, K * asz);
+    if (!p) return sc_err(SCHEDC_ENOMEM, "%s: out of memory for a %zu-byte working buffer", cn, K * asz);
+    c->scratch = p;
+    c->scratch_cap = K * asz;
+  }
+  char *W = c->scratch;
+  if (reduction) load_in(dtype, acc, W, sendbuf, K);
+  else if (coll == SCHEDC_ALLGATHER) load_in(dtype, acc, W + (size_t)me * count * asz, sendbuf, count);
+  else if (me == root) load_in(dtype, acc, W, sendbuf, K);
+  uint32_t desc[8] = {(uint32_t)coll, (uint32_t)dtype, reduction ? (uint32_t)op : 0, (uint32_t)root,
+                      (uint32_t)count, (uint32_t)((uint64_t)count >> 32), (uint32_t)plan->hash,
+                      (uint32_t)(plan->hash >> 32)};
+  schedc_status st = sc_mpi_collective(c, plan, cn, acc, op, K, W, desc);
+  if (st != SCHEDC_OK) { c->broken = 1; return st; }
+  size_t lo = 0, len = K;
+  if (coll == SCHEDC_REDUCE_SCATTER) { lo = (size_t)me * count; len = count; }
+  if (coll == SCHEDC_REDUCE && me != root) len = 0;
+  if (op == SCHEDC_AVG && reduction && len) sc_divide(acc, W + lo * asz, len, c->nranks);
+  if (len) store_out(dtype, acc, recvbuf, W + lo * asz, len);
+  return SCHEDC_OK;
+}
 
 /* Into / out of the working buffer: widen to the accumulation type, or copy the bits. */
 static void load_in(schedc_dtype dtype, schedc_dtype acc, void *dst, const void *src, size_t n) {
@@ -162,9 +199,11 @@ static schedc_status collective(schedc_comm *c, int coll, const void *sendbuf, v
                                 schedc_dtype dtype, schedc_op op, int root, const schedc_plan *plan) {
   const char *cn = schedc_collective_name((schedc_collective)coll);
   if (!c) return sc_err(SCHEDC_EINVAL, "%s: comm is NULL", cn);
-  if (c->broken)
-    return sc_err(SCHEDC_EPEER, "%s: the communicator is broken by an earlier failure%s%s", cn,
-                  atomic_load(&c->sh->failed) == 2 ? ": " : "", atomic_load(&c->sh->failed) == 2 ? c->sh->fail_msg : "");
+  if (c->broken) {
+    int has = c->sh && atomic_load(&c->sh->failed) == 2;
+    return sc_err(SCHEDC_EPEER, "%s: the communicator is broken by an earlier failure%s%s", cn, has ? ": " : "",
+                  has ? c->sh->fail_msg : "");
+  }
   if (!schedc_dtype_name(dtype)) return sc_err(SCHEDC_EINVAL, "%s: bad dtype %d", cn, (int)dtype);
   if (!schedc_op_name(op)) return sc_err(SCHEDC_EINVAL, "%s: bad op %d", cn, (int)op);
   if (root < 0 || root >= c->nranks) return sc_err(SCHEDC_EINVAL, "%s: root %d out of range [0, %d)", cn, root, c->nranks);
@@ -190,6 +229,7 @@ static schedc_status collective(schedc_comm *c, int coll, const void *sendbuf, v
   /* Reductions run in the accumulation type; allgather and broadcast only move the bits. */
   schedc_dtype acc = reduction ? sc_acc_type(dtype) : dtype;
   size_t asz = schedc_dtype_size(acc);
+  if (c->backend == SCHEDC_BACKEND_MPI) return mpi_collective(c, coll, sendbuf, recvbuf, count, dtype, acc, op, root, plan, K);
   /* Working buffer: the caller's receive buffer when it holds the whole result in the
    * accumulation type and the transport can share it; else a buffer of the transport's. */
   int direct = acc == dtype && (coll == SCHEDC_ALLREDUCE || coll == SCHEDC_ALLGATHER || coll == SCHEDC_BROADCAST ||

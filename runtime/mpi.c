@@ -1,0 +1,190 @@
+/*
+ * mpi.c — the `mpi` transport (built when MPI is found): ranks may be on different hosts, so
+ * transfers are messages. Per step this rank posts a receive for every transfer into it (into a
+ * temp) and a send for every transfer out of it (from its cells, which hold the values before
+ * the step), completes them all, then applies its writes in plan order, fused per cell — the
+ * step semantics, literally. Every completion is polled against the communicator's deadline.
+ * If MPI is not initialised, schedc initialises it (and finalises it with the last comm).
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "err.h"
+#include "kernels.h"
+#include "plan.h"
+
+typedef struct mpidata {
+  MPI_Comm comm;
+  int we_initialised;
+  void *temp;
+  size_t temp_cap;
+  MPI_Request *reqs;
+  size_t req_cap;
+} mpidata;
+
+static int g_live_comms, g_we_init;
+
+static void m_destroy(schedc_comm *c) {
+  mpidata *d = c->trdata;
+  if (!d) return;
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (!fin) MPI_Comm_free(&d->comm);
+  free(d->temp);
+  free(d->reqs);
+  free(d);
+  c->trdata = NULL;
+  if (--g_live_comms == 0 && g_we_init && !fin) {
+    MPI_Finalize();
+    g_we_init = 0;
+  }
+}
+
+static sc_transport sc_mpi_transport = {NULL, NULL, NULL, m_destroy};
+
+/* Wait for n requests with the deadline; names the step and the peers still pending. */
+static schedc_status wait_all(schedc_comm *c, MPI_Request *r, int n, const int *peer, const char *coll,
+                              uint32_t step, double deadline) {
+  for (;;) {
+    int done = 0;
+    MPI_Testall(n, r, &done, MPI_STATUSES_IGNORE);
+    if (done) return SCHEDC_OK;
+    if (sc_now() > deadline) {
+      int who = -1;
+      for (int i = 0; i < n && who < 0; i++) {
+        int f = 0;
+        MPI_Test(&r[i], &f, MPI_STATUS_IGNORE);
+        if (!f) who = peer[i];
+      }
+      c->broken = 1;
+      return sc_err(SCHEDC_ETIMEOUT, "%s timed out after %.3g s on rank %d in step %u: it waited for rank %d",
+                    coll, c->timeout_s, c->rank, step, who);
+    }
+  }
+}
+
+static MPI_Datatype bytes_type(size_t n, int *count) {
+  *count = (int)n; /* chunks are below 2 GiB: callers split larger buffers into more chunks */
+  return MPI_BYTE;
+}
+
+schedc_status sc_mpi_collective(schedc_comm *c, const schedc_plan *plan, const char *cn, schedc_dtype acc,
+                                schedc_op op, size_t K, char *W, uint32_t desc[8]);
+schedc_status sc_mpi_collective(schedc_comm *c, const schedc_plan *plan, const char *cn, schedc_dtype acc,
+                                schedc_op op, size_t K, char *W, uint32_t desc[8]) {
+  mpidata *d = c->trdata;
+  int n = c->nranks, me = c->rank;
+  /* Every rank must make the same call: compare the descriptors. */
+  uint32_t *all = malloc((size_t)n * 8 * sizeof *all);
+  if (!all) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  MPI_Allgather(desc, 8, MPI_UINT32_T, all, 8, MPI_UINT32_T, d->comm);
+  for (int r = 0; r < n; r++)
+    if (memcmp(all + (size_t)r * 8, desc, 8 * sizeof *desc) != 0) {
+      free(all);
+      c->broken = 1;
+      return sc_err(SCHEDC_EMISMATCH, "%s: rank %d and rank %d disagree on the call (collective, dtype, op, root, "
+                    "count or plan)", cn, me, r);
+    }
+  free(all);
+  const sc_ir *ir = &plan->ir;
+  size_t asz = schedc_dtype_size(acc), maxchunk = (K + ir->nchunks - 1) / ir->nchunks;
+  if (maxchunk * asz > (size_t)1 << 30)
+    return sc_err(SCHEDC_EINVAL, "%s: chunks of %zu bytes exceed the MPI transport's 1 GiB per message; use a plan "
+                  "with more chunks", cn, maxchunk * asz);
+  double deadline = sc_now() + c->timeout_s;
+  for (uint32_t s = 0; s < ir->nsteps; s++) {
+    uint32_t lo = ir->step_off[s], hi = ir->step_off[s + 1], nin = 0, nreq = 0;
+    for (uint32_t i = lo; i < hi; i++) nin += ir->xfers[i].dst == (uint32_t)me;
+    size_t need = (size_t)nin * maxchunk * asz;
+    if (need > d->temp_cap) {
+      void *t = realloc(d->temp, need);
+      if (!t) return sc_err(SCHEDC_ENOMEM, "out of memory for %zu bytes of receive buffers", need);
+      d->temp = t;
+      d->temp_cap = need;
+    }
+    if (hi - lo > d->req_cap) {
+      MPI_Request *rq = realloc(d->reqs, (hi - lo) * (sizeof *rq + sizeof(int)));
+      if (!rq) return sc_err(SCHEDC_ENOMEM, "out of memory");
+      d->reqs = rq;
+      d->req_cap = hi - lo;
+    }
+    int *peer = (int *)(d->reqs + d->req_cap);
+    int tag = (int)(s % 32000);
+    uint32_t k = 0;
+    for (uint32_t i = lo; i < hi; i++) {
+      const sc_xfer *x = &ir->xfers[i];
+      size_t clo, chi;
+      sc_chunk_range(K, ir->nchunks, x->chunk, &clo, &chi);
+      int cnt;
+      MPI_Datatype t = bytes_type((chi - clo) * asz, &cnt);
+      if (x->dst == (uint32_t)me) {
+        MPI_Irecv((char *)d->temp + (size_t)k++ * maxchunk * asz, cnt, t, (int)x->src, tag, d->comm, &d->reqs[nreq]);
+        peer[nreq++] = (int)x->src;
+      } else if (x->src == (uint32_t)me) {
+        MPI_Isend(W + clo * asz, cnt, t, (int)x->dst, tag, d->comm, &d->reqs[nreq]);
+        peer[nreq++] = (int)x->dst;
+      }
+    }
+    schedc_status st = wait_all(c, d->reqs, (int)nreq, peer, cn, s, deadline);
+    if (st != SCHEDC_OK) return st;
+    /* Writes in plan order; consecutive reduces into one cell fold in one pass. */
+    k = 0;
+    for (uint32_t i = lo; i < hi; i++) {
+      const sc_xfer *x = &ir->xfers[i];
+      if (x->dst != (uint32_t)me) continue;
+      size_t clo, chi;
+      sc_chunk_range(K, ir->nchunks, x->chunk, &clo, &chi);
+      char *in = (char *)d->temp + (size_t)k++ * maxchunk * asz;
+      if (x->kind == SCHEDC_XFER_COPY) memcpy(W + clo * asz, in, (chi - clo) * asz);
+      else {
+        const void *srcs[1] = {in};
+        sc_reduce_chain(acc, op, W + clo * asz, W + clo * asz, srcs, 1, chi - clo);
+      }
+    }
+  }
+  return SCHEDC_OK;
+}
+
+schedc_status schedc_comm_init_mpi(const void *mpi_comm, const schedc_comm_opts *opts, schedc_comm **out) {
+  if (!out) return sc_err(SCHEDC_EINVAL, "out is NULL");
+  *out = NULL;
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited) {
+    if (mpi_comm) return sc_err(SCHEDC_EINVAL, "an MPI_Comm was given but MPI is not initialised");
+    MPI_Init(NULL, NULL);
+    g_we_init = 1;
+  }
+  MPI_Comm base = mpi_comm ? *(const MPI_Comm *)mpi_comm : MPI_COMM_WORLD;
+  int rank, size;
+  MPI_Comm_rank(base, &rank);
+  MPI_Comm_size(base, &size);
+  schedc_comm *c;
+  schedc_status st = sc_comm_new(SCHEDC_BACKEND_MPI, rank, size, opts, &c);
+  if (st != SCHEDC_OK) return st;
+  mpidata *d = calloc(1, sizeof *d);
+  if (!d) { sc_comm_release(c); return sc_err(SCHEDC_ENOMEM, "out of memory"); }
+  MPI_Comm_dup(base, &d->comm);
+  c->trdata = d;
+  c->tr = &sc_mpi_transport;
+  g_live_comms++;
+  /* Plan hashes at init, like the shared-memory transports. */
+  uint64_t h = opts && opts->size > offsetof(schedc_comm_opts, plan) && opts->plan ? opts->plan->hash : 0;
+  uint64_t *all = malloc((size_t)size * sizeof *all);
+  if (!all) { schedc_comm_free(c); return sc_err(SCHEDC_ENOMEM, "out of memory"); }
+  MPI_Allgather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, d->comm);
+  for (int r = 0; r < size; r++)
+    if (all[r] != h) {
+      st = sc_err(SCHEDC_EMISMATCH, "rank %d was initialised with plan %016llx but rank %d with plan %016llx", rank,
+                  (unsigned long long)h, r, (unsigned long long)all[r]);
+      free(all);
+      schedc_comm_free(c);
+      return st;
+    }
+  free(all);
+  *out = c;
+  return SCHEDC_OK;
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# test_mpi.sh SCHEDC SCHEDULES_DIR — the MPI transport under `mpirun` gives, digest for digest,
+# the bits of the threads backend (which test_bitwise checks against the independent reference),
+# for every shipped schedule, several collectives, dtypes and odd counts.
+set -u
+S=$1; D=$2
+command -v mpirun >/dev/null || { echo "[SKIP] no mpirun"; exit 0; }
+"$S" run "$D/ring.lua" --backend mpi --count 1 2>&1 | grep -q "no MPI support" && { echo "[SKIP] built without MPI"; exit 0; }
+MPI="mpirun --allow-run-as-root --oversubscribe -np"
+pass=0; fail=0
+while read -r n file args; do
+  for dt in f32 bf16 i64; do
+    # shellcheck disable=SC2086
+    want=$("$S" run "$D/$file" --ranks "$n" --dtype $dt --count 10007 $args | grep '^rank' | sort)
+    # shellcheck disable=SC2086
+    got=$($MPI "$n" "$S" run "$D/$file" --backend mpi --dtype $dt --count 10007 $args 2>&1 </dev/null | grep '^rank' | sort)
+    if [ -n "$want" ] && [ "$want" = "$got" ]; then pass=$((pass + 1)); else
+      fail=$((fail + 1)); echo "FAIL: $file -np $n $dt $args"; echo "threads: $want"; echo "mpi: $got"; fi
+  done
+done <<'LIST'
+4 ring.lua
+3 ring.lua -D collective=reduce_scatter --op max --count 10008
+4 tree.lua -D chunks=3
+3 tree.lua -D collective=broadcast -D root=2
+4 direct.lua -D collective=reduce -D root=1 --op avg
+4 halving_doubling.lua
+4 hierarchical.lua --nodes 2 -D collective=allgather --count 10008
+LIST
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
