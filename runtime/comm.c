@@ -234,21 +234,23 @@ static schedc_status collective(schedc_comm *c, int coll, const void *sendbuf, v
    * accumulation type and the transport can share it; else a buffer of the transport's. */
   int direct = acc == dtype && (coll == SCHEDC_ALLREDUCE || coll == SCHEDC_ALLGATHER || coll == SCHEDC_BROADCAST ||
                                 (coll == SCHEDC_REDUCE && me == root));
-  char *W = c->tr->work(c, K * asz, direct ? recvbuf : NULL);
+  uint64_t seq = c->seq + 1;
+  sc_slot *slot = &c->sh->slots[me];
+  sc_desc *desc = &slot->d[seq & 1];
+  char *W = c->tr->work(c, K * asz, direct ? recvbuf : NULL, desc);
   if (!W && K) return SCHEDC_ENOMEM;
   /* Copy in: every rank's initial cells must be in place before anyone reads them. */
   if (reduction) load_in(dtype, acc, W, sendbuf, K);
   else if (coll == SCHEDC_ALLGATHER) load_in(dtype, acc, W + (size_t)me * count * asz, sendbuf, count);
   else if (me == root) load_in(dtype, acc, W, sendbuf, K);
-  sc_slot *slot = &c->sh->slots[me];
-  slot->coll = (uint32_t)coll;
-  slot->dtype = (uint32_t)dtype;
-  slot->op = reduction ? (uint32_t)op : 0;
-  slot->root = (uint32_t)root;
-  slot->count = count;
-  slot->plan_hash = plan->hash;
-  uint64_t seq = ++c->seq;
-  atomic_store(&slot->seq, seq);
+  desc->coll = (uint32_t)coll;
+  desc->dtype = (uint32_t)dtype;
+  desc->op = reduction ? (uint32_t)op : 0;
+  desc->root = (uint32_t)root;
+  desc->count = count;
+  desc->plan_hash = plan->hash;
+  desc->seq = seq;
+  c->seq = seq;
   atomic_store(&slot->busy, 1u);
   schedc_status st = sc_barrier(c, cn, sc_now() + c->timeout_s);
   if (st == SCHEDC_OK) st = run_plan(c, cn, prog, plan, acc, op, K, seq);
@@ -271,14 +273,15 @@ static schedc_status run_plan(schedc_comm *c, const char *cn, const sc_prog *pro
                               schedc_dtype acc, schedc_op op, size_t K, uint64_t seq) {
   int n = c->nranks, me = c->rank;
   const sc_ir *ir = &plan->ir;
-  sc_slot *slot = &c->sh->slots[me];
+  int parity = (int)(seq & 1);
+  const sc_desc *slot = &c->sh->slots[me].d[parity];
   schedc_status st;
   for (int r = 0; r < n; r++) {
-    sc_slot *o = &c->sh->slots[r];
+    const sc_desc *o = &c->sh->slots[r].d[parity];
     const char *what = o->coll != slot->coll ? "collective" : o->dtype != slot->dtype ? "dtype" : o->op != slot->op ? "op"
                        : o->root != slot->root ? "root" : o->count != slot->count ? "count"
                        : o->plan_hash != slot->plan_hash ? "plan" : NULL;
-    if (atomic_load(&o->seq) != seq) what = "call sequence";
+    if (o->seq != seq) what = "call sequence";
     if (what) {
       sc_fail(c, SC_ABORTED, "rank %d and rank %d disagree on the %s of call %llu", me, r, what, (unsigned long long)seq);
       const char *d1 = schedc_dtype_name((schedc_dtype)slot->dtype), *d2 = schedc_dtype_name((schedc_dtype)o->dtype);
@@ -292,12 +295,11 @@ static schedc_status run_plan(schedc_comm *c, const char *cn, const sc_prog *pro
   }
   /* Counters: this call uses parity seq % 2; reset the other set for the next call (everyone
    * has finished the previous call, or they could not have passed the barrier). */
-  int parity = (int)(seq & 1);
   size_t nctr = c->sh->ctr_per_rank;
   memset((void *)sc_ctr(c->sh, parity ^ 1, SC_VER, (uint32_t)me), 0, nctr * sizeof(uint32_t));
   memset((void *)sc_ctr(c->sh, parity ^ 1, SC_READS, (uint32_t)me), 0, nctr * sizeof(uint32_t));
   if (K == 0) return SCHEDC_OK; /* the call matched on every rank; there is nothing to move */
-  if ((st = c->tr->map_peers(c, prog->rank[me].reads_from)) != SCHEDC_OK) {
+  if ((st = c->tr->map_peers(c, prog->rank[me].reads_from, parity)) != SCHEDC_OK) {
     sc_fail(c, SC_ABORTED, "rank %d could not map its peers' buffers", me);
     return st;
   }

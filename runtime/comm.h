@@ -19,17 +19,24 @@
 
 enum { SC_ALIVE = 0, SC_DEAD = 1, SC_ABORTED = 2, SC_LEFT = 3 };
 
+/* One call's descriptor. Two per slot, by call parity: a rank can be at most one call ahead
+ * of any other (it cannot pass the next entry barrier alone), so the descriptor of call k is
+ * never overwritten while a slower rank still reads it. */
+typedef struct sc_desc {
+  uint64_t seq;              /* number of the call this describes */
+  uint32_t coll, dtype, op, root;
+  uint64_t count, plan_hash;
+  uint64_t work;             /* threads: address of the working buffer; shm: arena generation */
+  uint64_t arena_size;       /* shm: bytes of the rank's arena */
+} sc_desc;
+
 /* One rank's slot, on its own cache lines. Written by its rank, read by all. */
 typedef struct sc_slot {
   _Atomic uint32_t state;
   _Atomic uint32_t busy;     /* inside a collective after its entry barrier */
   int32_t pid;
-  _Atomic uint64_t seq;      /* number of the call whose descriptor is below */
-  uint32_t coll, dtype, op, root;
-  uint64_t count, plan_hash, init_hash;
-  uint64_t work;             /* threads: address of the working buffer; shm: arena generation */
-  uint64_t arena_size;       /* shm: bytes of the rank's arena */
-  char pad_[64];
+  uint64_t init_hash;
+  sc_desc d[2];
 } __attribute__((aligned(64))) sc_slot;
 
 typedef struct sc_shared {
@@ -99,11 +106,11 @@ struct schedc_comm {
 /* Transport: how a rank gets a working buffer peers can read and how it maps theirs. */
 typedef struct sc_transport {
   /* A buffer of `bytes` readable by peers for this call (NULL + errmsg on failure); may return
-   * `user` (a caller buffer) when that is shareable. Sets slot->work/arena_size for peers. */
-  void *(*work)(schedc_comm *c, size_t bytes, void *user);
+   * `user` (a caller buffer) when that is shareable. Records it in d (work, arena_size). */
+  void *(*work)(schedc_comm *c, size_t bytes, void *user, sc_desc *d);
   /* After the entry barrier: fill c->peer[r] for the ranks with need[r] set (the ones this rank
    * reads; they cannot leave before these reads are done). SCHEDC_OK or an error. */
-  schedc_status (*map_peers)(schedc_comm *c, const uint8_t *need);
+  schedc_status (*map_peers)(schedc_comm *c, const uint8_t *need, int parity);
   /* Is rank r's process alive (shm: pid check)? */
   int (*alive)(schedc_comm *c, int r);
   void (*destroy)(schedc_comm *c);

@@ -58,7 +58,7 @@ static int s_alive(schedc_comm *c, int r) {
   return pid == 0 || pid_alive(pid);
 }
 
-static void *s_work(schedc_comm *c, size_t bytes, void *user) {
+static void *s_work(schedc_comm *c, size_t bytes, void *user, sc_desc *desc) {
   (void)user; /* private memory cannot be shared: always the arena */
   shmdata *d = c->trdata;
   if (bytes > d->arena_cap || !d->arena) {
@@ -80,17 +80,17 @@ static void *s_work(schedc_comm *c, size_t bytes, void *user) {
     d->arena_cap = cap;
     d->arena_gen++;
   }
-  c->sh->slots[c->rank].work = d->arena_gen;
-  c->sh->slots[c->rank].arena_size = d->arena_cap;
+  desc->work = d->arena_gen;
+  desc->arena_size = d->arena_cap;
   return d->arena;
 }
 
-static schedc_status s_map(schedc_comm *c, const uint8_t *need) {
+static schedc_status s_map(schedc_comm *c, const uint8_t *need, int parity) {
   shmdata *d = c->trdata;
   c->peer[c->rank] = d->arena;
   for (int r = 0; r < c->nranks; r++) {
     if (r == c->rank || !need[r]) continue;
-    sc_slot *s = &c->sh->slots[r];
+    const sc_desc *s = &c->sh->slots[r].d[parity];
     peermap *pm = &d->peers[r];
     if (pm->gen == s->work && pm->base) { c->peer[r] = pm->base; continue; }
     if (pm->base) munmap(pm->base, pm->size);

@@ -9,7 +9,7 @@
 #include "comm.h"
 #include "err.h"
 
-static void *t_work(schedc_comm *c, size_t bytes, void *user) {
+static void *t_work(schedc_comm *c, size_t bytes, void *user, sc_desc *d) {
   void *w = user;
   if (!w) {
     if (bytes > c->scratch_cap) {
@@ -20,13 +20,13 @@ static void *t_work(schedc_comm *c, size_t bytes, void *user) {
     }
     w = c->scratch;
   }
-  c->sh->slots[c->rank].work = (uint64_t)(uintptr_t)w;
+  d->work = (uint64_t)(uintptr_t)w;
   return w;
 }
 
-static schedc_status t_map(schedc_comm *c, const uint8_t *need) {
+static schedc_status t_map(schedc_comm *c, const uint8_t *need, int parity) {
   (void)need;
-  for (int r = 0; r < c->nranks; r++) c->peer[r] = (char *)(uintptr_t)c->sh->slots[r].work;
+  for (int r = 0; r < c->nranks; r++) c->peer[r] = (char *)(uintptr_t)c->sh->slots[r].d[parity].work;
   return SCHEDC_OK;
 }
 

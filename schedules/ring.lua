@@ -11,7 +11,7 @@ local dir = params.reverse and -1 or 1          -- -D reverse=true runs the ring
 
 local function nxt(r, hops) return (r + dir * (hops or 1)) % n end
 
-local s = schedule{ collective = coll, chunks = n * k, name = "ring", root = root }
+local s = schedule{ collective = coll, chunks = n * k, name = "ring", root = root, order = params.order }
 
 -- Reduce-scatter: at step t rank r passes its partial of block (r - 1 - t) to the next rank, so
 -- after n-1 steps block b is complete on rank b.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # demo.sh — the main job: set up and build, then verify the shipped ring for 8 ranks, print the
-# proven reduction order of every chunk, and draw the schedule (build/ring8.svg).
+# proven reduction order of every chunk, draw the schedule (build/ring8.svg), and run it on CPU
+# ranks — threads, then processes — showing every rank ends with the same bits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh build
@@ -15,3 +16,7 @@ echo; echo "\$ schedc check schedules/halving_doubling.lua --ranks 8 -D order=ca
 $S check schedules/halving_doubling.lua --ranks 8 -D order=canonical
 echo; echo "\$ schedc check schedules/ring.lua --ranks 8 -D order=canonical   # refused: a ring is not canonical"
 if $S check schedules/ring.lua --ranks 8 -D order=canonical 2>&1 | head -2; then :; fi
+echo; echo "\$ schedc run schedules/ring.lua --ranks 4 --check"
+$S run schedules/ring.lua --ranks 4 --check
+echo; echo "\$ schedc run schedules/ring.lua --ranks 4 --backend shm --iters 5   # same digest, as processes"
+$S run schedules/ring.lua --ranks 4 --backend shm --iters 5
