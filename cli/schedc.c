@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -14,6 +15,8 @@ typedef struct opts {
   const char *file, *out, *topology;
   int ranks, nodes, rank;
   int order, steps;
+  const char *arch, *target, *dtype, *op;
+  int ptx;
   const char **defines;
   int ndefines;
 } opts;
@@ -29,6 +32,7 @@ static void usage_main(FILE *f) {
           "  show FILE     print the proven reduction order (--order) or the steps (--steps)\n"
           "  compile FILE  verify and write a plan file (-o PLAN)\n"
           "  viz FILE      draw ranks x steps as SVG (-o OUT.svg)\n"
+          "  emit-cuda FILE  write each rank's CUDA kernel source (-o DIR; --ptx compiles with NVRTC)\n"
           "  run FILE      run a plan on N CPU ranks (threads, shm processes or MPI)\n"
           "  launch -n N -- CMD   start N processes of CMD with the rank environment\n"
           "\n"
@@ -54,9 +58,16 @@ static void usage_cmd(const char *cmd, FILE *f) {
                "of the rank that defines the result (owner for reduce_scatter, root for reduce), or of\n"
                "rank R. --steps prints each step's transfers with the line that added them.\n\n%s", common_help);
   else if (!strcmp(cmd, "compile"))
-    fprintf(f, "usage: schedc compile FILE -o PLAN [--ranks N] [options]\n\n"
+    fprintf(f, "usage: schedc compile FILE -o PLAN [--ranks N] [--target cpu|cuda --arch sm_XX --dtype T --op OP] [options]\n\n"
                "Verify FILE and write the plan file PLAN (versioned, with a content hash; loaded strictly\n"
-               "by the runtime and by the other commands).\n\n%s", common_help);
+               "by the runtime and by the other commands). With --target cuda, also compile every rank's\n"
+               "kernels with NVRTC for --arch (default sm_90), dtype and op (default f32 sum) into the\n"
+               "kernel cache ($SCHEDC_CACHE_DIR), printing the time and whether the cache was hit.\n\n%s", common_help);
+  else if (!strcmp(cmd, "emit-cuda"))
+    fprintf(f, "usage: schedc emit-cuda FILE --ranks N -o DIR [--dtype T] [--op OP] [--arch sm_XX] [--ptx] [options]\n\n"
+               "Write DIR/rank<R>.cu, the CUDA C++ kernel of each rank (straight-line steps, no headers), for\n"
+               "dtype T (f32) and op OP (sum); with --ptx also compile each with NVRTC (--fmad=false) for\n"
+               "--arch (sm_90) and write DIR/rank<R>.ptx. Needs no GPU.\n\n%s", common_help);
   else if (!strcmp(cmd, "viz"))
     fprintf(f, "usage: schedc viz FILE -o OUT.svg [--ranks N] [options]\n\n"
                "Draw the schedule: one lane per rank, one column per step, an arrow per transfer coloured\n"
@@ -103,6 +114,11 @@ static int parse(const char *cmd, int argc, char **argv, opts *o) {
     else if (!strcmp(a, "--topology")) { NEED_ARG(); o->topology = next; }
     else if (!strcmp(a, "-o")) { NEED_ARG(); o->out = next; }
     else if (!strcmp(a, "--order")) o->order = 1;
+    else if (!strcmp(a, "--ptx")) o->ptx = 1;
+    else if (!strcmp(a, "--arch")) { NEED_ARG(); o->arch = next; }
+    else if (!strcmp(a, "--target")) { NEED_ARG(); o->target = next; }
+    else if (!strcmp(a, "--dtype")) { NEED_ARG(); o->dtype = next; }
+    else if (!strcmp(a, "--op")) { NEED_ARG(); o->op = next; }
     else if (!strcmp(a, "--steps")) o->steps = 1;
     else if (!strcmp(a, "-D")) {
       NEED_ARG();
@@ -189,6 +205,71 @@ static int show_steps(const schedc_plan *plan) {
   return EXIT_OK;
 }
 
+/* Emit (into dir, per rank) and/or compile the plan's CUDA kernels. */
+static int cuda_build(const schedc_plan *plan, const opts *o, const char *dir) {
+  schedc_dtype dt = SCHEDC_F32;
+  schedc_op op = SCHEDC_SUM;
+  if ((o->dtype && schedc_dtype_parse(o->dtype, &dt)) || (o->op && schedc_op_parse(o->op, &op))) {
+    fprintf(stderr, "schedc: %s\n", schedc_errmsg());
+    return EXIT_USAGE;
+  }
+  const char *arch = o->arch ? o->arch : "sm_90";
+  schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
+  schedc_plan_get_info(plan, &in);
+  if (!dir) { /* compile --target cuda: every rank's kernels, one NVRTC unit */
+    char *src;
+    void *img;
+    size_t len;
+    schedc_cuda_compile_info ci = SCHEDC_CUDA_COMPILE_INFO_INIT;
+    if (schedc_cuda_source(plan, -1, dt, op, &src) || schedc_cuda_compile(src, arch, 0, &img, &len, &ci)) {
+      fprintf(stderr, "%s\n", schedc_errmsg());
+      if (src) schedc_free(src);
+      return EXIT_REJECTED;
+    }
+    printf("cuda: %d rank kernels for %s %s %s, cubin %zu bytes in %.3f s (%s, NVRTC %d.%d) %s\n", in.nranks,
+           schedc_dtype_name(dt), schedc_op_name(op), arch, len, ci.seconds, ci.cache_hit ? "cache hit" : "compiled",
+           ci.nvrtc_major, ci.nvrtc_minor, ci.cache_file);
+    schedc_free(src);
+    schedc_free(img);
+    return EXIT_OK;
+  }
+  mkdir(dir, 0755);
+  for (int r = 0; r < in.nranks; r++) {
+    char *src, path[4096];
+    if (schedc_cuda_source(plan, r, dt, op, &src)) { fprintf(stderr, "%s\n", schedc_errmsg()); return EXIT_REJECTED; }
+    snprintf(path, sizeof path, "%s/rank%d.cu", dir, r);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(src, f) < 0 || fclose(f)) {
+      fprintf(stderr, "schedc emit-cuda: cannot write %s: %s\n", path, strerror(errno));
+      schedc_free(src);
+      return EXIT_REJECTED;
+    }
+    printf("wrote %s\n", path);
+    if (o->ptx) {
+      void *img;
+      size_t len;
+      schedc_cuda_compile_info ci = SCHEDC_CUDA_COMPILE_INFO_INIT;
+      if (schedc_cuda_compile(src, arch, 1, &img, &len, &ci)) {
+        fprintf(stderr, "%s\n", schedc_errmsg());
+        schedc_free(src);
+        return EXIT_REJECTED;
+      }
+      snprintf(path, sizeof path, "%s/rank%d.ptx", dir, r);
+      f = fopen(path, "w");
+      if (!f || fwrite(img, 1, len, f) != len || fclose(f)) {
+        fprintf(stderr, "schedc emit-cuda: cannot write %s: %s\n", path, strerror(errno));
+        schedc_free(img);
+        schedc_free(src);
+        return EXIT_REJECTED;
+      }
+      printf("wrote %s (%s, %.3f s)\n", path, ci.cache_hit ? "cache hit" : "NVRTC", ci.seconds);
+      schedc_free(img);
+    }
+    schedc_free(src);
+  }
+  return EXIT_OK;
+}
+
 static int cmd_plan(const char *cmd, int argc, char **argv) {
   opts o;
   int rc = parse(cmd, argc, argv, &o);
@@ -197,7 +278,7 @@ static int cmd_plan(const char *cmd, int argc, char **argv) {
     free(o.defines);
     return usage_error(cmd, "%s", "give one of --order or --steps");
   }
-  if ((!strcmp(cmd, "compile") || !strcmp(cmd, "viz")) && !o.out) {
+  if ((!strcmp(cmd, "compile") || !strcmp(cmd, "viz") || !strcmp(cmd, "emit-cuda")) && !o.out) {
     free(o.defines);
     return usage_error(cmd, "%s", "missing -o OUTPUT");
   }
@@ -216,7 +297,11 @@ static int cmd_plan(const char *cmd, int argc, char **argv) {
     } else {
       summary(plan, o.file);
       printf("wrote %s\n", o.out);
+      if (o.target && !strcmp(o.target, "cuda")) rc = cuda_build(plan, &o, NULL);
+      else if (o.target && strcmp(o.target, "cpu")) rc = usage_error(cmd, "--target '%s' (choose cpu or cuda)", o.target);
     }
+  } else if (!strcmp(cmd, "emit-cuda")) {
+    rc = cuda_build(plan, &o, o.out);
   } else if (!strcmp(cmd, "viz")) {
     FILE *f = fopen(o.out, "w");
     if (!f || cli_viz_svg(plan, f) || fclose(f)) {
@@ -241,10 +326,11 @@ int main(int argc, char **argv) {
     usage_main(stdout);
     return EXIT_OK;
   }
-  if (!strcmp(cmd, "check") || !strcmp(cmd, "show") || !strcmp(cmd, "compile") || !strcmp(cmd, "viz"))
+  if (!strcmp(cmd, "check") || !strcmp(cmd, "show") || !strcmp(cmd, "compile") || !strcmp(cmd, "viz") ||
+      !strcmp(cmd, "emit-cuda"))
     return cmd_plan(cmd, argc - 2, argv + 2);
   if (!strcmp(cmd, "run")) return cli_run(argc - 2, argv + 2);
   if (!strcmp(cmd, "launch")) return cli_launch(argc - 2, argv + 2);
-  fprintf(stderr, "schedc: unknown command '%s' (commands: check, show, compile, viz, run, launch)\n", cmd);
+  fprintf(stderr, "schedc: unknown command '%s' (commands: check, show, compile, viz, emit-cuda, run, launch)\n", cmd);
   return EXIT_USAGE;
 }

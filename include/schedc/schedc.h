@@ -260,6 +260,39 @@ schedc_status schedc_plan_builtin(schedc_collective collective, int nranks, int 
 /* 64-bit digest of a buffer (what `schedc run` prints per rank; equal bits, equal digest). */
 uint64_t schedc_digest(const void *buf, size_t bytes);
 
+/* ---- CUDA code generation (works without a GPU) --------------------------------------------
+ * NVRTC and the CUDA driver are loaded with dlopen: a build without CUDA works, and these
+ * functions then return SCHEDC_EUNAVAIL. */
+
+/* CUDA C++ source of `rank`'s kernel (schedc_rank<R>) for this plan, dtype and op, or of every
+ * rank's kernels in one unit when rank is -1. No headers inside; compile with --fmad=false.
+ * *source is malloc'd: free it with schedc_free. SCHEDC_EINVAL, SCHEDC_ENOMEM. */
+schedc_status schedc_cuda_source(const schedc_plan *plan, int rank, schedc_dtype dtype, schedc_op op,
+                                 char **source);
+
+typedef struct schedc_cuda_compile_info {
+  size_t size;               /* sizeof(schedc_cuda_compile_info) */
+  int cache_hit;             /* 1: from the memory or disk cache, NVRTC not run */
+  double seconds;            /* wall time of this call */
+  int nvrtc_major, nvrtc_minor;
+  char cache_file[512];      /* where the image is cached on disk ("" if the cache is off) */
+} schedc_cuda_compile_info;
+#define SCHEDC_CUDA_COMPILE_INFO_INIT {sizeof(schedc_cuda_compile_info), 0, 0.0, 0, 0, ""}
+
+/* Compile `source` with NVRTC for `arch` ("sm_80", "sm_90", ...): ptx != 0 gives PTX text
+ * (NUL-terminated), else a cubin. Options are always --fmad=false and the architecture. Results
+ * are cached by a hash of (source, options, NVRTC version, arch) in memory and on disk under
+ * $SCHEDC_CACHE_DIR (default $XDG_CACHE_HOME/schedc, else ~/.cache/schedc; "off" disables it).
+ * *image is malloc'd (schedc_free). SCHEDC_EUNAVAIL: NVRTC not found (errmsg says where it
+ * looked; set SCHEDC_NVRTC to its path). SCHEDC_EINVAL: compilation failed; errmsg holds the
+ * NVRTC log, the options and the path where the source was dumped. Thread-safe. */
+schedc_status schedc_cuda_compile(const char *source, const char *arch, int ptx, void **image, size_t *len,
+                                  schedc_cuda_compile_info *info);
+/* Number of CUDA devices usable through the driver (0 without a driver or a device). */
+int schedc_cuda_device_count(void);
+/* Free memory schedc returned (sources, images). NULL is a no-op. */
+void schedc_free(void *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "codegen/ir.h"
+#include "ir.h"
 
 typedef struct sc_src {
   uint32_t rank;

@@ -1,0 +1,264 @@
+/*
+ * cuda_emit.c — the CUDA source generator (see cuda_emit.h). One thread block per rank kernel
+ * walks the rank's write groups in order: thread 0 spins on the counters the group needs (RAW on
+ * source versions, WAR on its own reads) with a clock64 budget, the block computes the chunk with
+ * 16-byte vectors, then thread 0 fences, counts its reads and publishes the cell's version. The
+ * arithmetic is the CPU kernels': IEEE round-to-nearest, NaN results as the default NaN,
+ * min/max with NaN winning and -0 < +0, integers wrapping; compile with --fmad=false.
+ */
+#include "cuda_emit.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sb { char *p; size_t len, cap; int oom; } sb;
+
+static void put(sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(sb *b, const char *fmt, ...) {
+  if (b->oom) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (k < 0) { b->oom = 1; return; }
+    if (b->p && b->len + (size_t)k < b->cap) { b->len += (size_t)k; return; }
+    size_t ncap = b->cap ? b->cap * 2 : 1 << 14;
+    while (ncap < b->len + (size_t)k + 1) ncap *= 2;
+    char *np = realloc(b->p, ncap);
+    if (!np) { b->oom = 1; return; }
+    b->p = np;
+    b->cap = ncap;
+  }
+}
+
+/* Accumulation type spelled in device code, and its element op. */
+static const char *acc_type(int dtype) {
+  switch (dtype) {
+  case SCHEDC_F64: return "double";
+  case SCHEDC_I32: return "int";
+  case SCHEDC_I64: return "long long";
+  default: return "float"; /* f32, and f16/bf16 accumulate in f32 */
+  }
+}
+
+static void emit_op(sb *b, int dtype, int op) {
+  int f64 = dtype == SCHEDC_F64, isint = dtype == SCHEDC_I32 || dtype == SCHEDC_I64;
+  put(b, "__device__ __forceinline__ sc_acc sc_op(sc_acc a, sc_acc b) {\n");
+  if (isint) {
+    const char *u = dtype == SCHEDC_I32 ? "unsigned int" : "unsigned long long";
+    if (op == SCHEDC_PROD) put(b, "  return (sc_acc)((%s)a * (%s)b); /* wraps */\n", u, u);
+    else if (op == SCHEDC_MIN) put(b, "  return a < b ? a : b;\n");
+    else if (op == SCHEDC_MAX) put(b, "  return a > b ? a : b;\n");
+    else put(b, "  return (sc_acc)((%s)a + (%s)b); /* wraps */\n", u, u);
+  } else {
+    const char *nan = f64 ? "__longlong_as_double(0x7ff8000000000000LL)" : "__int_as_float(0x7fc00000)";
+    const char *bits = f64 ? "__double_as_longlong" : "__float_as_int";
+    const char *from = f64 ? "__longlong_as_double" : "__int_as_float";
+    if (op == SCHEDC_MIN || op == SCHEDC_MAX) {
+      put(b, "  if (a != a || b != b) return %s; /* NaN wins */\n", nan);
+      if (op == SCHEDC_MIN) put(b, "  if (a < b) return a;\n  if (b < a) return b;\n  return %s(%s(a) | %s(b)); /* -0 < +0 */\n", from, bits, bits);
+      else put(b, "  if (a > b) return a;\n  if (b > a) return b;\n  return %s(%s(a) & %s(b)); /* +0 > -0 */\n", from, bits, bits);
+    } else {
+      put(b, "  sc_acc r = a %c b; /* add.rn / mul.rn: --fmad=false */\n", op == SCHEDC_PROD ? '*' : '+');
+      put(b, "  return r != r ? %s : r; /* one NaN, so a+b and b+a agree bit for bit */\n", nan);
+    }
+  }
+  put(b, "}\n\n");
+}
+
+static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op) {
+  put(b, "typedef unsigned int sc_u32;\ntypedef unsigned long long sc_u64;\ntypedef %s sc_acc;\n", acc_type(dtype));
+  put(b, "#define SC_NCHUNKS %uull\n#define SC_VW (16 / sizeof(sc_acc))\n", ir->nchunks);
+  put(b, "#define SC_LO(K, c) ((K) * (sc_u64)(c) / SC_NCHUNKS) /* chunk c is [SC_LO(c), SC_LO(c+1)) */\n");
+  put(b, "struct alignas(16) sc_vec { sc_acc v[SC_VW]; };\n\n");
+  emit_op(b, dtype, op);
+  put(b,
+      "/* Thread 0 waits until *flag >= want (acquire), within `budget` cycles; on timeout or an\n"
+      " * error raised elsewhere it records (rank, step, peer) and the kernel returns. */\n"
+      "__device__ __forceinline__ bool sc_wait(const sc_u32 *flag, sc_u32 want, sc_u32 *err, int rank,\n"
+      "                                        int step, int peer, long long budget) {\n"
+      "  __shared__ int ok;\n"
+      "  if (threadIdx.x == 0) {\n"
+      "    ok = 1;\n"
+      "    long long t0 = clock64();\n"
+      "    while (*(volatile const sc_u32 *)flag < want) {\n"
+      "      if (*(volatile sc_u32 *)err) { ok = 0; break; }\n"
+      "      if (clock64() - t0 > budget) {\n"
+      "        if (atomicCAS(err, 0u, 1u) == 0u) { err[1] = rank; err[2] = step; err[3] = peer; }\n"
+      "        ok = 0;\n"
+      "        break;\n"
+      "      }\n"
+      "    }\n"
+      "    __threadfence_system();\n"
+      "  }\n"
+      "  __syncthreads();\n"
+      "  return ok;\n"
+      "}\n\n"
+      "/* d[i] = a[i] (op) s[0][i] (op) ... (op) s[k-1][i], left to right, 16-byte vectors where\n"
+      " * every pointer is aligned; k == 0 is a copy. */\n"
+      "__device__ __forceinline__ void sc_chain(sc_acc *d, const sc_acc *a, const sc_acc *const *s, int k,\n"
+      "                                         sc_u64 n) {\n"
+      "  sc_u64 al = (sc_u64)d | (sc_u64)a;\n"
+      "  for (int j = 0; j < k; j++) al |= (sc_u64)s[j];\n"
+      "  sc_u64 nv = (al & 15) ? 0 : n / SC_VW;\n"
+      "  for (sc_u64 i = threadIdx.x; i < nv; i += blockDim.x) {\n"
+      "    sc_vec x = ((const sc_vec *)a)[i];\n"
+      "    for (int j = 0; j < k; j++) {\n"
+      "      sc_vec y = ((const sc_vec *)s[j])[i];\n"
+      "      for (int e = 0; e < (int)SC_VW; e++) x.v[e] = sc_op(x.v[e], y.v[e]);\n"
+      "    }\n"
+      "    ((sc_vec *)d)[i] = x;\n"
+      "  }\n"
+      "  for (sc_u64 i = nv * SC_VW + threadIdx.x; i < n; i += blockDim.x) {\n"
+      "    sc_acc x = a[i];\n"
+      "    for (int j = 0; j < k; j++) x = sc_op(x, s[j][i]);\n"
+      "    d[i] = x;\n"
+      "  }\n"
+      "}\n\n"
+      "/* After a group: make the data visible, count the reads of the sources, publish. */\n"
+      "__device__ __forceinline__ void sc_signal(sc_u32 *const *reads, const int *src, int k, int chunk,\n"
+      "                                          sc_u32 *ver, sc_u32 version) {\n"
+      "  __syncthreads();\n"
+      "  if (threadIdx.x == 0) {\n"
+      "    __threadfence_system();\n"
+      "    for (int j = 0; j < k; j++) atomicAdd(reads[src[j]] + chunk, 1u);\n"
+      "    if (ver) atomicExch(ver + chunk, version);\n"
+      "  }\n"
+      "}\n\n");
+  (void)op;
+}
+
+static void emit_conversions(sb *b, int dtype) {
+  if (dtype != SCHEDC_F16 && dtype != SCHEDC_BF16) return;
+  int bf = dtype == SCHEDC_BF16;
+  put(b, "/* %s <-> f32: widen exactly once on the way in, round to nearest even once on the way out. */\n",
+      bf ? "bf16" : "f16");
+  put(b, "__device__ __forceinline__ float sc_widen(unsigned short h) {\n");
+  if (bf) {
+    put(b, "  return __int_as_float((int)((sc_u32)h << 16));\n}\n");
+  } else {
+    put(b, "  sc_u32 s = (sc_u32)(h >> 15) << 31, e = (h >> 10) & 31u, m = h & 1023u, u;\n"
+           "  if (e == 31u) u = s | 0x7f800000u | (m << 13);\n"
+           "  else if (e) u = s | ((e + 112u) << 23) | (m << 13);\n"
+           "  else if (!m) u = s;\n"
+           "  else { int k = -1; do { m <<= 1; k++; } while (!(m & 1024u)); u = s | ((sc_u32)(112 - k) << 23) | ((m & 1023u) << 13); }\n"
+           "  return __int_as_float((int)u);\n}\n");
+  }
+  put(b, "__device__ __forceinline__ unsigned short sc_narrow(float f) {\n  sc_u32 u = (sc_u32)__float_as_int(f);\n");
+  if (bf) {
+    put(b, "  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);\n"
+           "  u += 0x7fffu + ((u >> 16) & 1u);\n  return (unsigned short)(u >> 16);\n}\n");
+  } else {
+    put(b, "  sc_u32 s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;\n"
+           "  if (a > 0x7f800000u) return (unsigned short)(s | 0x7e00u);\n"
+           "  if (a >= 0x477ff000u) return (unsigned short)(s | 0x7c00u);\n"
+           "  if (a >= 0x38800000u) { sc_u32 r = a - 0x38000000u, h = r >> 13, m = r & 0x1fffu;\n"
+           "    if (m > 0x1000u || (m == 0x1000u && (h & 1u))) h++;\n    return (unsigned short)(s | h); }\n"
+           "  if (a < 0x33000000u) return (unsigned short)s;\n"
+           "  sc_u32 e = a >> 23, mm = (a & 0x7fffffu) | 0x800000u, sh = 126u - e;\n"
+           "  sc_u32 h = mm >> sh, rem = mm & ((1u << sh) - 1u), half = 1u << (sh - 1u);\n"
+           "  if (rem > half || (rem == half && (h & 1u))) h++;\n  return (unsigned short)(s | h);\n}\n");
+  }
+  put(b, "extern \"C\" __global__ void schedc_widen(const unsigned short *in, float *out, sc_u64 n) {\n"
+         "  for (sc_u64 i = blockIdx.x * (sc_u64)blockDim.x + threadIdx.x; i < n; i += (sc_u64)gridDim.x * blockDim.x)\n"
+         "    out[i] = sc_widen(in[i]);\n}\n"
+         "extern \"C\" __global__ void schedc_narrow(const float *in, unsigned short *out, sc_u64 n) {\n"
+         "  for (sc_u64 i = blockIdx.x * (sc_u64)blockDim.x + threadIdx.x; i < n; i += (sc_u64)gridDim.x * blockDim.x)\n"
+         "    out[i] = sc_narrow(in[i]);\n}\n\n");
+}
+
+static void emit_finish(sb *b, int dtype, int op) {
+  if (op != SCHEDC_AVG) return;
+  put(b, "/* avg: the sum divided by nranks once, in the accumulation type. */\n"
+         "extern \"C\" __global__ void schedc_avg(sc_acc *x, sc_u64 n, int nranks) {\n"
+         "  for (sc_u64 i = blockIdx.x * (sc_u64)blockDim.x + threadIdx.x; i < n; i += (sc_u64)gridDim.x * blockDim.x)\n"
+         "    x[i] = x[i] / (sc_acc)nranks;\n}\n\n");
+  (void)dtype;
+}
+
+static const char *phase_name(int ph) { return ph == SC_PH_A ? "A: into a temp" : ph == SC_PH_B ? "B" : "C: write back"; }
+
+static void emit_rank(sb *b, const sc_ir *ir, const sc_prog *prog, uint32_t r) {
+  const sc_rankprog *rp = &prog->rank[r];
+  put(b, "/* rank %u: %u write groups, %u temp chunk(s) */\n", r, rp->ng, rp->ntemp);
+  put(b, "extern \"C\" __global__ void __launch_bounds__(512) schedc_rank%u(\n"
+         "    sc_acc *const *buf, sc_acc *temp, sc_u32 *const *ver, sc_u32 *const *reads, sc_u32 *err,\n"
+         "    sc_u64 count, sc_u64 max_chunk, long long budget) {\n"
+         "  sc_acc *me = buf[%u];\n", r, r);
+  uint32_t last_step = UINT32_MAX;
+  for (uint32_t gi = 0; gi < rp->ng; gi++) {
+    const sc_group *g = &prog->groups[rp->g_off + gi];
+    const sc_src *src = &prog->srcs[g->src_off];
+    if (g->step != last_step) {
+      last_step = g->step;
+      const char *file = "?";
+      for (uint32_t i = ir->step_off[g->step]; i < ir->step_off[g->step + 1]; i++)
+        if (ir->xfers[i].dst == r && ir->xfers[i].line == g->line) { file = ir->files[ir->xfers[i].file]; break; }
+      put(b, "  /* %s:%u */\n  /* step %u */\n", file, g->line, g->step);
+    }
+    put(b, "  { /* chunk %u, phase %s, %s", g->chunk, phase_name(g->phase),
+        g->phase == SC_PH_C ? "" : g->copy ? "copy from" : "reduce");
+    for (uint32_t s = 0; g->phase != SC_PH_C && s < g->nsrc; s++) put(b, " r%u", src[s].rank);
+    put(b, " */\n    const sc_u64 lo = SC_LO(count, %u), n = SC_LO(count, %u) - lo;\n", g->chunk, g->chunk + 1);
+    if (g->phase != SC_PH_C)
+      for (uint32_t s = 0; s < g->nsrc; s++)
+        put(b, "    if (!sc_wait(ver[%u] + %u, %uu, err, %u, %u, %u, budget)) return;\n", src[s].rank, g->chunk,
+            src[s].version, r, g->step, src[s].rank);
+    if (g->phase != SC_PH_A)
+      put(b, "    if (!sc_wait(reads[%u] + %u, %uu, err, %u, %u, -1, budget)) return;\n", r, g->chunk, g->wait_reads,
+          r, g->step);
+    const char *dst = g->phase == SC_PH_A ? "tp" : "me + lo";
+    if (g->phase != SC_PH_B) put(b, "    sc_acc *tp = temp + (sc_u64)%u * max_chunk;\n", g->temp);
+    if (g->phase == SC_PH_C) {
+      put(b, "    sc_chain(me + lo, tp, 0, 0, n);\n    sc_signal(reads, 0, 0, %u, ver[%u], %uu);\n  }\n", g->chunk, r,
+          g->version);
+      continue;
+    }
+    put(b, "    const int src[%u] = {", g->nsrc);
+    for (uint32_t s = 0; s < g->nsrc; s++) put(b, "%s%u", s ? ", " : "", src[s].rank);
+    put(b, "};\n");
+    if (g->copy) {
+      put(b, "    sc_chain(%s, buf[%u] + lo, 0, 0, n);\n", dst, src[0].rank);
+    } else {
+      put(b, "    const sc_acc *s[%u] = {", g->nsrc);
+      for (uint32_t s = 0; s < g->nsrc; s++) put(b, "%sbuf[%u] + lo", s ? ", " : "", src[s].rank);
+      put(b, "};\n    sc_chain(%s, me + lo, s, %u, n);\n", dst, g->nsrc);
+    }
+    if (g->phase == SC_PH_A) /* reads done; the cell is published by its phase C write-back */
+      put(b, "    sc_signal(reads, src, %u, %u, 0, 0u);\n  }\n", g->nsrc, g->chunk);
+    else
+      put(b, "    sc_signal(reads, src, %u, %u, ver[%u], %uu);\n  }\n", g->nsrc, g->chunk, r, g->version);
+  }
+  put(b, "}\n\n");
+}
+
+char *sc_cuda_emit(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, int op) {
+  if (dtype < 0 || dtype >= SCHEDC_DTYPE_COUNT_ || op < 0 || op >= SCHEDC_OP_COUNT_) return NULL;
+  if (rank >= (int)ir->nranks) return NULL;
+  static const char *const dn[] = {
+#define X(name, value, str, bytes) [value] = str,
+      SCHEDC_DTYPE_LIST(X)
+#undef X
+  };
+  static const char *const on[] = {
+#define X(name, value, str) [value] = str,
+      SCHEDC_OP_LIST(X)
+#undef X
+  };
+  sb b = {0};
+  put(&b, "/* schedc generated code: plan '%s' (%s, %u ranks, %u chunks, %u steps), %s %s, %s.\n"
+          " * Straight-line write groups over the primitives below; no headers, everything comes in as\n"
+          " * kernel parameters. Compile with --fmad=false: reductions must be add.rn/mul.rn, never fma. */\n",
+      ir->name, sc_ir_collective_name(ir->collective), ir->nranks, ir->nchunks, ir->nsteps, dn[dtype], on[op],
+      rank < 0 ? "all ranks" : "one rank");
+  emit_prelude(&b, ir, dtype, op);
+  emit_conversions(&b, dtype);
+  emit_finish(&b, dtype, op);
+  for (uint32_t r = 0; r < ir->nranks; r++)
+    if (rank < 0 || (uint32_t)rank == r) emit_rank(&b, ir, prog, r);
+  if (b.oom) { free(b.p); return NULL; }
+  return b.p;
+}

@@ -1,0 +1,17 @@
+/*
+ * cuda_emit.h — CUDA C++ for a plan, per rank: straight-line write groups (the executor's
+ * lowering, codegen/prog.h) over a few device primitives (wait, copy, reduce chain, signal),
+ * specialised for dtype, op and chunk layout, with 16-byte vector accesses. No headers: buffer
+ * pointers, counters and sizes are kernel parameters. Every group carries a comment with the file.lua:line that wrote it.
+ */
+#ifndef SC_CUDA_EMIT_H
+#define SC_CUDA_EMIT_H
+
+#include "ir.h"
+#include "prog.h"
+
+/* The source for `rank`'s kernel `schedc_rank<R>`, or every rank's kernels in one unit when
+ * rank < 0; plus the conversion kernels for f16/bf16. malloc'd; NULL on OOM or bad dtype/op. */
+char *sc_cuda_emit(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, int op);
+
+#endif

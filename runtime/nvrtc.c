@@ -1,0 +1,117 @@
+/*
+ * nvrtc.c — dlopen'ed NVRTC (see nvrtc.h) and the CUDA driver's device count. The entry points
+ * are declared here with the types of the public NVRTC/driver ABI (opaque handles, int status).
+ */
+#define _GNU_SOURCE
+#include "nvrtc.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+
+typedef struct nvrtc_prog_ *nvrtc_prog;
+static struct {
+  void *lib;
+  char where[1024];
+  int (*version)(int *, int *);
+  int (*create)(nvrtc_prog *, const char *, const char *, int, const char *const *, const char *const *);
+  int (*destroy)(nvrtc_prog *);
+  int (*compile)(nvrtc_prog, int, const char *const *);
+  int (*log_size)(nvrtc_prog, size_t *);
+  int (*log)(nvrtc_prog, char *);
+  int (*ptx_size)(nvrtc_prog, size_t *);
+  int (*ptx)(nvrtc_prog, char *);
+  int (*cubin_size)(nvrtc_prog, size_t *);
+  int (*cubin)(nvrtc_prog, char *);
+  const char *(*errstr)(int);
+} N;
+static pthread_once_t n_once = PTHREAD_ONCE_INIT;
+
+static void load(void) {
+  const char *env = getenv("SCHEDC_NVRTC"), *home = getenv("CUDA_HOME");
+  char homelib[512] = "";
+  if (home) snprintf(homelib, sizeof homelib, "%s/lib64/libnvrtc.so", home);
+  const char *cands[] = {env, "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", homelib[0] ? homelib : NULL,
+                         "/usr/local/cuda/lib64/libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13"};
+  size_t w = 0;
+  for (size_t i = 0; i < sizeof cands / sizeof cands[0] && !N.lib; i++) {
+    if (!cands[i] || !*cands[i]) continue;
+    N.lib = dlopen(cands[i], RTLD_NOW | RTLD_LOCAL);
+    w += (size_t)snprintf(N.where + w, w < sizeof N.where ? sizeof N.where - w : 0, "%s%s", w ? ", " : "", cands[i]);
+  }
+  if (!N.lib) return;
+#define SYM(f, name) *(void **)&N.f = dlsym(N.lib, name)
+  SYM(version, "nvrtcVersion"); SYM(create, "nvrtcCreateProgram"); SYM(destroy, "nvrtcDestroyProgram");
+  SYM(compile, "nvrtcCompileProgram"); SYM(log_size, "nvrtcGetProgramLogSize"); SYM(log, "nvrtcGetProgramLog");
+  SYM(ptx_size, "nvrtcGetPTXSize"); SYM(ptx, "nvrtcGetPTX"); SYM(cubin_size, "nvrtcGetCUBINSize");
+  SYM(cubin, "nvrtcGetCUBIN"); SYM(errstr, "nvrtcGetErrorString");
+#undef SYM
+  if (!N.version || !N.create || !N.destroy || !N.compile || !N.log_size || !N.log || !N.ptx_size || !N.ptx ||
+      !N.cubin_size || !N.cubin || !N.errstr) {
+    dlclose(N.lib);
+    N.lib = NULL;
+    snprintf(N.where, sizeof N.where, "NVRTC found but lacks an entry point schedc needs");
+  }
+}
+
+static schedc_status need_nvrtc(void) {
+  pthread_once(&n_once, load);
+  if (N.lib) return SCHEDC_OK;
+  return sc_err(SCHEDC_EUNAVAIL, "NVRTC is not available (looked for %s); install the CUDA toolkit or set "
+                "SCHEDC_NVRTC to libnvrtc.so", N.where);
+}
+
+schedc_status sc_nvrtc_version(int *major, int *minor) {
+  *major = *minor = -1;
+  schedc_status st = need_nvrtc();
+  if (st == SCHEDC_OK) N.version(major, minor);
+  return st;
+}
+
+schedc_status sc_nvrtc_compile(const char *src, const char *const *opts, int nopts, int ptx, char **out, size_t *len,
+                               char **log) {
+  *out = NULL;
+  *log = NULL;
+  schedc_status st = need_nvrtc();
+  if (st != SCHEDC_OK) return st;
+  nvrtc_prog p;
+  int r = N.create(&p, src, "schedc.cu", 0, NULL, NULL);
+  if (r) return sc_err(SCHEDC_EINTERNAL, "nvrtcCreateProgram: %s", N.errstr(r));
+  r = N.compile(p, nopts, opts);
+  size_t ls = 0;
+  if (N.log_size(p, &ls) == 0 && ls > 1 && (*log = malloc(ls))) N.log(p, *log);
+  if (r) {
+    N.destroy(&p);
+    return SCHEDC_EINVAL; /* the caller adds the log, options and dumped source */
+  }
+  size_t n = 0;
+  r = ptx ? N.ptx_size(p, &n) : N.cubin_size(p, &n);
+  if (!r && (*out = malloc(n + 1))) {
+    r = ptx ? N.ptx(p, *out) : N.cubin(p, *out);
+    (*out)[n] = 0;
+    *len = n;
+  }
+  N.destroy(&p);
+  if (r || !*out) {
+    free(*out);
+    *out = NULL;
+    return sc_err(r ? SCHEDC_EINTERNAL : SCHEDC_ENOMEM, "NVRTC: cannot fetch the %s", ptx ? "PTX" : "cubin");
+  }
+  return SCHEDC_OK;
+}
+
+int schedc_cuda_device_count(void) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return 0;
+  int (*init)(unsigned) = NULL, (*count)(int *) = NULL;
+  *(void **)&init = dlsym(lib, "cuInit");
+  *(void **)&count = dlsym(lib, "cuDeviceGetCount");
+  int n = 0;
+  if (!init || !count || init(0) != 0 || count(&n) != 0) n = 0;
+  dlclose(lib);
+  return n;
+}

@@ -1,0 +1,118 @@
+/*
+ * test_nvrtc.c — CUDA code generation without a GPU: for every shipped schedule, dtype, op and
+ * sm_80/sm_90, the kernels of all ranks compile with NVRTC; the emitted source includes no
+ * header; the PTX rounds every reduction as the CPU does (add.rn / mul.rn, and no fma anywhere,
+ * --fmad=false); the cache turns a second compile into a hit, also in a new process (disk).
+ * Prints [SKIP] when NVRTC is not installed (ctest counts it as skipped).
+ * Usage: test_nvrtc SCHEDULES_DIR [quick]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "schedc/schedc.h"
+
+static int count_substr(const char *s, const char *needle) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, needle)); p++) n++;
+  return n;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return 2;
+  int quick = argc > 2 && !strcmp(argv[2], "quick");
+  char cache[128];
+  snprintf(cache, sizeof cache, "/tmp/schedc_nvrtc_test_%d", (int)getpid());
+  setenv("SCHEDC_CACHE_DIR", cache, 1);
+  void *img;
+  size_t len;
+  if (schedc_cuda_compile("extern \"C\" __global__ void k(float *x) { x[0] = x[1] + x[2]; }", "sm_90", 1, &img, &len, NULL) ==
+      SCHEDC_EUNAVAIL) {
+    printf("[SKIP] NVRTC not available: %s\n", schedc_errmsg());
+    return 0;
+  }
+  schedc_free(img);
+  const char *files[] = {"ring.lua", "tree.lua", "direct.lua", "halving_doubling.lua", "hierarchical.lua"};
+  const char *archs[] = {"sm_80", "sm_90"};
+  int compiled = 0;
+  for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", argv[1], files[f]);
+    schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
+    lo.nranks = 4;
+    lo.nnodes = f == 4 ? 2 : 0;
+    schedc_plan *plan;
+    if (schedc_plan_from_script(path, &lo, &plan) != SCHEDC_OK) { CHECK(!"load"); continue; }
+    for (int dt = 0; dt < SCHEDC_DTYPE_COUNT_; dt++) {
+      for (int op = 0; op < SCHEDC_OP_COUNT_; op++) {
+        if (quick && op != SCHEDC_SUM && op != SCHEDC_MAX) continue;
+        char *src;
+        CHECK(schedc_cuda_source(plan, -1, (schedc_dtype)dt, (schedc_op)op, &src) == SCHEDC_OK);
+        CHECK(!strstr(src, "#include"));
+        CHECK(count_substr(src, "extern \"C\" __global__ void __launch_bounds__(512) schedc_rank") == 4);
+        CHECK(strstr(src, files[f]) != NULL); /* groups carry the schedule's file:line */
+        for (int a = quick ? 1 : 0; a < 2; a++) {
+          int ptx = a == 0 || dt != SCHEDC_F32; /* a cubin (through ptxas) for f32 on sm_90 */
+          schedc_status st = schedc_cuda_compile(src, archs[a], ptx, &img, &len, NULL);
+          if (st != SCHEDC_OK) {
+            fprintf(stderr, "%s %s %s %s: %s\n", files[f], schedc_dtype_name((schedc_dtype)dt),
+                    schedc_op_name((schedc_op)op), archs[a], schedc_errmsg());
+            CHECK(st == SCHEDC_OK);
+            continue;
+          }
+          compiled++;
+          CHECK(len > 0);
+          if (ptx) {
+            const char *p = img;
+            CHECK(!strstr(p, "fma")); /* no contraction anywhere */
+            int fl = dt == SCHEDC_F32 || dt == SCHEDC_F16 || dt == SCHEDC_BF16;
+            if (op == SCHEDC_SUM || op == SCHEDC_AVG) {
+              if (fl) CHECK(strstr(p, "add.rn.f32") || strstr(p, "add.f32"));
+              if (dt == SCHEDC_F32) CHECK(strstr(p, "add.rn.f32") != NULL);
+              if (dt == SCHEDC_F64) CHECK(strstr(p, "add.rn.f64") != NULL);
+            }
+            if (op == SCHEDC_PROD && dt == SCHEDC_F32) CHECK(strstr(p, "mul.rn.f32") != NULL);
+          }
+          schedc_free(img);
+        }
+        schedc_free(src);
+      }
+    }
+    schedc_plan_free(plan);
+  }
+  printf("nvrtc: %d compilations\n", compiled);
+  CHECK(compiled >= (quick ? 5 * 6 * 2 : 5 * 6 * 5 * 2));
+
+  /* cache: the same source again is a hit, from memory and from disk in a fresh process */
+  char path[4096];
+  snprintf(path, sizeof path, "%s/ring.lua", argv[1]);
+  schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
+  lo.nranks = 8;
+  schedc_plan *plan;
+  CHECK(schedc_plan_from_script(path, &lo, &plan) == SCHEDC_OK);
+  char *src;
+  CHECK(schedc_cuda_source(plan, -1, SCHEDC_BF16, SCHEDC_AVG, &src) == SCHEDC_OK);
+  schedc_cuda_compile_info a = SCHEDC_CUDA_COMPILE_INFO_INIT, b = SCHEDC_CUDA_COMPILE_INFO_INIT;
+  CHECK(schedc_cuda_compile(src, "sm_90", 0, &img, &len, &a) == SCHEDC_OK);
+  schedc_free(img);
+  CHECK(schedc_cuda_compile(src, "sm_90", 0, &img, &len, &b) == SCHEDC_OK);
+  schedc_free(img);
+  CHECK(a.cache_hit == 0 && b.cache_hit == 1);
+  CHECK(b.seconds < 0.5);
+  CHECK(access(b.cache_file, R_OK) == 0);
+  printf("8-rank bf16 avg plan: compiled in %.3f s, cache hit in %.4f s\n", a.seconds, b.seconds);
+  /* a compile error reports the log, the options and where the source went */
+  CHECK(schedc_cuda_compile("this is not C++", "sm_90", 1, &img, &len, NULL) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "--fmad=false");
+  CHECK_CONTAINS(schedc_errmsg(), ".failed.cu");
+  CHECK(schedc_cuda_compile(src, "gfx90a", 1, &img, &len, NULL) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "expected sm_XX");
+  schedc_free(src);
+  schedc_plan_free(plan);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
+  CHECK(system(cmd) == 0);
+  return DONE();
+}
