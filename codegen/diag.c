@@ -79,7 +79,9 @@ char *sc_diags_render(sc_diags *d, const sc_ir *ir, uint32_t max_lines) {
   if (more) {
     char tail[96];
     int k = snprintf(tail, sizeof tail, "\n... and %u more error%s", more, more == 1 ? "" : "s");
-    if (len + (size_t)k + 1 <= cap || (out = realloc(out, len + (size_t)k + 1)) != NULL) {
+    char *grown = len + (size_t)k + 1 <= cap ? out : realloc(out, len + (size_t)k + 1);
+    if (grown) { /* on failure keep the text without the count */
+      out = grown;
       memcpy(out + len, tail, (size_t)k + 1);
     }
   }
