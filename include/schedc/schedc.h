@@ -293,6 +293,30 @@ int schedc_cuda_device_count(void);
 /* Free memory schedc returned (sources, images). NULL is a no-op. */
 void schedc_free(void *p);
 
+/* ---- canonical leaves: the same bits for any rank count ------------------------------------
+ * The canonical sum of L leaves (e.g. the micro-batch gradients of a step) is the balanced tree
+ * over leaf indices 0..L-1 whose left subtree takes the largest power of two below the count.
+ * A rank that owns leaves [first, first + n), with n a power of two and first a multiple of n,
+ * holds a whole subtree: it accumulates its leaves here, in any order, into that subtree's sum;
+ * an allreduce with a plan declared order = "canonical" then combines the ranks in the canonical
+ * tree over ranks, which makes the result the canonical sum of all L leaves — the same bits for
+ * N = 1, 2, 4, ... ranks. Use an f32/f64 (or integer) accumulation and call the collective on
+ * the accumulated buffer. One thread at a time per accumulator. */
+typedef struct schedc_accum schedc_accum;
+/* count elements per leaf, dtype f32, f64, i32 or i64, op sum/prod/min/max. SCHEDC_EINVAL if n
+ * is not a power of two (unless first is 0 and the rank holds every leaf) or first is not a
+ * multiple of n. */
+schedc_status schedc_accum_create(size_t count, schedc_dtype dtype, schedc_op op, int first, int n,
+                                  schedc_accum **out);
+/* Add leaf `leaf` (first <= leaf < first + n; each exactly once). The data is copied; subtrees
+ * are combined as soon as both halves are in. SCHEDC_EINVAL for a leaf out of range or twice. */
+schedc_status schedc_accumulate(schedc_accum *acc, int leaf, const void *data);
+/* The block's canonical sum into out (count elements). SCHEDC_EINVAL naming a missing leaf.
+ * The accumulator can then be reused: schedc_accum_reset. */
+schedc_status schedc_accum_result(schedc_accum *acc, void *out);
+void schedc_accum_reset(schedc_accum *acc);
+void schedc_accum_free(schedc_accum *acc);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,124 @@
+/*
+ * accum.c — canonical local accumulation of a rank's block of leaves (see schedc_accum in
+ * schedc.h). The block's canonical tree (left subtree = largest power of two below the count)
+ * is built once as explicit nodes. A node's value exists once both children are in; it is
+ * left (+) right, computed in one pass, and the children are freed. Arrival order changes only
+ * when a node is computed, never its operands, so the bits never depend on it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "kernels.h"
+
+struct schedc_accum {
+  size_t count, esz;
+  schedc_dtype dtype;
+  schedc_op op;
+  int first, n, nnodes;
+  int *left, *right, *parent; /* [nnodes]; leaves have left = right = -1 */
+  int *leafnode;              /* [n] */
+  void **val;                 /* [nnodes]: node values (NULL until computed or after use) */
+  unsigned char *used;        /* [nnodes]: the value was consumed by its parent */
+  int done;
+};
+
+static int build(schedc_accum *a, int lo, int hi, int parent) {
+  int id = a->nnodes++;
+  a->parent[id] = parent;
+  if (hi - lo == 1) {
+    a->left[id] = a->right[id] = -1;
+    a->leafnode[lo] = id;
+    return id;
+  }
+  int l = 1;
+  while (l * 2 < hi - lo) l *= 2;
+  a->left[id] = build(a, lo, lo + l, id);
+  a->right[id] = build(a, lo + l, hi, id);
+  return id;
+}
+
+schedc_status schedc_accum_create(size_t count, schedc_dtype dtype, schedc_op op, int first, int n,
+                                  schedc_accum **out) {
+  if (!out) return sc_err(SCHEDC_EINVAL, "out is NULL");
+  *out = NULL;
+  if (dtype != SCHEDC_F32 && dtype != SCHEDC_F64 && dtype != SCHEDC_I32 && dtype != SCHEDC_I64)
+    return sc_err(SCHEDC_EINVAL, "accumulation dtype must be f32, f64, i32 or i64 (accumulate f16/bf16 in f32)");
+  if (!schedc_op_name(op) || op == SCHEDC_AVG)
+    return sc_err(SCHEDC_EINVAL, "op must be sum, prod, min or max (divide after the collective for an average)");
+  if (n < 1 || n > (1 << 24)) return sc_err(SCHEDC_EINVAL, "leaf count %d out of range [1, 2^24]", n);
+  if (first != 0 && (n & (n - 1)))
+    return sc_err(SCHEDC_EINVAL, "a rank's leaf count %d must be a power of two: only then is its block a whole "
+                  "subtree of the canonical tree (or the rank must hold all leaves, from leaf 0)", n);
+  if (first < 0 || first % n)
+    return sc_err(SCHEDC_EINVAL, "first leaf %d must be a multiple of the block size %d (aligned blocks)", first, n);
+  schedc_accum *a = calloc(1, sizeof *a);
+  size_t nn = 2 * (size_t)n;
+  if (!a || !(a->left = malloc(nn * sizeof(int))) || !(a->right = malloc(nn * sizeof(int))) ||
+      !(a->parent = malloc(nn * sizeof(int))) || !(a->leafnode = malloc((size_t)n * sizeof(int))) ||
+      !(a->val = calloc(nn, sizeof(void *))) || !(a->used = calloc(nn, 1))) {
+    schedc_accum_free(a);
+    return sc_err(SCHEDC_ENOMEM, "out of memory");
+  }
+  a->count = count;
+  a->esz = schedc_dtype_size(dtype);
+  a->dtype = dtype;
+  a->op = op;
+  a->first = first;
+  a->n = n;
+  build(a, 0, n, -1);
+  *out = a;
+  return SCHEDC_OK;
+}
+
+schedc_status schedc_accumulate(schedc_accum *a, int leaf, const void *data) {
+  if (!a || (!data && a->count)) return sc_err(SCHEDC_EINVAL, "accumulator or data is NULL");
+  if (leaf < a->first || leaf >= a->first + a->n)
+    return sc_err(SCHEDC_EINVAL, "leaf %d is not in this rank's block [%d, %d)", leaf, a->first, a->first + a->n);
+  int node = a->leafnode[leaf - a->first];
+  if (a->val[node] || a->used[node] || a->done) return sc_err(SCHEDC_EINVAL, "leaf %d was already added", leaf);
+  size_t bytes = a->count * a->esz;
+  if (!(a->val[node] = malloc(bytes + 1))) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  memcpy(a->val[node], data, bytes);
+  /* Combine upwards while the sibling is in: parent = left (+) right, into the left's buffer. */
+  for (int p; (p = a->parent[node]) >= 0 && a->val[a->left[p]] && a->val[a->right[p]]; node = p) {
+    int l = a->left[p], r = a->right[p];
+    const void *rv = a->val[r];
+    sc_reduce_chain(a->dtype, a->op, a->val[l], a->val[l], &rv, 1, a->count);
+    a->val[p] = a->val[l];
+    a->val[l] = NULL;
+    free(a->val[r]);
+    a->val[r] = NULL;
+    a->used[l] = a->used[r] = 1;
+  }
+  return SCHEDC_OK;
+}
+
+schedc_status schedc_accum_result(schedc_accum *a, void *out) {
+  if (!a || (!out && a->count)) return sc_err(SCHEDC_EINVAL, "accumulator or out is NULL");
+  if (!a->val[0]) {
+    for (int j = 0; j < a->n; j++) {
+      int node = a->leafnode[j];
+      if (!a->val[node] && !a->used[node])
+        return sc_err(SCHEDC_EINVAL, "leaf %d of block [%d, %d) was never added", a->first + j, a->first,
+                      a->first + a->n);
+    }
+    return sc_err(SCHEDC_EINVAL, "the block is incomplete");
+  }
+  memcpy(out, a->val[0], a->count * a->esz);
+  a->done = 1;
+  return SCHEDC_OK;
+}
+
+void schedc_accum_reset(schedc_accum *a) {
+  if (!a) return;
+  for (int i = 0; i < a->nnodes; i++) { free(a->val[i]); a->val[i] = NULL; a->used[i] = 0; }
+  a->done = 0;
+}
+
+void schedc_accum_free(schedc_accum *a) {
+  if (!a) return;
+  if (a->val) schedc_accum_reset(a);
+  free(a->left); free(a->right); free(a->parent); free(a->leafnode); free(a->val); free(a->used);
+  free(a);
+}
