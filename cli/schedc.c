@@ -35,6 +35,7 @@ static void usage_main(FILE *f) {
           "  emit-cuda FILE  write each rank's CUDA kernel source (-o DIR; --ptx compiles with NVRTC)\n"
           "  run FILE      run a plan on N CPU ranks (threads, shm processes or MPI)\n"
           "  launch -n N -- CMD   start N processes of CMD with the rank environment\n"
+          "  bench [FILE]  collective throughput per size (nccl-tests columns)\n"
           "\n"
           "'schedc COMMAND --help' describes a command. FILE is a schedule (.lua) or a plan file.\n");
 }
@@ -331,6 +332,7 @@ int main(int argc, char **argv) {
     return cmd_plan(cmd, argc - 2, argv + 2);
   if (!strcmp(cmd, "run")) return cli_run(argc - 2, argv + 2);
   if (!strcmp(cmd, "launch")) return cli_launch(argc - 2, argv + 2);
-  fprintf(stderr, "schedc: unknown command '%s' (commands: check, show, compile, viz, emit-cuda, run, launch)\n", cmd);
+  if (!strcmp(cmd, "bench")) return cli_bench(argc - 2, argv + 2);
+  fprintf(stderr, "schedc: unknown command '%s' (commands: check, show, compile, viz, emit-cuda, run, launch, bench)\n", cmd);
   return EXIT_USAGE;
 }

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -122,11 +123,30 @@ schedc_status sc_peer_failure(sc_waitctx *w) {
                 w->step, w->c->sh->fail_msg);
 }
 
-schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w) {
+/* More ranks than cores on this host: a spinning waiter would take the core from the rank it
+ * waits for, so it yields instead of pausing. */
+static int oversubscribed(const schedc_comm *c) {
+  static int ncpu;
+  if (!ncpu) ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  return c->backend != SCHEDC_BACKEND_MPI && c->nranks > (ncpu > 0 ? ncpu : 1);
+}
+
+static void spin_wait(const schedc_comm *c, _Atomic uint32_t *ctr, uint32_t want) {
+  if (oversubscribed(c)) {
+    for (int i = 0; i < 64; i++) {
+      if ((atomic_load_explicit(ctr, memory_order_acquire) & 0x7fffffffu) >= want) return;
+      sched_yield();
+    }
+    return;
+  }
   for (int i = 0; i < SPINS; i++) {
-    if ((atomic_load_explicit(ctr, memory_order_acquire) & ~SLEEPER) >= want) return SCHEDC_OK;
+    if ((atomic_load_explicit(ctr, memory_order_acquire) & 0x7fffffffu) >= want) return;
     cpu_relax();
   }
+}
+
+schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w) {
+  spin_wait(w->c, ctr, want);
   for (;;) {
     uint32_t v = atomic_load_explicit(ctr, memory_order_acquire);
     if ((v & ~SLEEPER) >= want) return SCHEDC_OK;
@@ -150,7 +170,8 @@ schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline) {
   sc_waitctx w = {c, what, -1, 0, 0, 0, deadline};
   for (int i = 0; i < SPINS; i++) {
     if (atomic_load(&sh->bar_gen) != gen) return SCHEDC_OK;
-    cpu_relax();
+    if (oversubscribed(c)) sched_yield();
+    else cpu_relax();
   }
   for (;;) {
     if (atomic_load(&sh->bar_gen) != gen) return SCHEDC_OK;

@@ -1,0 +1,242 @@
+/*
+ * bench.c — `schedc bench`: collective throughput in the conventions of nccl-tests. One row per
+ * size: size (bytes of the whole buffer S), count, type, op, time_us (mean of back-to-back
+ * iterations after warm-up, the slowest rank's), algbw = S/t and busbw (GB/s): allreduce
+ * algbw*2(n-1)/n; reduce_scatter and allgather algbw*(n-1)/n; broadcast and reduce algbw.
+ * Ranks: threads in this process, forked shm processes, or the processes of an MPI launcher.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define MAXSIZES 64
+
+typedef struct benchopts {
+  const char *file;
+  int ranks, backend, iters, warmup, nsizes;
+  size_t sizes[MAXSIZES];
+  schedc_dtype dtype;
+  schedc_op op;
+  const char **defines;
+  int ndefines;
+} benchopts;
+
+typedef struct benchres { double us[MAXSIZES]; int status; char err[400]; } benchres;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int parse_size(const char *s, size_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s) return -1;
+  if (*end == 'K' || *end == 'k') { v <<= 10; end++; }
+  else if (*end == 'M' || *end == 'm') { v <<= 20; end++; }
+  else if (*end == 'G' || *end == 'g') { v <<= 30; end++; }
+  if (*end == 'B') end++;
+  if (*end) return -1;
+  *out = (size_t)v;
+  return 0;
+}
+
+static schedc_status call(schedc_collective c, const void *s, void *r, size_t count, schedc_dtype t, schedc_op op,
+                          schedc_comm *comm, const schedc_plan *plan) {
+  switch (c) {
+  case SCHEDC_ALLREDUCE: return schedc_allreduce(s, r, count, t, op, comm, plan);
+  case SCHEDC_REDUCE_SCATTER: return schedc_reduce_scatter(s, r, count, t, op, comm, plan);
+  case SCHEDC_ALLGATHER: return schedc_allgather(s, r, count, t, comm, plan);
+  case SCHEDC_BROADCAST: return schedc_broadcast(s, r, count, t, 0, comm, plan);
+  default: return schedc_reduce(s, r, count, t, op, 0, comm, plan);
+  }
+}
+
+/* Elements per call argument for a whole-buffer size S (reduce_scatter/allgather: per rank). */
+static size_t call_count(schedc_collective c, size_t S, size_t esz, int n) {
+  size_t k = S / esz;
+  return c == SCHEDC_REDUCE_SCATTER || c == SCHEDC_ALLGATHER ? k / (size_t)n : k;
+}
+
+static void bench_rank(const benchopts *o, const schedc_plan *plan, schedc_collective coll, schedc_comm *comm,
+                       benchres *res) {
+  int n = schedc_comm_nranks(comm);
+  size_t esz = schedc_dtype_size(o->dtype), maxS = 0;
+  for (int i = 0; i < o->nsizes; i++) if (o->sizes[i] > maxS) maxS = o->sizes[i];
+  char *send = malloc(maxS + 64), *recv = malloc(maxS + 64);
+  if (!send || !recv) { res->status = SCHEDC_ENOMEM; snprintf(res->err, sizeof res->err, "out of memory"); goto out; }
+  memset(send, 0, maxS + 64);
+  for (size_t i = 0; i + 4 <= maxS; i += 4) { float f = (float)(i % 977) * 0.001f; memcpy(send + i, &f, 4); }
+  for (int si = 0; si < o->nsizes; si++) {
+    size_t count = call_count(coll, o->sizes[si], esz, n);
+    for (int w = 0; w < o->warmup; w++)
+      if ((res->status = call(coll, send, recv, count, o->dtype, o->op, comm, plan))) goto fail;
+    double t0 = now_s();
+    for (int it = 0; it < o->iters; it++)
+      if ((res->status = call(coll, send, recv, count, o->dtype, o->op, comm, plan))) goto fail;
+    res->us[si] = (now_s() - t0) / o->iters * 1e6;
+  }
+  goto out;
+fail:
+  snprintf(res->err, sizeof res->err, "%s", schedc_errmsg());
+out:
+  free(send);
+  free(recv);
+}
+
+typedef struct bthr { const benchopts *o; const schedc_plan *plan; schedc_collective coll; schedc_comm *comm; benchres *res; } bthr;
+static void *bthr_main(void *p) { bthr *t = p; bench_rank(t->o, t->plan, t->coll, t->comm, t->res); return NULL; }
+
+static void print_table(const benchopts *o, schedc_collective coll, int n, const char *name, const char *backend,
+                        const benchres *res) {
+  double bw_factor = coll == SCHEDC_ALLREDUCE ? 2.0 * (n - 1) / n
+                     : coll == SCHEDC_REDUCE_SCATTER || coll == SCHEDC_ALLGATHER ? (double)(n - 1) / n : 1.0;
+  printf("# schedc bench: %s, %s, backend %s, %d ranks, %s %s, %d iterations after %d warm-up\n", name,
+         schedc_collective_name(coll), backend, n, schedc_dtype_name(o->dtype), schedc_op_name(o->op), o->iters,
+         o->warmup);
+  printf("# time: mean per call of the slowest rank; algbw = size/time; busbw = algbw * %.3f\n", bw_factor);
+  printf("#%11s %12s %6s %6s %12s %10s %10s\n", "size", "count", "type", "op", "time_us", "algbw", "busbw");
+  size_t esz = schedc_dtype_size(o->dtype);
+  for (int si = 0; si < o->nsizes; si++) {
+    double t = 0;
+    for (int r = 0; r < n; r++) if (res[r].us[si] > t) t = res[r].us[si];
+    double alg = t > 0 ? (double)o->sizes[si] / (t * 1e3) : 0;
+    printf(" %11zu %12zu %6s %6s %12.2f %10.3f %10.3f\n", o->sizes[si], call_count(coll, o->sizes[si], esz, n),
+           schedc_dtype_name(o->dtype), schedc_op_name(o->op), t, alg, alg * bw_factor);
+  }
+}
+
+int cli_bench(int argc, char **argv);
+int cli_bench(int argc, char **argv) {
+  benchopts o = {0};
+  o.iters = 20;
+  o.warmup = 5;
+  o.dtype = SCHEDC_F32;
+  o.op = SCHEDC_SUM;
+  o.defines = calloc((size_t)argc + 1, sizeof *o.defines);
+  const char *backend = "threads";
+  size_t mn = 0, mx = 0, factor = 0;
+  int rc = EXIT_USAGE;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define VAL() do { if (!v) { fprintf(stderr, "schedc bench: %s needs a value\n", a); goto done; } i++; } while (0)
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      printf("usage: schedc bench [FILE|PLAN] --ranks N [--backend threads|shm|mpi] [--sizes 8,4K,1M,64M |\n"
+             "                    --min S --max S --factor F] [--dtype T] [--op OP] [--iters I] [--warmup W] [-D k=v]\n\n"
+             "Prints '#' header lines, then per size: size (bytes of the whole buffer), count, type, op, time_us\n"
+             "(mean of I back-to-back calls after W warm-up calls, slowest rank), algbw and busbw in GB/s\n"
+             "(nccl-tests conventions). Without FILE: the built-in ring. With mpi, start under mpirun.\n");
+      rc = EXIT_OK;
+      goto done;
+    } else if (!strcmp(a, "--ranks")) { VAL(); o.ranks = atoi(v); }
+    else if (!strcmp(a, "--backend")) { VAL(); backend = v; }
+    else if (!strcmp(a, "--iters")) { VAL(); o.iters = atoi(v); }
+    else if (!strcmp(a, "--warmup")) { VAL(); o.warmup = atoi(v); }
+    else if (!strcmp(a, "--dtype")) { VAL(); if (schedc_dtype_parse(v, &o.dtype)) { fprintf(stderr, "schedc bench: %s\n", schedc_errmsg()); goto done; } }
+    else if (!strcmp(a, "--op")) { VAL(); if (schedc_op_parse(v, &o.op)) { fprintf(stderr, "schedc bench: %s\n", schedc_errmsg()); goto done; } }
+    else if (!strcmp(a, "--min") || !strcmp(a, "--max") || !strcmp(a, "--factor")) {
+      VAL();
+      size_t x;
+      if (parse_size(v, &x)) { fprintf(stderr, "schedc bench: %s '%s' is not a size\n", a, v); goto done; }
+      if (a[2] == 'm' && a[3] == 'i') mn = x; else if (a[2] == 'm') mx = x; else factor = x;
+    } else if (!strcmp(a, "--sizes")) {
+      VAL();
+      char buf[1024];
+      snprintf(buf, sizeof buf, "%s", v);
+      for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (o.nsizes == MAXSIZES || parse_size(t, &o.sizes[o.nsizes])) { fprintf(stderr, "schedc bench: bad size '%s'\n", t); goto done; }
+        o.nsizes++;
+      }
+    } else if (!strcmp(a, "-D")) { VAL(); o.defines[o.ndefines++] = v; }
+    else if (a[0] == '-') { fprintf(stderr, "schedc bench: unknown option '%s' (see --help)\n", a); goto done; }
+    else if (!o.file) o.file = a;
+    else { fprintf(stderr, "schedc bench: unexpected '%s'\n", a); goto done; }
+#undef VAL
+  }
+  if (mn || mx) {
+    if (!mn) mn = 8;
+    if (!mx) mx = mn;
+    if (factor < 2) factor = 2;
+    for (size_t s = mn; s <= mx && o.nsizes < MAXSIZES; s *= factor) o.sizes[o.nsizes++] = s;
+  }
+  if (!o.nsizes) { size_t d[] = {8, 4096, 1 << 20, 64 << 20}; memcpy(o.sizes, d, sizeof d); o.nsizes = 4; }
+  if (o.iters < 1 || o.warmup < 0) { fprintf(stderr, "schedc bench: --iters must be >= 1\n"); goto done; }
+  int is_mpi = !strcmp(backend, "mpi"), is_shm = !strcmp(backend, "shm");
+  if (!is_mpi && !is_shm && strcmp(backend, "threads")) { fprintf(stderr, "schedc bench: --backend '%s' (threads, shm or mpi)\n", backend); goto done; }
+  schedc_comm *mcomm = NULL;
+  if (is_mpi) {
+    if (schedc_comm_init_mpi(NULL, NULL, &mcomm)) { fprintf(stderr, "schedc bench: %s\n", schedc_errmsg()); goto done; }
+    o.ranks = schedc_comm_nranks(mcomm);
+  }
+  if (o.ranks < 1) { fprintf(stderr, "schedc bench: --ranks N is required\n"); schedc_comm_free(mcomm); goto done; }
+  schedc_plan *plan = NULL;
+  if (o.file) {
+    schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
+    lo.nranks = o.ranks;
+    lo.defines = o.defines;
+    lo.ndefines = o.ndefines;
+    if (schedc_plan_open(o.file, &lo, &plan)) { fprintf(stderr, "%s\n", schedc_errmsg()); schedc_comm_free(mcomm); rc = EXIT_REJECTED; goto done; }
+  } else if (schedc_plan_builtin(SCHEDC_ALLREDUCE, o.ranks, 0, &plan)) {
+    fprintf(stderr, "%s\n", schedc_errmsg()); schedc_comm_free(mcomm); rc = EXIT_REJECTED; goto done;
+  }
+  schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
+  schedc_plan_get_info(plan, &in);
+  schedc_collective coll = in.collective;
+  int n = o.ranks;
+  benchres *res = mmap(NULL, (size_t)n * sizeof *res, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  memset(res, 0, (size_t)n * sizeof *res);
+  int me = 0;
+  if (is_mpi) {
+    me = schedc_comm_rank(mcomm);
+    benchres mine = {0};
+    bench_rank(&o, plan, coll, mcomm, &mine);
+    if (schedc_allgather(&mine, res, sizeof mine / 4, SCHEDC_I32, mcomm, NULL) != SCHEDC_OK) res[me] = mine;
+    schedc_comm_free(mcomm);
+  } else if (is_shm) {
+    char job[64];
+    snprintf(job, sizeof job, "bench%ld-%ld", (long)getpid(), (long)time(NULL));
+    fflush(stdout);
+    pid_t *pids = calloc((size_t)n, sizeof *pids);
+    for (int r = 0; r < n; r++) {
+      if ((pids[r] = fork()) == 0) {
+        schedc_comm *c;
+        if (schedc_comm_init_shm(r, n, job, NULL, &c)) { res[r].status = 1; snprintf(res[r].err, sizeof res[r].err, "%s", schedc_errmsg()); _exit(1); }
+        bench_rank(&o, plan, coll, c, &res[r]);
+        schedc_comm_free(c);
+        _exit(0);
+      }
+    }
+    for (int r = 0; r < n; r++) waitpid(pids[r], NULL, 0);
+    free(pids);
+  } else {
+    schedc_comm **comms = calloc((size_t)n, sizeof *comms);
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    bthr *t = calloc((size_t)n, sizeof *t);
+    if (schedc_comm_init_threads(n, NULL, comms)) { fprintf(stderr, "%s\n", schedc_errmsg()); n = 0; }
+    for (int r = 0; r < n; r++) { t[r] = (bthr){&o, plan, coll, comms[r], &res[r]}; pthread_create(&th[r], NULL, bthr_main, &t[r]); }
+    for (int r = 0; r < n; r++) pthread_join(th[r], NULL);
+    for (int r = 0; r < n; r++) schedc_comm_free(comms[r]);
+    free(comms); free(th); free(t);
+    n = o.ranks;
+  }
+  rc = EXIT_OK;
+  for (int r = 0; r < n; r++)
+    if (res[r].status) { if (me == 0) fprintf(stderr, "schedc bench: rank %d: %s\n", r, res[r].err[0] ? res[r].err : "failed"); rc = EXIT_REJECTED; }
+  if (rc == EXIT_OK && me == 0) print_table(&o, coll, n, o.file ? in.name : "built-in ring", backend, res);
+  munmap(res, (size_t)o.ranks * sizeof *res);
+  schedc_plan_free(plan);
+done:
+  free(o.defines);
+  return rc;
+}
