@@ -7,12 +7,10 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,15 +37,8 @@ static double now_s(void) {
 }
 
 static int parse_size(const char *s, size_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s) return -1;
-  if (*end == 'K' || *end == 'k') { v <<= 10; end++; }
-  else if (*end == 'M' || *end == 'm') { v <<= 20; end++; }
-  else if (*end == 'G' || *end == 'g') { v <<= 30; end++; }
-  if (*end == 'B') end++;
-  if (*end) return -1;
+  long long v;
+  if (cli_parse_count(s, 1, 1LL << 40, &v)) return -1;
   *out = (size_t)v;
   return 0;
 }
@@ -95,8 +86,16 @@ out:
   free(recv);
 }
 
-typedef struct bthr { const benchopts *o; const schedc_plan *plan; schedc_collective coll; schedc_comm *comm; benchres *res; } bthr;
-static void *bthr_main(void *p) { bthr *t = p; bench_rank(t->o, t->plan, t->coll, t->comm, t->res); return NULL; }
+typedef struct benchctx { const benchopts *o; const schedc_plan *plan; schedc_collective coll; benchres *res; } benchctx;
+static void bench_rank_cb(void *ctx, schedc_comm *comm, int rank) {
+  benchctx *b = ctx;
+  bench_rank(b->o, b->plan, b->coll, comm, &b->res[rank]);
+}
+static void bench_failed_cb(void *ctx, int rank, const char *why) {
+  benchctx *b = ctx;
+  b->res[rank].status = SCHEDC_EPEER;
+  snprintf(b->res[rank].err, sizeof b->res[rank].err, "%s", why);
+}
 
 static void print_table(const benchopts *o, schedc_collective coll, int n, const char *name, const char *backend,
                         const benchres *res) {
@@ -203,32 +202,11 @@ int cli_bench(int argc, char **argv) {
     bench_rank(&o, plan, coll, mcomm, &mine);
     if (schedc_allgather(&mine, res, sizeof mine / 4, SCHEDC_I32, mcomm, NULL) != SCHEDC_OK) res[me] = mine;
     schedc_comm_free(mcomm);
-  } else if (is_shm) {
-    char job[64];
-    snprintf(job, sizeof job, "bench%ld-%ld", (long)getpid(), (long)time(NULL));
-    fflush(stdout);
-    pid_t *pids = calloc((size_t)n, sizeof *pids);
-    for (int r = 0; r < n; r++) {
-      if ((pids[r] = fork()) == 0) {
-        schedc_comm *c;
-        if (schedc_comm_init_shm(r, n, job, NULL, &c)) { res[r].status = 1; snprintf(res[r].err, sizeof res[r].err, "%s", schedc_errmsg()); _exit(1); }
-        bench_rank(&o, plan, coll, c, &res[r]);
-        schedc_comm_free(c);
-        _exit(0);
-      }
-    }
-    for (int r = 0; r < n; r++) waitpid(pids[r], NULL, 0);
-    free(pids);
   } else {
-    schedc_comm **comms = calloc((size_t)n, sizeof *comms);
-    pthread_t *th = calloc((size_t)n, sizeof *th);
-    bthr *t = calloc((size_t)n, sizeof *t);
-    if (schedc_comm_init_threads(n, NULL, comms)) { fprintf(stderr, "%s\n", schedc_errmsg()); n = 0; }
-    for (int r = 0; r < n; r++) { t[r] = (bthr){&o, plan, coll, comms[r], &res[r]}; pthread_create(&th[r], NULL, bthr_main, &t[r]); }
-    for (int r = 0; r < n; r++) pthread_join(th[r], NULL);
-    for (int r = 0; r < n; r++) schedc_comm_free(comms[r]);
-    free(comms); free(th); free(t);
-    n = o.ranks;
+    benchctx b = {&o, plan, coll, res}; /* res is shared memory: forked ranks write into it */
+    cli_ranks cb = {&b, bench_rank_cb, bench_failed_cb};
+    if (cli_spawn(is_shm ? SCHEDC_BACKEND_SHM : SCHEDC_BACKEND_THREADS, n, NULL, &cb, "bench")) n = 0;
+    else n = o.ranks;
   }
   rc = EXIT_OK;
   for (int r = 0; r < n; r++)

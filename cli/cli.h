@@ -17,6 +17,21 @@ int cli_launch(int argc, char **argv);
 /* `schedc bench` (bench.c). */
 int cli_bench(int argc, char **argv);
 
+/* ranks.c: start n ranks (threads, or forked processes on shm) and call cb->rank in each with
+ * its communicator; cb->failed(ctx, rank, why) reports a rank whose init failed or whose process
+ * died (called in the child for init, in this process for a death). -1 if threads could not
+ * be created. With shm the callbacks' ctx must live in shared memory to reach this process. */
+typedef struct cli_ranks {
+  void *ctx;
+  void (*rank)(void *ctx, schedc_comm *comm, int rank);
+  void (*failed)(void *ctx, int rank, const char *why);
+} cli_ranks;
+int cli_spawn(int backend, int n, const schedc_comm_opts *co, const cli_ranks *cb, const char *job_prefix);
+/* Remove a job's leftover shared-memory segments. */
+void cli_cleanup_job(const char *job);
+/* A count with an optional K/M/G suffix (and B) in [lo, hi]; 0, or -1 if malformed. */
+int cli_parse_count(const char *s, long long lo, long long hi, long long *out);
+
 /* Draw ranks x steps with arrows coloured by chunk into an SVG file. 0 or -1 (errno). */
 int cli_viz_svg(const schedc_plan *plan, FILE *out);
 

@@ -20,7 +20,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <glob.h>
 
 #include "cli.h"
 
@@ -211,8 +210,12 @@ out:
 
 /* ---- backends --------------------------------------------------------------------------- */
 
-typedef struct thr { runctx *x; schedc_comm *comm; int rank; } thr;
-static void *thr_main(void *p) { thr *t = p; rank_main(t->x, t->comm, t->rank); return NULL; }
+static void run_rank_cb(void *ctx, schedc_comm *comm, int rank) { rank_main(ctx, comm, rank); }
+static void run_failed_cb(void *ctx, int rank, const char *why) {
+  runctx *x = ctx;
+  if (x->res[rank].status == 0) x->res[rank].status = SCHEDC_EPEER;
+  if (!x->res[rank].err[0] || strstr(why, "process died")) snprintf(x->res[rank].err, sizeof x->res[rank].err, "%s", why);
+}
 
 static schedc_comm_opts comm_opts(const runctx *x) {
   schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
@@ -220,81 +223,6 @@ static schedc_comm_opts comm_opts(const runctx *x) {
   co.slice_bytes = (size_t)x->o->slice;
   co.plan = x->plan;
   return co;
-}
-
-static int run_threads(runctx *x) {
-  int n = x->info.nranks;
-  schedc_comm **comms = calloc((size_t)n, sizeof *comms);
-  thr *t = calloc((size_t)n, sizeof *t);
-  pthread_t *th = calloc((size_t)n, sizeof *th);
-  schedc_comm_opts co = comm_opts(x);
-  if (!comms || !t || !th || schedc_comm_init_threads(n, &co, comms) != SCHEDC_OK) {
-    fprintf(stderr, "schedc run: %s\n", schedc_errmsg());
-    free(comms); free(t); free(th);
-    return -1;
-  }
-  for (int r = 0; r < n; r++) {
-    t[r] = (thr){x, comms[r], r};
-    pthread_create(&th[r], NULL, thr_main, &t[r]);
-  }
-  for (int r = 0; r < n; r++) pthread_join(th[r], NULL);
-  for (int r = 0; r < n; r++) schedc_comm_free(comms[r]);
-  free(comms); free(t); free(th);
-  return 0;
-}
-
-static void cleanup_job(const char *job) {
-  char pat[128];
-  snprintf(pat, sizeof pat, "/dev/shm/schedc-%s-*", job);
-  glob_t g;
-  if (glob(pat, 0, NULL, &g) == 0) {
-    for (size_t i = 0; i < g.gl_pathc; i++) unlink(g.gl_pathv[i]);
-    globfree(&g);
-  }
-}
-
-static int run_shm(runctx *x) {
-  int n = x->info.nranks;
-  char job[64];
-  snprintf(job, sizeof job, "run%ld-%ld", (long)getpid(), (long)time(NULL));
-  pid_t *pids = calloc((size_t)n, sizeof *pids);
-  if (!pids) return -1;
-  fflush(stdout);
-  fflush(stderr);
-  for (int r = 0; r < n; r++) {
-    pid_t p = fork();
-    if (p < 0) { perror("schedc run: fork"); n = r; break; }
-    if (p == 0) {
-      schedc_comm *comm;
-      schedc_comm_opts co = comm_opts(x);
-      schedc_status st = schedc_comm_init_shm(r, x->info.nranks, job, &co, &comm);
-      if (st != SCHEDC_OK) {
-        x->res[r].status = st;
-        snprintf(x->res[r].err, sizeof x->res[r].err, "%s", schedc_errmsg());
-        _exit(1);
-      }
-      rank_main(x, comm, r);
-      schedc_comm_free(comm);
-      _exit(x->res[r].status ? 1 : 0);
-    }
-    pids[r] = p;
-  }
-  for (int left = n; left > 0;) { /* reap in any order: a dead rank must not linger as a zombie */
-    int ws;
-    pid_t p = waitpid(-1, &ws, 0);
-    if (p < 0) { if (errno == EINTR) continue; break; }
-    int r = 0;
-    while (r < n && pids[r] != p) r++;
-    if (r == n) continue;
-    left--;
-    if (WIFSIGNALED(ws) && x->res[r].status == 0) {
-      x->res[r].status = SCHEDC_EPEER;
-      snprintf(x->res[r].err, sizeof x->res[r].err, "process died (signal %d)", WTERMSIG(ws));
-    }
-  }
-  cleanup_job(job);
-  free(pids);
-  return 0;
 }
 
 /* ---- report ----------------------------------------------------------------------------- */
@@ -354,18 +282,6 @@ static void run_usage(FILE *f) {
           "Exit status: 0 all ranks agree, 1 a rank failed or ranks disagree, 2 usage error.\n");
 }
 
-static int parse_ll(const char *s, long long lo, long long hi, long long *out) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno || end == s || v < lo || v > hi) return -1;
-  if (*end == 'K' || *end == 'k') { v <<= 10; end++; }
-  else if (*end == 'M' || *end == 'm') { v <<= 20; end++; }
-  else if (*end == 'G' || *end == 'g') { v <<= 30; end++; }
-  if (*end) return -1;
-  *out = v;
-  return 0;
-}
 
 int cli_run(int argc, char **argv);
 int cli_run(int argc, char **argv) {
@@ -384,18 +300,18 @@ int cli_run(int argc, char **argv) {
 #define VAL() do { if (!v) { fprintf(stderr, "schedc run: option %s needs a value\n", a); goto done; } i++; } while (0)
 #define BAD(what) do { fprintf(stderr, "schedc run: %s '%s' %s\n", a, v, what); goto done; } while (0)
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) { run_usage(stdout); rc = EXIT_OK; goto done; }
-    else if (!strcmp(a, "--ranks")) { VAL(); if (parse_ll(v, 1, 65536, &ll)) BAD("is not a rank count in [1, 65536]"); o.ranks = (int)ll; }
-    else if (!strcmp(a, "--nodes")) { VAL(); if (parse_ll(v, 1, 65536, &ll)) BAD("is not a node count"); o.nodes = (int)ll; }
+    else if (!strcmp(a, "--ranks")) { VAL(); if (cli_parse_count(v, 1, 65536, &ll)) BAD("is not a rank count in [1, 65536]"); o.ranks = (int)ll; }
+    else if (!strcmp(a, "--nodes")) { VAL(); if (cli_parse_count(v, 1, 65536, &ll)) BAD("is not a node count"); o.nodes = (int)ll; }
     else if (!strcmp(a, "--topology")) { VAL(); o.topology = v; }
-    else if (!strcmp(a, "--count")) { VAL(); if (parse_ll(v, 0, 1LL << 34, &ll)) BAD("is not an element count (K, M, G suffixes allowed)"); o.count = ll; }
+    else if (!strcmp(a, "--count")) { VAL(); if (cli_parse_count(v, 0, 1LL << 34, &ll)) BAD("is not an element count (K, M, G suffixes allowed)"); o.count = ll; }
     else if (!strcmp(a, "--dtype")) { VAL(); if (schedc_dtype_parse(v, &o.dtype)) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); goto done; } }
     else if (!strcmp(a, "--op")) { VAL(); if (schedc_op_parse(v, &o.op)) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); goto done; } }
     else if (!strcmp(a, "--backend")) { VAL(); backend = v; }
     else if (!strcmp(a, "--inputs")) { VAL(); o.inputs = v; }
     else if (!strcmp(a, "--outputs")) { VAL(); o.outputs = v; }
-    else if (!strcmp(a, "--slice")) { VAL(); if (parse_ll(v, 1, 1LL << 34, &ll)) BAD("is not a byte count"); o.slice = ll; }
-    else if (!strcmp(a, "--iters")) { VAL(); if (parse_ll(v, 1, 1 << 24, &ll)) BAD("is not an iteration count"); o.iters = (int)ll; }
-    else if (!strcmp(a, "--seed")) { VAL(); if (parse_ll(v, 0, 1 << 30, &ll)) BAD("is not a seed"); o.seed = (int)ll; }
+    else if (!strcmp(a, "--slice")) { VAL(); if (cli_parse_count(v, 1, 1LL << 34, &ll)) BAD("is not a byte count"); o.slice = ll; }
+    else if (!strcmp(a, "--iters")) { VAL(); if (cli_parse_count(v, 1, 1 << 24, &ll)) BAD("is not an iteration count"); o.iters = (int)ll; }
+    else if (!strcmp(a, "--seed")) { VAL(); if (cli_parse_count(v, 0, 1 << 30, &ll)) BAD("is not a seed"); o.seed = (int)ll; }
     else if (!strcmp(a, "--timeout")) { VAL(); char *e; o.timeout = strtod(v, &e); if (*e || o.timeout <= 0) BAD("is not a positive number of seconds"); }
     else if (!strcmp(a, "--check")) o.check = 1;
     else if (!strcmp(a, "-D")) { VAL(); if (!strchr(v, '=') || v[0] == '=') BAD("expected key=value"); o.defines[o.ndefines++] = v; }
@@ -444,7 +360,9 @@ int cli_run(int argc, char **argv) {
          schedc_collective_name(x.info.collective), n, x.info.nchunks, o.count, schedc_dtype_name(o.dtype),
          schedc_op_name(o.op), backend);
   fflush(stdout);
-  int r = o.backend == SCHEDC_BACKEND_SHM ? run_shm(&x) : run_threads(&x);
+  schedc_comm_opts co = comm_opts(&x);
+  cli_ranks cb = {&x, run_rank_cb, run_failed_cb};
+  int r = cli_spawn(o.backend, n, &co, &cb, "run");
   rc = r ? EXIT_REJECTED : report(&x);
   munmap(x.res, (size_t)n * sizeof *x.res);
   schedc_plan_free(x.plan);
@@ -527,7 +445,7 @@ int cli_launch(int argc, char **argv) {
     }
     if (!strcmp(argv[i], "-n") && i + 1 < argc) {
       long long v;
-      if (parse_ll(argv[++i], 1, 4096, &v)) { fprintf(stderr, "schedc launch: -n '%s' is not a process count\n", argv[i]); return EXIT_USAGE; }
+      if (cli_parse_count(argv[++i], 1, 4096, &v)) { fprintf(stderr, "schedc launch: -n '%s' is not a process count\n", argv[i]); return EXIT_USAGE; }
       n = (int)v;
     } else if (!strcmp(argv[i], "--grace") && i + 1 < argc) {
       grace = atof(argv[++i]);
@@ -582,7 +500,7 @@ int cli_launch(int argc, char **argv) {
     struct timespec ts = {0, 10000000};
     nanosleep(&ts, NULL);
   }
-  cleanup_job(job);
+  cli_cleanup_job(job);
   free(pids);
   return rc ? rc : (got_signal ? 128 + got_signal : 0);
 }
