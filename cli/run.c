@@ -25,7 +25,7 @@
 
 typedef struct runopts {
   const char *file, *inputs, *outputs, *topology;
-  int ranks, nodes, iters, check, backend, seed;
+  int ranks, nodes, iters, check, backend, seed, verify, repair;
   long long count;
   double timeout;
   long long slice;
@@ -222,6 +222,8 @@ static schedc_comm_opts comm_opts(const runctx *x) {
   co.timeout_s = x->o->timeout;
   co.slice_bytes = (size_t)x->o->slice;
   co.plan = x->plan;
+  co.verify = x->o->verify;
+  co.repair = x->o->repair;
   return co;
 }
 
@@ -267,7 +269,7 @@ static void run_usage(FILE *f) {
   fprintf(f,
           "usage: schedc run FILE|PLAN --ranks N [--nodes M] [--topology T] [--count K] [--dtype T] [--op OP]\n"
           "                  [--backend threads|shm|mpi] [--inputs DIR] [--outputs DIR] [--slice BYTES]\n"
-          "                  [--iters I] [--timeout S] [--seed S] [--check] [-D k=v]...\n\n"
+          "                  [--iters I] [--timeout S] [--seed S] [--check] [--verify digest [--repair]] [-D k=v]...\n\n"
           "Run the plan on N CPU ranks and print each rank's 64-bit digest and whether all ranks agree.\n"
           "  --count K      elements per rank buffer (default 1048576)\n"
           "  --dtype T      f32 (default), f64, f16, bf16, i32, i64\n"
@@ -279,6 +281,8 @@ static void run_usage(FILE *f) {
           "  --slice BYTES  pipelining slice (never changes bits)\n"
           "  --iters I      repeat I times (the first is warm-up); all must give the same bits\n"
           "  --check        report the error against a float64 reference\n"
+          "  --verify digest  compare a digest of every result across ranks (SCHEDC_ECORRUPT names the\n"
+          "                 ranks that differ from the majority); --repair re-broadcasts from the majority\n"
           "Exit status: 0 all ranks agree, 1 a rank failed or ranks disagree, 2 usage error.\n");
 }
 
@@ -314,6 +318,13 @@ int cli_run(int argc, char **argv) {
     else if (!strcmp(a, "--seed")) { VAL(); if (cli_parse_count(v, 0, 1 << 30, &ll)) BAD("is not a seed"); o.seed = (int)ll; }
     else if (!strcmp(a, "--timeout")) { VAL(); char *e; o.timeout = strtod(v, &e); if (*e || o.timeout <= 0) BAD("is not a positive number of seconds"); }
     else if (!strcmp(a, "--check")) o.check = 1;
+    else if (!strcmp(a, "--repair")) o.repair = 1;
+    else if (!strcmp(a, "--verify")) {
+      VAL();
+      if (!strcmp(v, "digest")) o.verify = SCHEDC_VERIFY_DIGEST;
+      else if (!strcmp(v, "none")) o.verify = SCHEDC_VERIFY_NONE;
+      else BAD("(choose digest or none; per-transfer checksums are not implemented yet)");
+    }
     else if (!strcmp(a, "-D")) { VAL(); if (!strchr(v, '=') || v[0] == '=') BAD("expected key=value"); o.defines[o.ndefines++] = v; }
     else if (!strncmp(a, "-D", 2) && strchr(a + 2, '=') && a[2] != '=') o.defines[o.ndefines++] = a + 2;
     else if (a[0] == '-' && a[1]) { fprintf(stderr, "schedc run: unknown option '%s' (see 'schedc run --help')\n", a); goto done; }
@@ -378,6 +389,8 @@ int cli_run_mpi(const runopts *o) {
   schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
   co.timeout_s = o->timeout;
   co.slice_bytes = (size_t)o->slice;
+  co.verify = o->verify;
+  co.repair = o->repair;
   schedc_status st = schedc_comm_init_mpi(NULL, &co, &comm);
   if (st != SCHEDC_OK) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); return EXIT_USAGE; }
   int n = schedc_comm_nranks(comm), me = schedc_comm_rank(comm), rc = EXIT_REJECTED;

@@ -63,6 +63,24 @@ schedc_status sc_comm_new(int backend, int rank, int nranks, const void *optp, s
   c->nranks = nranks;
   c->timeout_s = o.timeout_s > 0 ? o.timeout_s : env_double("SCHEDC_TIMEOUT", DEFAULT_TIMEOUT);
   c->slice_bytes = o.slice_bytes ? o.slice_bytes : (size_t)env_double("SCHEDC_SLICE", DEFAULT_SLICE);
+  c->verify = o.verify;
+  if (!c->verify) {
+    const char *v = getenv("SCHEDC_VERIFY");
+    if (!v || !*v || !strcmp(v, "none")) c->verify = SCHEDC_VERIFY_NONE;
+    else if (!strcmp(v, "digest")) c->verify = SCHEDC_VERIFY_DIGEST;
+    else {
+      free(c->peer);
+      free(c);
+      return sc_err(strcmp(v, "checksum") && strcmp(v, "full") ? SCHEDC_EINVAL : SCHEDC_EUNAVAIL,
+                    "SCHEDC_VERIFY='%s': choose none or digest (per-transfer checksums are not implemented yet)", v);
+    }
+  }
+  if (c->verify != SCHEDC_VERIFY_NONE && c->verify != SCHEDC_VERIFY_DIGEST) {
+    free(c->peer);
+    free(c);
+    return sc_err(SCHEDC_EINVAL, "opts->verify %d: use SCHEDC_VERIFY_NONE or SCHEDC_VERIFY_DIGEST", o.verify);
+  }
+  c->repair = o.repair || (getenv("SCHEDC_REPAIR") && !strcmp(getenv("SCHEDC_REPAIR"), "1"));
   schedc_status st = sc_inject_parse(getenv("SCHEDC_INJECT"), &c->inj);
   if (st != SCHEDC_OK) {
     free(c->peer);
@@ -195,7 +213,7 @@ static void store_out(schedc_dtype dtype, schedc_dtype acc, void *dst, const voi
 }
 
 /* The whole collective on this rank. `count` is the user's count argument. */
-static schedc_status collective(schedc_comm *c, int coll, const void *sendbuf, void *recvbuf, size_t count,
+static schedc_status collective_run(schedc_comm *c, int coll, const void *sendbuf, void *recvbuf, size_t count,
                                 schedc_dtype dtype, schedc_op op, int root, const schedc_plan *plan) {
   const char *cn = schedc_collective_name((schedc_collective)coll);
   if (!c) return sc_err(SCHEDC_EINVAL, "%s: comm is NULL", cn);
@@ -305,6 +323,15 @@ static schedc_status run_plan(schedc_comm *c, const char *cn, const sc_prog *pro
   }
   sc_execargs a = {prog, ir->nfiles ? ir->files[0] : "", cn, acc, op, K, parity};
   return sc_exec(c, &a);
+}
+
+/* Run, then check the result where every rank must hold the same bits. */
+static schedc_status collective(schedc_comm *c, int coll, const void *sendbuf, void *recvbuf, size_t count,
+                                schedc_dtype dtype, schedc_op op, int root, const schedc_plan *plan) {
+  schedc_status st = collective_run(c, coll, sendbuf, recvbuf, count, dtype, op, root, plan);
+  if (st != SCHEDC_OK || coll == SCHEDC_REDUCE_SCATTER || coll == SCHEDC_REDUCE) return st;
+  size_t K = coll == SCHEDC_ALLGATHER ? count * (size_t)c->nranks : count;
+  return sc_integrity_check(c, schedc_collective_name((schedc_collective)coll), recvbuf, K * schedc_dtype_size(dtype));
 }
 
 schedc_status schedc_allreduce(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype, schedc_op op,

@@ -65,7 +65,8 @@ typedef struct sc_inject {
   int kill_rank, kill_step;  /* -1: none */
   int delay_rank, delay_us;
   unsigned jitter_seed, jitter_us;
-  int flip_rank, flip_step;  /* reserved for the integrity work */
+  int flip_rank, flip_step;  /* reserved for per-transfer checksums */
+  int flipout_rank;          /* flips one bit of that rank's result after the collective */
 } sc_inject;
 /* Parse SCHEDC_INJECT ("kill:R:S,delay:R:US,jitter:SEED:US"). SCHEDC_EINVAL with a message. */
 schedc_status sc_inject_parse(const char *spec, sc_inject *out);
@@ -88,6 +89,8 @@ struct schedc_comm {
   uint64_t seq;              /* calls made on this communicator */
   int broken;
   char *broken_msg;
+  int verify, repair;        /* SCHEDC_VERIFY_NONE / _DIGEST; repair on mismatch */
+  int in_verify;             /* inside the verification's own collectives */
   sc_inject inj;
   /* private buffers */
   void *scratch; size_t scratch_cap;
@@ -149,6 +152,10 @@ typedef struct sc_execargs {
   int parity;
 } sc_execargs;
 schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
+
+/* integrity.c: after a collective whose result is equal on all ranks (flipout injection, then
+ * the digest comparison when verify is on). */
+schedc_status sc_integrity_check(schedc_comm *c, const char *cn, void *buf, size_t bytes);
 
 /* Chunk c of K elements split into C chunks: [lo, hi). */
 static inline void sc_chunk_range(size_t K, uint32_t C, uint32_t c, size_t *lo, size_t *hi) {

@@ -4,6 +4,8 @@
  *                     comes first (a process gets SIGKILL; a thread rank stops, marked dead)
  *   delay:RANK:US     RANK sleeps US microseconds at the start of each of its steps
  *   jitter:SEED:US    every rank sleeps a pseudo-random 0..US microseconds at each step
+ *   flipout:RANK      RANK flips one bit of its result after each collective (a fault after the
+ *                     collective: for SCHEDC_VERIFY=digest to catch)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +16,7 @@
 
 schedc_status sc_inject_parse(const char *spec, sc_inject *out) {
   memset(out, 0, sizeof *out);
-  out->kill_rank = out->delay_rank = out->flip_rank = -1;
+  out->kill_rank = out->delay_rank = out->flip_rank = out->flipout_rank = -1;
   if (!spec || !*spec) return SCHEDC_OK;
   char buf[256];
   snprintf(buf, sizeof buf, "%s", spec);
@@ -22,12 +24,13 @@ schedc_status sc_inject_parse(const char *spec, sc_inject *out) {
     char kind[16];
     long a, b;
     char tail;
+    if (sscanf(item, "flipout:%ld%c", &a, &tail) == 1 && a >= 0 && a < 1 << 20) { out->flipout_rank = (int)a; continue; }
     if (sscanf(item, "%15[a-z]:%ld:%ld%c", kind, &a, &b, &tail) != 3 || a < 0 || b < 0 || a > 1 << 30 || b > 1 << 30)
-      return sc_err(SCHEDC_EINVAL, "SCHEDC_INJECT: bad item '%s' (kill:RANK:STEP, delay:RANK:US, jitter:SEED:US)", item);
+      return sc_err(SCHEDC_EINVAL, "SCHEDC_INJECT: bad item '%s' (kill:RANK:STEP, delay:RANK:US, jitter:SEED:US, flipout:RANK)", item);
     if (!strcmp(kind, "kill")) { out->kill_rank = (int)a; out->kill_step = (int)b; }
     else if (!strcmp(kind, "delay")) { out->delay_rank = (int)a; out->delay_us = (int)b; }
     else if (!strcmp(kind, "jitter")) { out->jitter_seed = (unsigned)a; out->jitter_us = (unsigned)b; }
-    else return sc_err(SCHEDC_EINVAL, "SCHEDC_INJECT: unknown fault '%s' (kill, delay, jitter)", kind);
+    else return sc_err(SCHEDC_EINVAL, "SCHEDC_INJECT: unknown fault '%s' (kill, delay, jitter, flipout)", kind);
   }
   return SCHEDC_OK;
 }

@@ -202,8 +202,18 @@ typedef struct schedc_comm_opts {
   double timeout_s;           /* every wait; 0: $SCHEDC_TIMEOUT seconds, else 300 */
   size_t slice_bytes;         /* pipelining slice; 0: $SCHEDC_SLICE, else 256 KiB. Never changes bits */
   const schedc_plan *plan;    /* a plan whose hash all ranks must share (checked at init), or NULL */
+  int verify;                 /* SCHEDC_VERIFY_*; 0: $SCHEDC_VERIFY ("none" or "digest") */
+  int repair;                 /* 1: repair what verification finds; 0: $SCHEDC_REPAIR=1 */
 } schedc_comm_opts;
-#define SCHEDC_COMM_OPTS_INIT {sizeof(schedc_comm_opts), 0.0, 0, NULL}
+#define SCHEDC_COMM_OPTS_INIT {sizeof(schedc_comm_opts), 0.0, 0, NULL, 0, 0}
+
+/* Integrity checks after a collective. DIGEST: every rank ends allreduce, allgather and
+ * broadcast with the same bits, so the ranks compare a 64-bit digest of the result (an
+ * allgather of 8 bytes per rank): a rank that differs from the majority is named and the call
+ * returns SCHEDC_ECORRUPT, or, with repair, the result is broadcast again from a majority rank
+ * and the call succeeds (a warning on stderr). reduce_scatter and reduce leave different data
+ * on different ranks: a digest cannot check them (per-transfer checksums could; not yet). */
+enum { SCHEDC_VERIFY_DEFAULT = 0, SCHEDC_VERIFY_NONE = 1, SCHEDC_VERIFY_DIGEST = 2 };
 
 /* `threads`: create nranks communicators at once (like ncclCommInitAll); comms[r] is rank r's,
  * to be used by one thread each. SCHEDC_EINVAL, SCHEDC_ENOMEM. On failure no comm is created. */
@@ -256,6 +266,13 @@ schedc_status schedc_reduce(const void *sendbuf, void *recvbuf, size_t count, sc
 /* A built-in plan: the ring for `collective` on nranks ranks (root for broadcast/reduce), as the
  * communicators use by default. Caller frees it. */
 schedc_status schedc_plan_builtin(schedc_collective collective, int nranks, int root, schedc_plan **out);
+
+/* Weight-level protection for trainers: do all ranks hold the same `bytes` at buf (a digest
+ * compared across ranks)? *ok = 1 if yes. Collective: every rank calls it. */
+schedc_status schedc_replicas_agree(schedc_comm *comm, const void *buf, size_t bytes, int *ok);
+/* Make every rank's buf equal to the majority's (broadcast from the lowest rank holding the
+ * most common digest). *fixed = number of ranks that changed. Collective. */
+schedc_status schedc_replicas_resync(schedc_comm *comm, void *buf, size_t bytes, int *fixed);
 
 /* 64-bit digest of a buffer (what `schedc run` prints per rank; equal bits, equal digest). */
 uint64_t schedc_digest(const void *buf, size_t bytes);

@@ -24,6 +24,20 @@ static void *call(void *p) {
   return NULL;
 }
 
+typedef struct reptest { schedc_comm *c; int corrupt, agree_before, agree_after_flip, fixed, agree_final; } reptest;
+static reptest rep[3];
+static void *replicas(void *p) {
+  reptest *x = p;
+  unsigned char w[333];
+  for (int i = 0; i < 333; i++) w[i] = (unsigned char)(i * 7);
+  schedc_replicas_agree(x->c, w, sizeof w, &x->agree_before);
+  if (x->corrupt) w[332] ^= 1; /* the odd tail byte */
+  schedc_replicas_agree(x->c, w, sizeof w, &x->agree_after_flip);
+  schedc_replicas_resync(x->c, w, sizeof w, &x->fixed);
+  schedc_replicas_agree(x->c, w, sizeof w, &x->agree_final);
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   schedc_comm *comms[4];
@@ -85,6 +99,15 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(args[args[0].st == SCHEDC_ETIMEOUT ? 0 : 1].msg, "timed out after 0.5 s");
   for (int r = 0; r < 3; r++) schedc_comm_free(comms[r]);
   schedc_comm_free(NULL);
+
+  /* replicas: agree, then one rank's copy drifts, then resync from the majority */
+  CHECK(schedc_comm_init_threads(3, &o, comms) == SCHEDC_OK);
+  for (int r = 0; r < 3; r++) { rep[r].c = comms[r]; rep[r].corrupt = r == 1; pthread_create(&th[r], NULL, replicas, &rep[r]); }
+  for (int r = 0; r < 3; r++) pthread_join(th[r], NULL);
+  for (int r = 0; r < 3; r++) {
+    CHECK(rep[r].agree_before == 1 && rep[r].agree_after_flip == 0 && rep[r].fixed == 1 && rep[r].agree_final == 1);
+  }
+  for (int r = 0; r < 3; r++) schedc_comm_free(comms[r]);
 
   /* environment init */
   unsetenv("SCHEDC_RANK"); unsetenv("RANK"); unsetenv("OMPI_COMM_WORLD_RANK");

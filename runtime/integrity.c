@@ -1,0 +1,109 @@
+/*
+ * integrity.c — digest verification after a collective and the replica-check API. Every rank
+ * provably ends allreduce / allgather / broadcast with the same bits, so comparing a 64-bit
+ * digest across ranks detects any corruption of a result exactly: no tolerance, no false alarm.
+ * A corruption that reaches every rank alike (a wrong partial sum inside a reduce-scatter) is
+ * not visible to a digest: that needs per-transfer checksums.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "err.h"
+#include "kernels.h"
+
+/* The ranks' digests of their buffers, gathered without re-entering verification. */
+static schedc_status gather(schedc_comm *c, const void *buf, size_t bytes, uint64_t *all) {
+  uint64_t d = sc_digest64(buf, bytes);
+  int was = c->in_verify;
+  c->in_verify = 1;
+  schedc_status st = schedc_allgather(&d, all, 1, SCHEDC_I64, c, NULL);
+  c->in_verify = was;
+  return st;
+}
+
+/* Lowest rank holding the most common digest; *nbad = ranks that differ from it. */
+static int majority(const uint64_t *all, int n, int *nbad) {
+  int best = 0, bestcount = 0;
+  for (int r = 0; r < n; r++) {
+    int k = 0;
+    for (int q = 0; q < n; q++) k += all[q] == all[r];
+    if (k > bestcount) { best = r; bestcount = k; }
+  }
+  *nbad = n - bestcount;
+  return best;
+}
+
+/* Broadcast `bytes` of buf from root, as 2-byte elements (moved bit for bit) plus a tail byte. */
+static schedc_status rebroadcast(schedc_comm *c, void *buf, size_t bytes, int root) {
+  int was = c->in_verify;
+  c->in_verify = 1;
+  schedc_status st = schedc_broadcast(buf, buf, bytes / 2, SCHEDC_F16, root, c, NULL);
+  if (st == SCHEDC_OK && (bytes & 1)) {
+    unsigned char tail[2] = {((unsigned char *)buf)[bytes - 1], 0};
+    st = schedc_broadcast(tail, tail, 1, SCHEDC_F16, root, c, NULL);
+    ((unsigned char *)buf)[bytes - 1] = tail[0];
+  }
+  c->in_verify = was;
+  return st;
+}
+
+static void list_bad(const uint64_t *all, int n, uint64_t good, char *out, size_t cap) {
+  size_t len = 0;
+  out[0] = 0;
+  for (int r = 0; r < n && len + 16 < cap; r++)
+    if (all[r] != good) len += (size_t)snprintf(out + len, cap - len, "%s%d", len ? ", " : "", r);
+}
+
+schedc_status sc_integrity_check(schedc_comm *c, const char *cn, void *buf, size_t bytes) {
+  if (c->in_verify) return SCHEDC_OK;
+  if (c->inj.flipout_rank == c->rank && bytes) ((unsigned char *)buf)[(c->seq * 7919) % bytes] ^= 0x10; /* injected */
+  if (c->verify != SCHEDC_VERIFY_DIGEST) return SCHEDC_OK;
+  uint64_t *all = malloc((size_t)c->nranks * sizeof *all);
+  if (!all) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  schedc_status st = gather(c, buf, bytes, all);
+  int nbad = 0, root = st == SCHEDC_OK ? majority(all, c->nranks, &nbad) : 0;
+  if (st == SCHEDC_OK && nbad) {
+    char bad[256];
+    list_bad(all, c->nranks, all[root], bad, sizeof bad);
+    if (c->repair) {
+      st = rebroadcast(c, buf, bytes, root);
+      if (st == SCHEDC_OK && sc_digest64(buf, bytes) != all[root])
+        st = sc_err(SCHEDC_ECORRUPT, "%s: repair failed on rank %d", cn, c->rank);
+      if (st == SCHEDC_OK && c->rank == root)
+        fprintf(stderr, "schedc: warning: %s: rank(s) %s held a result differing from the majority (digest %016llx); "
+                "repaired from rank %d\n", cn, bad, (unsigned long long)all[root], root);
+    } else {
+      st = sc_err(SCHEDC_ECORRUPT, "%s: silent corruption: rank(s) %s hold a result that differs from the majority "
+                  "(%d of %d ranks agree on digest %016llx; this rank's is %016llx)", cn, bad, c->nranks - nbad,
+                  c->nranks, (unsigned long long)all[root], (unsigned long long)all[c->rank]);
+    }
+  }
+  free(all);
+  return st;
+}
+
+schedc_status schedc_replicas_agree(schedc_comm *c, const void *buf, size_t bytes, int *ok) {
+  if (!c || !ok || (!buf && bytes)) return sc_err(SCHEDC_EINVAL, "comm, buf or ok is NULL");
+  uint64_t *all = malloc((size_t)c->nranks * sizeof *all);
+  if (!all) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  schedc_status st = gather(c, buf, bytes, all);
+  int nbad = 0;
+  if (st == SCHEDC_OK) majority(all, c->nranks, &nbad);
+  *ok = st == SCHEDC_OK && nbad == 0;
+  free(all);
+  return st;
+}
+
+schedc_status schedc_replicas_resync(schedc_comm *c, void *buf, size_t bytes, int *fixed) {
+  if (!c || (!buf && bytes)) return sc_err(SCHEDC_EINVAL, "comm or buf is NULL");
+  uint64_t *all = malloc((size_t)c->nranks * sizeof *all);
+  if (!all) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  schedc_status st = gather(c, buf, bytes, all);
+  int nbad = 0, root = st == SCHEDC_OK ? majority(all, c->nranks, &nbad) : 0;
+  if (st == SCHEDC_OK && nbad) st = rebroadcast(c, buf, bytes, root);
+  if (fixed) *fixed = st == SCHEDC_OK ? nbad : 0;
+  free(all);
+  return st;
+}
