@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codegen/builtin.h"
 #include "comm.h"
@@ -61,6 +62,8 @@ schedc_status sc_comm_new(int backend, int rank, int nranks, const void *optp, s
   c->backend = backend;
   c->rank = rank;
   c->nranks = nranks;
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  c->oversubscribed = backend != SCHEDC_BACKEND_MPI && nranks > (ncpu > 0 ? ncpu : 1);
   c->timeout_s = o.timeout_s > 0 ? o.timeout_s : env_double("SCHEDC_TIMEOUT", DEFAULT_TIMEOUT);
   c->slice_bytes = o.slice_bytes ? o.slice_bytes : (size_t)env_double("SCHEDC_SLICE", DEFAULT_SLICE);
   c->verify = o.verify;

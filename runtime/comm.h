@@ -91,6 +91,7 @@ struct schedc_comm {
   char *broken_msg;
   int verify, repair;        /* SCHEDC_VERIFY_NONE / _DIGEST; repair on mismatch */
   int in_verify;             /* inside the verification's own collectives */
+  int oversubscribed;        /* more ranks than online CPUs on this host: waiters yield */
   sc_inject inj;
   /* private buffers */
   void *scratch; size_t scratch_cap;

@@ -123,13 +123,9 @@ schedc_status sc_peer_failure(sc_waitctx *w) {
                 w->step, w->c->sh->fail_msg);
 }
 
-/* More ranks than cores on this host: a spinning waiter would take the core from the rank it
- * waits for, so it yields instead of pausing. */
-static int oversubscribed(const schedc_comm *c) {
-  static int ncpu;
-  if (!ncpu) ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-  return c->backend != SCHEDC_BACKEND_MPI && c->nranks > (ncpu > 0 ? ncpu : 1);
-}
+/* More ranks than cores on this host (decided at communicator creation): a spinning waiter would
+ * take the core from the rank it waits for, so it yields instead of pausing. */
+static int oversubscribed(const schedc_comm *c) { return c->oversubscribed; }
 
 static void spin_wait(const schedc_comm *c, _Atomic uint32_t *ctr, uint32_t want) {
   if (oversubscribed(c)) {
