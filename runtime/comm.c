@@ -270,6 +270,7 @@ static schedc_status collective_run(schedc_comm *c, int coll, const void *sendbu
   desc->root = (uint32_t)root;
   desc->count = count;
   desc->plan_hash = plan->hash;
+  desc->slice = c->slice_bytes;
   desc->seq = seq;
   c->seq = seq;
   atomic_store(&slot->busy, 1u);
@@ -301,7 +302,7 @@ static schedc_status run_plan(schedc_comm *c, const char *cn, const sc_prog *pro
     const sc_desc *o = &c->sh->slots[r].d[parity];
     const char *what = o->coll != slot->coll ? "collective" : o->dtype != slot->dtype ? "dtype" : o->op != slot->op ? "op"
                        : o->root != slot->root ? "root" : o->count != slot->count ? "count"
-                       : o->plan_hash != slot->plan_hash ? "plan" : NULL;
+                       : o->plan_hash != slot->plan_hash ? "plan" : o->slice != slot->slice ? "slice size" : NULL;
     if (o->seq != seq) what = "call sequence";
     if (what) {
       sc_fail(c, SC_ABORTED, "rank %d and rank %d disagree on the %s of call %llu", me, r, what, (unsigned long long)seq);
@@ -316,9 +317,10 @@ static schedc_status run_plan(schedc_comm *c, const char *cn, const sc_prog *pro
   }
   /* Counters: this call uses parity seq % 2; reset the other set for the next call (everyone
    * has finished the previous call, or they could not have passed the barrier). */
-  size_t nctr = c->sh->ctr_per_rank;
+  size_t nctr = c->ctr_used[parity ^ 1]; /* only what that parity's last call touched */
   memset((void *)sc_ctr(c->sh, parity ^ 1, SC_VER, (uint32_t)me), 0, nctr * sizeof(uint32_t));
   memset((void *)sc_ctr(c->sh, parity ^ 1, SC_READS, (uint32_t)me), 0, nctr * sizeof(uint32_t));
+  c->ctr_used[parity ^ 1] = 0;
   if (K == 0) return SCHEDC_OK; /* the call matched on every rank; there is nothing to move */
   if ((st = c->tr->map_peers(c, prog->rank[me].reads_from, parity)) != SCHEDC_OK) {
     sc_fail(c, SC_ABORTED, "rank %d could not map its peers' buffers", me);

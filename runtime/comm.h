@@ -26,6 +26,7 @@ typedef struct sc_desc {
   uint64_t seq;              /* number of the call this describes */
   uint32_t coll, dtype, op, root;
   uint64_t count, plan_hash;
+  uint64_t slice;            /* slice bytes: counter layout depends on it, so it must match */
   uint64_t work;             /* threads: address of the working buffer; shm: arena generation */
   uint64_t arena_size;       /* shm: bytes of the rank's arena */
 } sc_desc;
@@ -92,6 +93,7 @@ struct schedc_comm {
   int verify, repair;        /* SCHEDC_VERIFY_NONE / _DIGEST; repair on mismatch */
   int in_verify;             /* inside the verification's own collectives */
   int oversubscribed;        /* more ranks than online CPUs on this host: waiters yield */
+  size_t ctr_used[2];        /* counters the last call of each parity used (reset only those) */
   sc_inject inj;
   /* private buffers */
   void *scratch; size_t scratch_cap;

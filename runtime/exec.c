@@ -64,6 +64,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
     se = (maxchunk + nsl - 1) / nsl;
   }
   if (nsl == 0) nsl = 1;
+  c->ctr_used[a->parity] = (size_t)C * nsl; /* what the next reset of this parity must clear */
   /* Temps for phase A groups: one chunk each. */
   size_t need = (size_t)rp->ntemp * maxchunk * esz;
   if (need > c->temp_cap) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "runtime/comm.h" /* to give one rank another slice size */
 #include "schedc/schedc.h"
 
 typedef struct arg { schedc_comm *c; size_t count; schedc_status st; char msg[512]; double t; } arg;
@@ -86,6 +87,15 @@ int main(int argc, char **argv) {
   for (int r = 0; r < 3; r++) CHECK(args[r].st == SCHEDC_EMISMATCH);
   CHECK_CONTAINS(args[0].msg, "disagree on the count");
   /* the communicator is broken now, and says so */
+  CHECK(schedc_allreduce(x, x, 4, SCHEDC_F32, SCHEDC_SUM, comms[0], NULL) == SCHEDC_EPEER);
+  for (int r = 0; r < 3; r++) schedc_comm_free(comms[r]);
+  /* ranks configured with different slice sizes would disagree on the counters: refused */
+  CHECK(schedc_comm_init_threads(3, &o, comms) == SCHEDC_OK);
+  comms[2]->slice_bytes = 4096; /* as if rank 2 had been created with another slice option */
+  for (int r = 0; r < 3; r++) { args[r] = (arg){comms[r], 16, 0, "", 0}; pthread_create(&th[r], NULL, call, &args[r]); }
+  for (int r = 0; r < 3; r++) pthread_join(th[r], NULL);
+  for (int r = 0; r < 3; r++) CHECK(args[r].st == SCHEDC_EMISMATCH);
+  CHECK_CONTAINS(args[0].msg, "disagree on the slice size");
   CHECK(schedc_allreduce(x, x, 4, SCHEDC_F32, SCHEDC_SUM, comms[0], NULL) == SCHEDC_EPEER);
   CHECK_CONTAINS(schedc_errmsg(), "broken by an earlier failure");
   for (int r = 0; r < 3; r++) schedc_comm_free(comms[r]);
