@@ -107,6 +107,16 @@ schedc_status sc_comm_start(schedc_comm *c, const schedc_plan *plan) {
   return SCHEDC_OK;
 }
 
+void *sc_scratch(schedc_comm *c, size_t bytes) {
+  if (bytes > c->scratch_cap) {
+    void *p = realloc(c->scratch, bytes);
+    if (!p) { sc_err(SCHEDC_ENOMEM, "out of memory for a %zu-byte working buffer", bytes); return NULL; }
+    c->scratch = p;
+    c->scratch_cap = bytes;
+  }
+  return c->scratch;
+}
+
 void sc_comm_release(schedc_comm *c) {
   for (int i = 0; i < c->ndefplan; i++) schedc_plan_free(c->defplan[i].plan);
   for (int i = 0; i < c->nprog; i++) sc_prog_free(&c->progs[i].prog);
@@ -170,6 +180,26 @@ static schedc_status run_plan(schedc_comm *c, const char *cn, const sc_prog *pro
 static void load_in(schedc_dtype dtype, schedc_dtype acc, void *dst, const void *src, size_t n);
 static void store_out(schedc_dtype dtype, schedc_dtype acc, void *dst, const void *src, size_t n);
 
+/* Copy in: this rank's initial cells, before any peer may read them. */
+static void copy_in(const schedc_comm *c, int coll, char *W, const void *sendbuf, size_t count, size_t K,
+                    schedc_dtype dtype, schedc_dtype acc, int root) {
+  size_t asz = schedc_dtype_size(acc);
+  if (coll == SCHEDC_ALLGATHER) load_in(dtype, acc, W + (size_t)c->rank * count * asz, sendbuf, count);
+  else if (coll != SCHEDC_BROADCAST || c->rank == root) load_in(dtype, acc, W, sendbuf, K);
+}
+
+/* Finish this rank's result: avg (once, in the accumulation type), rounding to the data type
+ * once, copy out of the working buffer. */
+static void finish(const schedc_comm *c, int coll, char *W, void *recvbuf, size_t count, size_t K,
+                   schedc_dtype dtype, schedc_dtype acc, schedc_op op, int root) {
+  size_t asz = schedc_dtype_size(acc), lo = 0, len = K;
+  int reduction = coll != SCHEDC_ALLGATHER && coll != SCHEDC_BROADCAST;
+  if (coll == SCHEDC_REDUCE_SCATTER) { lo = (size_t)c->rank * count; len = count; }
+  if (coll == SCHEDC_REDUCE && c->rank != root) len = 0;
+  if (op == SCHEDC_AVG && reduction && len) sc_divide(acc, W + lo * asz, len, c->nranks);
+  if (len) store_out(dtype, acc, recvbuf, W + lo * asz, len);
+}
+
 /* mpi.c, when built with MPI. */
 schedc_status sc_mpi_collective(schedc_comm *c, const schedc_plan *plan, const char *cn, schedc_dtype acc,
                                 schedc_op op, size_t K, char *W, uint32_t desc[8]) __attribute__((weak));
@@ -180,28 +210,17 @@ static schedc_status mpi_collective(schedc_comm *c, int coll, const void *sendbu
                                     const schedc_plan *plan, size_t K) {
   const char *cn = schedc_collective_name((schedc_collective)coll);
   if (!sc_mpi_collective) return sc_err(SCHEDC_EUNAVAIL, "%s: this build has no MPI transport", cn);
-  int me = c->rank, reduction = coll != SCHEDC_ALLGATHER && coll != SCHEDC_BROADCAST;
+  int reduction = coll != SCHEDC_ALLGATHER && coll != SCHEDC_BROADCAST;
   size_t asz = schedc_dtype_size(acc);
-  if (K * asz > c->scratch_cap) {
-    void *p = realloc(c->scratch, K * asz);
-    if (!p) return sc_err(SCHEDC_ENOMEM, "%s: out of memory for a %zu-byte working buffer", cn, K * asz);
-    c->scratch = p;
-    c->scratch_cap = K * asz;
-  }
-  char *W = c->scratch;
-  if (reduction) load_in(dtype, acc, W, sendbuf, K);
-  else if (coll == SCHEDC_ALLGATHER) load_in(dtype, acc, W + (size_t)me * count * asz, sendbuf, count);
-  else if (me == root) load_in(dtype, acc, W, sendbuf, K);
+  char *W = sc_scratch(c, K * asz);
+  if (!W && K) return SCHEDC_ENOMEM;
+  copy_in(c, coll, W, sendbuf, count, K, dtype, acc, root);
   uint32_t desc[8] = {(uint32_t)coll, (uint32_t)dtype, reduction ? (uint32_t)op : 0, (uint32_t)root,
                       (uint32_t)count, (uint32_t)((uint64_t)count >> 32), (uint32_t)plan->hash,
                       (uint32_t)(plan->hash >> 32)};
   schedc_status st = sc_mpi_collective(c, plan, cn, acc, op, K, W, desc);
   if (st != SCHEDC_OK) { c->broken = 1; return st; }
-  size_t lo = 0, len = K;
-  if (coll == SCHEDC_REDUCE_SCATTER) { lo = (size_t)me * count; len = count; }
-  if (coll == SCHEDC_REDUCE && me != root) len = 0;
-  if (op == SCHEDC_AVG && reduction && len) sc_divide(acc, W + lo * asz, len, c->nranks);
-  if (len) store_out(dtype, acc, recvbuf, W + lo * asz, len);
+  finish(c, coll, W, recvbuf, count, K, dtype, acc, op, root);
   return SCHEDC_OK;
 }
 
@@ -260,10 +279,7 @@ static schedc_status collective_run(schedc_comm *c, int coll, const void *sendbu
   sc_desc *desc = &slot->d[seq & 1];
   char *W = c->tr->work(c, K * asz, direct ? recvbuf : NULL, desc);
   if (!W && K) return SCHEDC_ENOMEM;
-  /* Copy in: every rank's initial cells must be in place before anyone reads them. */
-  if (reduction) load_in(dtype, acc, W, sendbuf, K);
-  else if (coll == SCHEDC_ALLGATHER) load_in(dtype, acc, W + (size_t)me * count * asz, sendbuf, count);
-  else if (me == root) load_in(dtype, acc, W, sendbuf, K);
+  copy_in(c, coll, W, sendbuf, count, K, dtype, acc, root);
   desc->coll = (uint32_t)coll;
   desc->dtype = (uint32_t)dtype;
   desc->op = reduction ? (uint32_t)op : 0;
@@ -281,12 +297,7 @@ static schedc_status collective_run(schedc_comm *c, int coll, const void *sendbu
     sc_quiesce(c);
     return st;
   }
-  /* Finish this rank's result: avg, rounding to the data type once, copy out. */
-  size_t lo = 0, len = K;
-  if (coll == SCHEDC_REDUCE_SCATTER) { lo = (size_t)me * count; len = count; }
-  if (!needs_recv) len = 0;
-  if (op == SCHEDC_AVG && reduction && len) sc_divide(acc, W + lo * asz, len, n);
-  if (len) store_out(dtype, acc, recvbuf, W + lo * asz, len);
+  finish(c, coll, W, recvbuf, count, K, dtype, acc, op, root);
   return SCHEDC_OK;
 }
 

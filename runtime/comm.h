@@ -174,5 +174,9 @@ schedc_status sc_comm_start(schedc_comm *c, const schedc_plan *plan);
 /* Allocate and fill the generic parts of a communicator from options (timeout, slice, inject). */
 schedc_status sc_comm_new(int backend, int rank, int nranks, const void *opts, schedc_comm **out);
 void sc_comm_release(schedc_comm *c);
+/* The communicator's private scratch, grown to at least `bytes` (NULL + errmsg on OOM). */
+void *sc_scratch(schedc_comm *c, size_t bytes);
+/* Counters per rank and kind for a communicator of nranks (threads.c). */
+uint32_t sc_ctr_capacity(int nranks);
 
 #endif

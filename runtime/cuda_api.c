@@ -16,6 +16,7 @@
 #include "codegen/cuda_emit.h"
 #include "codegen/prog.h"
 #include "err.h"
+#include "fileio.h"
 #include "nvrtc.h"
 #include "plan.h"
 
@@ -62,29 +63,6 @@ static int cache_dir(char *buf, size_t cap) {
   return 1;
 }
 
-static void *read_all(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
-  fclose(f);
-  if (b) { b[n] = 0; *len = (size_t)n; }
-  return b;
-}
-
-static void write_atomic(const char *path, const void *p, size_t n) {
-  char tmp[600];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return;
-  int bad = fwrite(p, 1, n, f) != n;
-  bad |= fclose(f) != 0;
-  if (bad || rename(tmp, path) != 0) remove(tmp);
-}
-
 static void *dup_img(const void *p, size_t n) {
   char *d = malloc(n + 1);
   if (d) { memcpy(d, p, n); d[n] = 0; }
@@ -126,7 +104,7 @@ schedc_status schedc_cuda_compile(const char *source, const char *arch, int ptx,
   char dir[512], path[600] = "";
   int disk = cache_dir(dir, sizeof dir);
   if (disk) snprintf(path, sizeof path, "%s/%016llx.%s", dir, (unsigned long long)key, ptx ? "ptx" : "cubin");
-  if (!*image && disk) *image = read_all(path, len);
+  if (!*image && disk) *image = sc_read_file(path, len);
   if (*image) {
     in.cache_hit = 1;
   } else {
@@ -136,7 +114,7 @@ schedc_status schedc_cuda_compile(const char *source, const char *arch, int ptx,
       char dump[600] = "(not dumped: cache off)";
       if (disk) {
         snprintf(dump, sizeof dump, "%s/%016llx.failed.cu", dir, (unsigned long long)key);
-        write_atomic(dump, source, strlen(source));
+        sc_write_atomic(dump, source, strlen(source));
       }
       st = sc_err(SCHEDC_EINVAL, "NVRTC failed to compile (options: %s %s %s; source: %s):\n%s", opts[0], opts[1],
                   opts[2], dump, log ? log : "(no log)");
@@ -146,7 +124,7 @@ schedc_status schedc_cuda_compile(const char *source, const char *arch, int ptx,
     free(log);
     if (st != SCHEDC_OK) return st;
     *image = out;
-    if (disk) write_atomic(path, out, *len);
+    if (disk) sc_write_atomic(path, out, *len);
   }
   pthread_mutex_lock(&cache_mu);
   int have = 0;

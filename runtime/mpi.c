@@ -66,11 +66,6 @@ static schedc_status wait_all(schedc_comm *c, MPI_Request *r, int n, const int *
   }
 }
 
-static MPI_Datatype bytes_type(size_t n, int *count) {
-  *count = (int)n; /* chunks are below 2 GiB: callers split larger buffers into more chunks */
-  return MPI_BYTE;
-}
-
 schedc_status sc_mpi_collective(schedc_comm *c, const schedc_plan *plan, const char *cn, schedc_dtype acc,
                                 schedc_op op, size_t K, char *W, uint32_t desc[8]);
 schedc_status sc_mpi_collective(schedc_comm *c, const schedc_plan *plan, const char *cn, schedc_dtype acc,
@@ -118,13 +113,12 @@ schedc_status sc_mpi_collective(schedc_comm *c, const schedc_plan *plan, const c
       const sc_xfer *x = &ir->xfers[i];
       size_t clo, chi;
       sc_chunk_range(K, ir->nchunks, x->chunk, &clo, &chi);
-      int cnt;
-      MPI_Datatype t = bytes_type((chi - clo) * asz, &cnt);
+      int cnt = (int)((chi - clo) * asz); /* below 1 GiB: checked above */
       if (x->dst == (uint32_t)me) {
-        MPI_Irecv((char *)d->temp + (size_t)k++ * maxchunk * asz, cnt, t, (int)x->src, tag, d->comm, &d->reqs[nreq]);
+        MPI_Irecv((char *)d->temp + (size_t)k++ * maxchunk * asz, cnt, MPI_BYTE, (int)x->src, tag, d->comm, &d->reqs[nreq]);
         peer[nreq++] = (int)x->src;
       } else if (x->src == (uint32_t)me) {
-        MPI_Isend(W + clo * asz, cnt, t, (int)x->dst, tag, d->comm, &d->reqs[nreq]);
+        MPI_Isend(W + clo * asz, cnt, MPI_BYTE, (int)x->dst, tag, d->comm, &d->reqs[nreq]);
         peer[nreq++] = (int)x->dst;
       }
     }

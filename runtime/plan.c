@@ -14,6 +14,7 @@
 #include "codegen/planio.h"
 #include "dsl/dsl.h"
 #include "err.h"
+#include "fileio.h"
 
 #define MAX_DIAG_LINES 50
 
@@ -89,25 +90,8 @@ schedc_status schedc_plan_save(const schedc_plan *plan, const char *path) {
   unsigned char *buf;
   size_t len;
   if (sc_planio_write(&plan->ir, &buf, &len)) return sc_err(SCHEDC_ENOMEM, "out of memory");
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 32);
-  if (!tmp) { free(buf); return sc_err(SCHEDC_ENOMEM, "out of memory"); }
-  snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
   schedc_status st = SCHEDC_OK;
-  if (!f) {
-    st = sc_err(SCHEDC_EIO, "cannot write %s: %s", tmp, strerror(errno));
-  } else {
-    int bad = fwrite(buf, 1, len, f) != len;
-    bad |= fflush(f) != 0;
-    bad |= fsync(fileno(f)) != 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-      st = sc_err(SCHEDC_EIO, "cannot write %s: %s", path, strerror(errno));
-      remove(tmp);
-    }
-  }
-  free(tmp);
+  if (sc_write_atomic(path, buf, len)) st = sc_err(SCHEDC_EIO, "cannot write %s: %s", path, strerror(errno));
   free(buf);
   return st;
 }
@@ -116,23 +100,9 @@ schedc_status schedc_plan_load(const char *path, schedc_plan **out) {
   if (!out) return sc_err(SCHEDC_EINVAL, "out is NULL");
   *out = NULL;
   if (!path) return sc_err(SCHEDC_EINVAL, "path is NULL");
-  FILE *f = fopen(path, "rb");
-  if (!f) return sc_err(SCHEDC_EIO, "cannot open %s: %s", path, strerror(errno));
-  size_t cap = 1 << 16, len = 0;
-  unsigned char *buf = malloc(cap);
-  for (size_t k; buf && (k = fread(buf + len, 1, cap - len, f)) > 0;) {
-    len += k;
-    if (len == cap) {
-      unsigned char *nb = cap > ((size_t)1 << 34) ? NULL : realloc(buf, cap * 2);
-      if (!nb) { free(buf); buf = NULL; break; }
-      buf = nb;
-      cap *= 2;
-    }
-  }
-  int rerr = ferror(f);
-  fclose(f);
-  if (!buf) return sc_err(SCHEDC_ENOMEM, "%s: too large or out of memory", path);
-  if (rerr) { free(buf); return sc_err(SCHEDC_EIO, "cannot read %s", path); }
+  size_t len;
+  unsigned char *buf = sc_read_file(path, &len);
+  if (!buf) return sc_err(errno == ENOMEM ? SCHEDC_ENOMEM : SCHEDC_EIO, "cannot read %s: %s", path, strerror(errno));
   sc_ir ir;
   char err[256];
   int st = sc_planio_read(buf, len, &ir, err, sizeof err);

@@ -20,8 +20,6 @@
 #include "comm.h"
 #include "err.h"
 
-uint32_t sc_ctr_capacity(int nranks);
-
 typedef struct peermap { char *base; size_t size; uint64_t gen; } peermap;
 
 typedef struct shmdata {

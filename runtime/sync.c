@@ -123,12 +123,10 @@ schedc_status sc_peer_failure(sc_waitctx *w) {
                 w->step, w->c->sh->fail_msg);
 }
 
-/* More ranks than cores on this host (decided at communicator creation): a spinning waiter would
- * take the core from the rank it waits for, so it yields instead of pausing. */
-static int oversubscribed(const schedc_comm *c) { return c->oversubscribed; }
-
+/* With more ranks than cores on this host a spinning waiter would take the core from the rank it
+ * waits for, so it yields instead of pausing. */
 static void spin_wait(const schedc_comm *c, _Atomic uint32_t *ctr, uint32_t want) {
-  if (oversubscribed(c)) {
+  if (c->oversubscribed) {
     for (int i = 0; i < 64; i++) {
       if ((atomic_load_explicit(ctr, memory_order_acquire) & 0x7fffffffu) >= want) return;
       sched_yield();
@@ -166,7 +164,7 @@ schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline) {
   sc_waitctx w = {c, what, -1, 0, 0, 0, deadline};
   for (int i = 0; i < SPINS; i++) {
     if (atomic_load(&sh->bar_gen) != gen) return SCHEDC_OK;
-    if (oversubscribed(c)) sched_yield();
+    if (c->oversubscribed) sched_yield();
     else cpu_relax();
   }
   for (;;) {

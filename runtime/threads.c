@@ -10,16 +10,8 @@
 #include "err.h"
 
 static void *t_work(schedc_comm *c, size_t bytes, void *user, sc_desc *d) {
-  void *w = user;
-  if (!w) {
-    if (bytes > c->scratch_cap) {
-      void *p = realloc(c->scratch, bytes);
-      if (!p) { sc_err(SCHEDC_ENOMEM, "out of memory for a %zu-byte working buffer", bytes); return NULL; }
-      c->scratch = p;
-      c->scratch_cap = bytes;
-    }
-    w = c->scratch;
-  }
+  void *w = user ? user : sc_scratch(c, bytes);
+  if (!w) return NULL;
   d->work = (uint64_t)(uintptr_t)w;
   return w;
 }
@@ -37,7 +29,6 @@ static void t_destroy(schedc_comm *c) {
 
 sc_transport sc_threads_transport = {t_work, t_map, NULL, t_destroy};
 
-uint32_t sc_ctr_capacity(int nranks);
 uint32_t sc_ctr_capacity(int nranks) {
   uint32_t cap = (1u << 22) / (uint32_t)nranks;
   if (cap > 65536) cap = 65536;
