@@ -269,7 +269,7 @@ static void run_usage(FILE *f) {
   fprintf(f,
           "usage: schedc run FILE|PLAN --ranks N [--nodes M] [--topology T] [--count K] [--dtype T] [--op OP]\n"
           "                  [--backend threads|shm|mpi] [--inputs DIR] [--outputs DIR] [--slice BYTES]\n"
-          "                  [--iters I] [--timeout S] [--seed S] [--check] [--verify digest [--repair]] [-D k=v]...\n\n"
+          "                  [--iters I] [--timeout S] [--seed S] [--check] [--verify MODE [--repair]] [-D k=v]...\n\n"
           "Run the plan on N CPU ranks and print each rank's 64-bit digest and whether all ranks agree.\n"
           "  --count K      elements per rank buffer (default 1048576)\n"
           "  --dtype T      f32 (default), f64, f16, bf16, i32, i64\n"
@@ -281,8 +281,11 @@ static void run_usage(FILE *f) {
           "  --slice BYTES  pipelining slice (never changes bits)\n"
           "  --iters I      repeat I times (the first is warm-up); all must give the same bits\n"
           "  --check        report the error against a float64 reference\n"
-          "  --verify digest  compare a digest of every result across ranks (SCHEDC_ECORRUPT names the\n"
-          "                 ranks that differ from the majority); --repair re-broadcasts from the majority\n"
+          "  --verify MODE  digest: compare a digest of every result across ranks (SCHEDC_ECORRUPT names\n"
+          "                 the ranks that differ from the majority); checksum: a CRC32C on every transfer,\n"
+          "                 checked by its receiver (names step, sender, receiver); full: both; none\n"
+          "  --repair       a corrupted transfer is sent again; a differing result is re-broadcast from\n"
+          "                 the majority\n"
           "Exit status: 0 all ranks agree, 1 a rank failed or ranks disagree, 2 usage error.\n");
 }
 
@@ -322,8 +325,10 @@ int cli_run(int argc, char **argv) {
     else if (!strcmp(a, "--verify")) {
       VAL();
       if (!strcmp(v, "digest")) o.verify = SCHEDC_VERIFY_DIGEST;
+      else if (!strcmp(v, "checksum")) o.verify = SCHEDC_VERIFY_CHECKSUM;
+      else if (!strcmp(v, "full")) o.verify = SCHEDC_VERIFY_FULL;
       else if (!strcmp(v, "none")) o.verify = SCHEDC_VERIFY_NONE;
-      else BAD("(choose digest or none; per-transfer checksums are not implemented yet)");
+      else BAD("(choose none, digest, checksum or full)");
     }
     else if (!strcmp(a, "-D")) { VAL(); if (!strchr(v, '=') || v[0] == '=') BAD("expected key=value"); o.defines[o.ndefines++] = v; }
     else if (!strncmp(a, "-D", 2) && strchr(a + 2, '=') && a[2] != '=') o.defines[o.ndefines++] = a + 2;

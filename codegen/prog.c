@@ -10,7 +10,11 @@
 void sc_prog_free(sc_prog *p) {
   if (!p) return;
   if (p->rank)
-    for (uint32_t r = 0; r < p->nranks; r++) { free(p->rank[r].final_reads); free(p->rank[r].reads_from); }
+    for (uint32_t r = 0; r < p->nranks; r++) {
+      free(p->rank[r].final_reads);
+      free(p->rank[r].reads_from);
+      free(p->rank[r].init_read);
+    }
   free(p->groups);
   free(p->srcs);
   free(p->rank);
@@ -31,6 +35,7 @@ int sc_prog_build(const sc_ir *ir, sc_prog *p) {
   uint32_t *rstamp = calloc(cells, sizeof *rstamp);  /* step+1 of the last read */
   uint32_t *gidx = malloc(cells * sizeof *gidx);     /* this step's group of a cell */
   uint32_t *gstamp = calloc(cells, sizeof *gstamp);
+  uint32_t *lastpub = malloc(cells * sizeof *lastpub); /* group that published the current version */
   uint32_t *src_ver = malloc(((size_t)ir->nxfers + 1) * sizeof *src_ver);
   uint32_t *gnext = malloc(((size_t)ir->nxfers + 1) * sizeof *gnext); /* next transfer of the same group */
   uint32_t *gcount = calloc(n, sizeof *gcount);
@@ -38,8 +43,8 @@ int sc_prog_build(const sc_ir *ir, sc_prog *p) {
   p->rank = calloc(n, sizeof *p->rank);
   p->srcs = malloc(((size_t)ir->nxfers + 1) * sizeof *p->srcs);
   int rc = -1;
-  if (!wsteps || !nreads || !rstamp || !gidx || !gstamp || !src_ver || !gnext || !gcount || !gs || !p->rank ||
-      !p->srcs)
+  if (!wsteps || !nreads || !rstamp || !gidx || !gstamp || !lastpub || !src_ver || !gnext || !gcount || !gs ||
+      !p->rank || !p->srcs)
     goto done;
   /* Pass 1: groups and counts, step by step. Groups are collected per step, then emitted per
    * rank; the final per-rank order is step, phase, order of first transfer. */
@@ -53,7 +58,12 @@ int sc_prog_build(const sc_ir *ir, sc_prog *p) {
     memset(gstamp, 0, cells * sizeof *gstamp);
     if (pass == 1) { /* lay the groups out per rank, now that their counts are known */
       size_t off = 0;
-      for (uint32_t r = 0; r < n; r++) { p->rank[r].g_off = (uint32_t)off; off += gcount[r]; p->rank[r].ng = 0; }
+      for (uint32_t r = 0; r < n; r++) {
+        p->rank[r].g_off = (uint32_t)off;
+        off += gcount[r];
+        p->rank[r].ng = 0;
+        if (!(p->rank[r].init_read = calloc((size_t)C + 1, 1))) goto done;
+      }
       if (off >= UINT32_MAX || !(out = p->groups = malloc((off + 1) * sizeof *p->groups))) goto done;
     }
     for (uint32_t s = 0; s < ir->nsteps; s++) {
@@ -64,6 +74,8 @@ int sc_prog_build(const sc_ir *ir, sc_prog *p) {
         src_ver[i] = wsteps[sc];
         nreads[sc]++;
         rstamp[sc] = s + 1;
+        if (pass == 1 && wsteps[sc] == 0) p->rank[x->src].init_read[x->chunk] = 1;
+        else if (pass == 1) out[lastpub[sc]].pub_read = 1;
       }
       for (uint32_t i = lo; i < hi; i++) { /* group writes by destination cell */
         const sc_xfer *x = &ir->xfers[i];
@@ -100,6 +112,7 @@ int sc_prog_build(const sc_ir *ir, sc_prog *p) {
             o->line = ir->xfers[g->first_x].line;
             o->version = wsteps[dc] + 1;
             o->wait_reads = nreads[dc];
+            if (ph != SC_PH_A) lastpub[dc] = rp->g_off + rp->ng - 1;
             if (ph == SC_PH_A) {
               o->temp = g->temp = tslot[g->rank]++;
               if (tslot[g->rank] > rp->ntemp) rp->ntemp = tslot[g->rank];
@@ -128,7 +141,7 @@ int sc_prog_build(const sc_ir *ir, sc_prog *p) {
   for (uint32_t i = 0; i < ir->nxfers; i++) p->rank[ir->xfers[i].dst].reads_from[ir->xfers[i].src] = 1;
   rc = 0;
 done:
-  free(wsteps); free(nreads); free(rstamp); free(gidx); free(gstamp); free(src_ver); free(gnext);
+  free(wsteps); free(nreads); free(rstamp); free(gidx); free(gstamp); free(lastpub); free(src_ver); free(gnext);
   free(gcount); free(gs);
   if (rc) sc_prog_free(p);
   return rc;

@@ -29,7 +29,8 @@ typedef struct sc_group {
   uint32_t chunk, step;
   uint8_t phase;       /* SC_PH_* */
   uint8_t copy;        /* 1: a copy (one source), 0: reduce chain into the cell */
-  uint16_t pad_;
+  uint8_t pub_read;    /* B and C: another rank reads the version this group publishes */
+  uint8_t pad_;
   uint32_t nsrc;
   uint32_t src_off;    /* into sc_prog.srcs */
   uint32_t wait_reads; /* B and C: wait until reads(self, chunk) >= this (WAR) */
@@ -43,6 +44,7 @@ typedef struct sc_rankprog {
   uint32_t ntemp;      /* temp slots needed (max per step) */
   uint32_t *final_reads; /* [nchunks]: reads of each own cell over the whole plan (drain) */
   uint8_t *reads_from;   /* [nranks]: 1 if this rank reads that rank's cells (maps it) */
+  uint8_t *init_read;    /* [nchunks]: 1 if another rank reads the cell's initial value */
 } sc_rankprog;
 
 typedef struct sc_prog {

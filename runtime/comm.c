@@ -22,7 +22,7 @@
 size_t sc_shared_size(uint32_t nranks, uint32_t ctr_per_rank) {
   size_t head = sizeof(sc_shared) + (size_t)nranks * sizeof(sc_slot);
   head = (head + 63) & ~(size_t)63;
-  return head + (size_t)4 * nranks * ctr_per_rank * sizeof(uint32_t);
+  return head + (size_t)2 * SC_NKINDS * nranks * ctr_per_rank * sizeof(uint32_t);
 }
 
 void sc_shared_init(sc_shared *sh, uint32_t nranks, uint32_t ctr_per_rank) {
@@ -66,23 +66,23 @@ schedc_status sc_comm_new(int backend, int rank, int nranks, const void *optp, s
   c->oversubscribed = backend != SCHEDC_BACKEND_MPI && nranks > (ncpu > 0 ? ncpu : 1);
   c->timeout_s = o.timeout_s > 0 ? o.timeout_s : env_double("SCHEDC_TIMEOUT", DEFAULT_TIMEOUT);
   c->slice_bytes = o.slice_bytes ? o.slice_bytes : (size_t)env_double("SCHEDC_SLICE", DEFAULT_SLICE);
-  c->verify = o.verify;
-  if (!c->verify) {
-    const char *v = getenv("SCHEDC_VERIFY");
-    if (!v || !*v || !strcmp(v, "none")) c->verify = SCHEDC_VERIFY_NONE;
-    else if (!strcmp(v, "digest")) c->verify = SCHEDC_VERIFY_DIGEST;
-    else {
+  int v = o.verify;
+  if (!v) {
+    const char *e = getenv("SCHEDC_VERIFY");
+    v = !e || !*e || !strcmp(e, "none") ? SCHEDC_VERIFY_NONE : !strcmp(e, "digest") ? SCHEDC_VERIFY_DIGEST
+        : !strcmp(e, "checksum") ? SCHEDC_VERIFY_CHECKSUM : !strcmp(e, "full") ? SCHEDC_VERIFY_FULL : -1;
+    if (v < 0) {
       free(c->peer);
       free(c);
-      return sc_err(strcmp(v, "checksum") && strcmp(v, "full") ? SCHEDC_EINVAL : SCHEDC_EUNAVAIL,
-                    "SCHEDC_VERIFY='%s': choose none or digest (per-transfer checksums are not implemented yet)", v);
+      return sc_err(SCHEDC_EINVAL, "SCHEDC_VERIFY='%s': choose none, digest, checksum or full", e);
     }
   }
-  if (c->verify != SCHEDC_VERIFY_NONE && c->verify != SCHEDC_VERIFY_DIGEST) {
+  if (v != SCHEDC_VERIFY_NONE && v != SCHEDC_VERIFY_DIGEST && v != SCHEDC_VERIFY_CHECKSUM && v != SCHEDC_VERIFY_FULL) {
     free(c->peer);
     free(c);
-    return sc_err(SCHEDC_EINVAL, "opts->verify %d: use SCHEDC_VERIFY_NONE or SCHEDC_VERIFY_DIGEST", o.verify);
+    return sc_err(SCHEDC_EINVAL, "opts->verify %d: use SCHEDC_VERIFY_NONE, _DIGEST, _CHECKSUM or _FULL", o.verify);
   }
+  c->verify = (v & SCHEDC_VERIFY_DIGEST ? SC_V_DIGEST : 0) | (v & SCHEDC_VERIFY_CHECKSUM ? SC_V_CHECKSUM : 0);
   c->repair = o.repair || (getenv("SCHEDC_REPAIR") && !strcmp(getenv("SCHEDC_REPAIR"), "1"));
   schedc_status st = sc_inject_parse(getenv("SCHEDC_INJECT"), &c->inj);
   if (st != SCHEDC_OK) {
@@ -122,6 +122,7 @@ void sc_comm_release(schedc_comm *c) {
   for (int i = 0; i < c->nprog; i++) sc_prog_free(&c->progs[i].prog);
   free(c->scratch);
   free(c->temp);
+  free(c->flipbuf);
   free(c->peer);
   free(c->broken_msg);
   free(c);
@@ -168,6 +169,7 @@ static const sc_prog *get_prog(schedc_comm *c, const schedc_plan *plan) {
     c->nprog--;
   }
   sc_progcache *e = &c->progs[c->nprog];
+  c->flip.prog = NULL; /* cached programs moved: search the flip target again */
   if (sc_prog_build(&plan->ir, &e->prog)) return NULL;
   e->plan = plan;
   e->hash = plan->hash;
@@ -189,20 +191,31 @@ static void copy_in(const schedc_comm *c, int coll, char *W, const void *sendbuf
 }
 
 /* Finish this rank's result: avg (once, in the accumulation type), rounding to the data type
- * once, copy out of the working buffer. */
-static void finish(const schedc_comm *c, int coll, char *W, void *recvbuf, size_t count, size_t K,
+ * once, copy out of the working buffer. flipout injection lands here, on the result; when the
+ * digest is wanted and the result is copied as it is, the digest is computed by the copy. */
+static void finish(schedc_comm *c, int coll, char *W, void *recvbuf, size_t count, size_t K,
                    schedc_dtype dtype, schedc_dtype acc, schedc_op op, int root) {
   size_t asz = schedc_dtype_size(acc), lo = 0, len = K;
   int reduction = coll != SCHEDC_ALLGATHER && coll != SCHEDC_BROADCAST;
+  int same_bits = coll == SCHEDC_ALLREDUCE || !reduction;
   if (coll == SCHEDC_REDUCE_SCATTER) { lo = (size_t)c->rank * count; len = count; }
   if (coll == SCHEDC_REDUCE && c->rank != root) len = 0;
   if (op == SCHEDC_AVG && reduction && len) sc_divide(acc, W + lo * asz, len, c->nranks);
+  c->have_digest = 0;
+  if (same_bits && !c->in_verify && (c->verify & SC_V_DIGEST) && acc == dtype && W + lo * asz != (char *)recvbuf) {
+    sc_flipout(c, W + lo * asz, len * asz);
+    c->digest = sc_verify_digest(recvbuf, W + lo * asz, len * asz);
+    c->have_digest = 1;
+    return;
+  }
   if (len) store_out(dtype, acc, recvbuf, W + lo * asz, len);
+  if (same_bits) sc_flipout(c, recvbuf, len * schedc_dtype_size(dtype));
 }
-
 /* mpi.c, when built with MPI. */
 schedc_status sc_mpi_collective(schedc_comm *c, const schedc_plan *plan, const char *cn, schedc_dtype acc,
                                 schedc_op op, size_t K, char *W, uint32_t desc[8]) __attribute__((weak));
+/* Is `flag` set on any rank? (MPI_Allreduce; leaves the scratch buffer alone.) */
+schedc_status sc_mpi_any(schedc_comm *c, int flag, int *any) __attribute__((weak));
 
 /* The MPI path: the working buffer is private scratch; the transport moves messages. */
 static schedc_status mpi_collective(schedc_comm *c, int coll, const void *sendbuf, void *recvbuf, size_t count,
@@ -214,11 +227,23 @@ static schedc_status mpi_collective(schedc_comm *c, int coll, const void *sendbu
   size_t asz = schedc_dtype_size(acc);
   char *W = sc_scratch(c, K * asz);
   if (!W && K) return SCHEDC_ENOMEM;
-  copy_in(c, coll, W, sendbuf, count, K, dtype, acc, root);
   uint32_t desc[8] = {(uint32_t)coll, (uint32_t)dtype, reduction ? (uint32_t)op : 0, (uint32_t)root,
                       (uint32_t)count, (uint32_t)((uint64_t)count >> 32), (uint32_t)plan->hash,
                       (uint32_t)(plan->hash >> 32)};
-  schedc_status st = sc_mpi_collective(c, plan, cn, acc, op, K, W, desc);
+  /* A corrupted message cannot be fetched again once the step is over (the sender's cell moves
+   * on), so with checksum repair the whole call runs again from the inputs, which the MPI path
+   * leaves intact until finish. */
+  schedc_status st;
+  for (c->attempt = 0;; c->attempt++) {
+    memset(&c->bad, 0, sizeof c->bad);
+    copy_in(c, coll, W, sendbuf, count, K, dtype, acc, root);
+    if ((st = sc_mpi_collective(c, plan, cn, acc, op, K, W, desc)) != SCHEDC_OK) break;
+    if (!(c->verify & SC_V_CHECKSUM) || !c->repair || c->in_verify || c->attempt == 2) break;
+    int rerun = 0;
+    if ((st = sc_mpi_any(c, (int)c->bad.found, &rerun)) != SCHEDC_OK) break;
+    if (!rerun) break;
+  }
+  c->attempt = 0;
   if (st != SCHEDC_OK) { c->broken = 1; return st; }
   finish(c, coll, W, recvbuf, count, K, dtype, acc, op, root);
   return SCHEDC_OK;
@@ -265,6 +290,7 @@ static schedc_status collective_run(schedc_comm *c, int coll, const void *sendbu
     return sc_err(SCHEDC_EINVAL, "%s: plan '%s' has root %u, the call root %d", cn, ir->name, ir->root, root);
   const sc_prog *prog = get_prog(c, plan);
   if (!prog) return sc_err(SCHEDC_ENOMEM, "%s: out of memory compiling the plan", cn);
+  if (!c->in_verify) c->file = ir->nfiles ? ir->files[0] : "?";
 
   /* Reductions run in the accumulation type; allgather and broadcast only move the bits. */
   schedc_dtype acc = reduction ? sc_acc_type(dtype) : dtype;
@@ -280,6 +306,8 @@ static schedc_status collective_run(schedc_comm *c, int coll, const void *sendbu
   char *W = c->tr->work(c, K * asz, direct ? recvbuf : NULL, desc);
   if (!W && K) return SCHEDC_ENOMEM;
   copy_in(c, coll, W, sendbuf, count, K, dtype, acc, root);
+  memset(&c->bad, 0, sizeof c->bad);
+  if ((c->verify & SC_V_CHECKSUM) && !c->in_verify && K) sc_exec_checksum_inputs(c, prog, acc, K, W, (int)(seq & 1));
   desc->coll = (uint32_t)coll;
   desc->dtype = (uint32_t)dtype;
   desc->op = reduction ? (uint32_t)op : 0;
@@ -341,13 +369,16 @@ static schedc_status run_plan(schedc_comm *c, const char *cn, const sc_prog *pro
   return sc_exec(c, &a);
 }
 
-/* Run, then check the result where every rank must hold the same bits. */
+/* Run, then the integrity checks (verify modes). */
 static schedc_status collective(schedc_comm *c, int coll, const void *sendbuf, void *recvbuf, size_t count,
                                 schedc_dtype dtype, schedc_op op, int root, const schedc_plan *plan) {
   schedc_status st = collective_run(c, coll, sendbuf, recvbuf, count, dtype, op, root, plan);
-  if (st != SCHEDC_OK || coll == SCHEDC_REDUCE_SCATTER || coll == SCHEDC_REDUCE) return st;
-  size_t K = coll == SCHEDC_ALLGATHER ? count * (size_t)c->nranks : count;
-  return sc_integrity_check(c, schedc_collective_name((schedc_collective)coll), recvbuf, K * schedc_dtype_size(dtype));
+  if (st != SCHEDC_OK) return st;
+  size_t K = coll == SCHEDC_ALLGATHER ? count * (size_t)c->nranks : coll == SCHEDC_REDUCE_SCATTER ? 0 : count;
+  if (coll == SCHEDC_REDUCE) K = 0;
+  int same_bits = coll != SCHEDC_REDUCE_SCATTER && coll != SCHEDC_REDUCE;
+  return sc_integrity_check(c, schedc_collective_name((schedc_collective)coll), recvbuf, K * schedc_dtype_size(dtype),
+                            same_bits);
 }
 
 schedc_status schedc_allreduce(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype, schedc_op op,

@@ -53,12 +53,14 @@ typedef struct sc_shared {
   sc_slot slots[];           /* [nranks], then the counters */
 } sc_shared;
 
-/* Counter arrays of a parity: version[rank][k] and reads[rank][k], k < ctr_per_rank. */
+/* Counter arrays of a parity: version[rank][k], reads[rank][k] and crc[rank][k] (the CRC32C of
+ * the cell slice's current version, written by its owner before it publishes the version),
+ * k < ctr_per_rank. */
+enum { SC_VER = 0, SC_READS = 1, SC_CRC = 2, SC_NKINDS = 3 };
 static inline _Atomic uint32_t *sc_ctr(sc_shared *sh, int parity, int kind, uint32_t rank) {
   _Atomic uint32_t *base = (_Atomic uint32_t *)((char *)sh + sh->ctr_off);
-  return base + (((size_t)parity * 2 + (size_t)kind) * sh->nranks + rank) * sh->ctr_per_rank;
+  return base + (((size_t)parity * SC_NKINDS + (size_t)kind) * sh->nranks + rank) * sh->ctr_per_rank;
 }
-enum { SC_VER = 0, SC_READS = 1 };
 size_t sc_shared_size(uint32_t nranks, uint32_t ctr_per_rank);
 void sc_shared_init(sc_shared *sh, uint32_t nranks, uint32_t ctr_per_rank);
 
@@ -66,11 +68,27 @@ typedef struct sc_inject {
   int kill_rank, kill_step;  /* -1: none */
   int delay_rank, delay_us;
   unsigned jitter_seed, jitter_us;
-  int flip_rank, flip_step;  /* reserved for per-transfer checksums */
+  int flip_rank, flip_step;  /* flips one bit of the payload flip_rank sends at flip_step */
+  long flip_bit;             /* which bit of that payload (taken modulo its size); -1: the middle */
   int flipout_rank;          /* flips one bit of that rank's result after the collective */
 } sc_inject;
-/* Parse SCHEDC_INJECT ("kill:R:S,delay:R:US,jitter:SEED:US"). SCHEDC_EINVAL with a message. */
+/* Parse SCHEDC_INJECT (see inject.c). SCHEDC_EINVAL with a message. */
 schedc_status sc_inject_parse(const char *spec, sc_inject *out);
+
+/* The first corrupted transfer this rank received in the current call (checksum mode). */
+typedef struct sc_corrupt {
+  uint32_t found, step, chunk, src, dst, line;
+  uint32_t got, want;        /* CRC32C of what arrived, and the sender's */
+} sc_corrupt;
+
+/* Where flip:RANK:STEP lands for a plan: the receiving rank's group and source index. */
+typedef struct sc_fliptarget {
+  const sc_prog *prog;       /* the plan it was found for (NULL: not searched yet) */
+  int dst;                   /* receiving rank, or -1 when RANK sends nothing at STEP */
+  uint32_t group, src;       /* index into prog->groups, and into the group's sources */
+} sc_fliptarget;
+
+enum { SC_V_DIGEST = 1, SC_V_CHECKSUM = 2 }; /* bits of schedc_comm.verify */
 
 typedef struct sc_progcache {
   uint64_t hash;
@@ -90,11 +108,18 @@ struct schedc_comm {
   uint64_t seq;              /* calls made on this communicator */
   int broken;
   char *broken_msg;
-  int verify, repair;        /* SCHEDC_VERIFY_NONE / _DIGEST; repair on mismatch */
+  int verify, repair;        /* SC_V_* bits; repair on mismatch */
   int in_verify;             /* inside the verification's own collectives */
   int oversubscribed;        /* more ranks than online CPUs on this host: waiters yield */
   size_t ctr_used[2];        /* counters the last call of each parity used (reset only those) */
   sc_inject inj;
+  int attempt;               /* 0 on a call's first run; injections fire only then */
+  sc_corrupt bad;            /* checksum mode: first corrupted transfer received in this call */
+  const char *file;          /* the current call's plan source (messages; owned by the plan) */
+  int have_digest;           /* digest of the result computed while copying it out */
+  uint64_t digest;
+  sc_fliptarget flip;
+  void *flipbuf; size_t flipbuf_cap; /* the corrupted copy a flip injection hands the receiver */
   /* private buffers */
   void *scratch; size_t scratch_cap;
   void *temp; size_t temp_cap;
@@ -156,9 +181,17 @@ typedef struct sc_execargs {
 } sc_execargs;
 schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
 
-/* integrity.c: after a collective whose result is equal on all ranks (flipout injection, then
- * the digest comparison when verify is on). */
-schedc_status sc_integrity_check(schedc_comm *c, const char *cn, void *buf, size_t bytes);
+/* integrity.c: after a collective: the ranks exchange what checksum verification found and,
+ * where the result is equal on all ranks (same_bits), compare digests of buf (c->have_digest:
+ * c->digest was computed while the result was copied out). The caller applied flipout. */
+schedc_status sc_integrity_check(schedc_comm *c, const char *cn, void *buf, size_t bytes, int same_bits);
+/* flipout:RANK injection: flip one bit of this rank's result. */
+void sc_flipout(schedc_comm *c, void *buf, size_t bytes);
+/* The ECORRUPT message for a corrupted transfer (every rank reports the same one). */
+schedc_status sc_corrupt_error(const char *cn, const sc_corrupt *b, const char *file);
+/* Checksum the cells of this rank that peers read at version 0 (before the entry barrier). */
+void sc_exec_checksum_inputs(schedc_comm *c, const sc_prog *p, schedc_dtype acc, size_t K, const char *W,
+                             int parity);
 
 /* Chunk c of K elements split into C chunks: [lo, hi). */
 static inline void sc_chunk_range(size_t K, uint32_t C, uint32_t c, size_t *lo, size_t *hi) {

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -45,25 +46,111 @@ static schedc_status inject_step(schedc_comm *c, uint32_t step, const char *coll
   return SCHEDC_OK;
 }
 
+/* Slice length in elements: the communicator's slice, at least 64 elements, and few enough
+ * slices that every cell's counters fit. -1 when even one slice per chunk does not fit. */
+static int slicing(const schedc_comm *c, size_t K, uint32_t C, size_t esz, size_t *se_out, size_t *nsl_out) {
+  size_t maxchunk = (K + C - 1) / C;
+  size_t se = c->slice_bytes / esz;
+  if (se < 64) se = 64;
+  size_t nsl = maxchunk ? (maxchunk + se - 1) / se : 1;
+  if ((size_t)C * nsl > c->sh->ctr_per_rank) {
+    nsl = c->sh->ctr_per_rank / C;
+    if (nsl == 0) return -1;
+    se = (maxchunk + nsl - 1) / nsl;
+  }
+  *se_out = se;
+  *nsl_out = nsl ? nsl : 1;
+  return 0;
+}
+
+void sc_exec_checksum_inputs(schedc_comm *c, const sc_prog *p, schedc_dtype acc, size_t K, const char *W,
+                             int parity) {
+  size_t esz = schedc_dtype_size(acc), se, nsl;
+  uint32_t C = p->nchunks;
+  if (slicing(c, K, C, esz, &se, &nsl)) return; /* sc_exec refuses the call */
+  const sc_rankprog *rp = &p->rank[c->rank];
+  _Atomic uint32_t *crc = sc_ctr(c->sh, parity, SC_CRC, (uint32_t)c->rank);
+  for (uint32_t ch = 0; ch < C; ch++) {
+    if (!rp->init_read[ch]) continue;
+    size_t lo, hi;
+    sc_chunk_range(K, C, ch, &lo, &hi);
+    for (size_t j = 0; j < nsl && lo + j * se < hi; j++) {
+      size_t slo = lo + j * se, shi = slo + se < hi ? slo + se : hi;
+      atomic_store_explicit(&crc[(size_t)ch * nsl + j], sc_crc32c(W + slo * esz, (shi - slo) * esz),
+                            memory_order_relaxed); /* the entry barrier publishes it */
+    }
+  }
+}
+
+/* flip:RANK:STEP lands on the first transfer out of RANK in STEP, in rank and plan order. */
+static void find_flip(schedc_comm *c, const sc_prog *p) {
+  c->flip = (sc_fliptarget){p, -1, 0, 0};
+  for (uint32_t r = 0; r < p->nranks; r++)
+    for (uint32_t gi = p->rank[r].g_off; gi < p->rank[r].g_off + p->rank[r].ng; gi++) {
+      const sc_group *g = &p->groups[gi];
+      if (g->step != (uint32_t)c->inj.flip_step || g->phase == SC_PH_C) continue;
+      for (uint32_t s = 0; s < g->nsrc; s++)
+        if (p->srcs[g->src_off + s].rank == (uint32_t)c->inj.flip_rank) {
+          c->flip = (sc_fliptarget){p, (int)r, gi, s};
+          return;
+        }
+    }
+}
+
+/* A copy of the payload with one bit flipped (the injected link fault), or sp if none fits. */
+static const char *flipped(schedc_comm *c, const char *sp, size_t bytes, const sc_group *g, const char *coll) {
+  if (!bytes) return sp;
+  if (bytes > c->flipbuf_cap) {
+    void *b = realloc(c->flipbuf, bytes);
+    if (!b) return sp;
+    c->flipbuf = b;
+    c->flipbuf_cap = bytes;
+  }
+  memcpy(c->flipbuf, sp, bytes);
+  size_t bit = c->inj.flip_bit >= 0 ? (size_t)c->inj.flip_bit % (bytes * 8) : bytes * 4 + 3;
+  ((unsigned char *)c->flipbuf)[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+  fprintf(stderr, "schedc: inject: %s: flipped bit %zu of the payload rank %d sends to rank %d at step %u\n", coll,
+          bit, c->inj.flip_rank, c->rank, g->step);
+  return c->flipbuf;
+}
+
+/* Checksum mode: the source slice `sp` as checked against its sender's CRC32C. On a mismatch,
+ * with repair, it is read again from the sender (`again`: sent again); otherwise the first
+ * mismatch of the call is recorded (every rank reports it after the call) and the data is used
+ * as it came. */
+static const char *checked_source(schedc_comm *c, const sc_execargs *a, const sc_group *g, uint32_t from, size_t k,
+                                  const char *sp, const char *again, size_t bytes) {
+  uint32_t want = atomic_load_explicit(sc_ctr(c->sh, a->parity, SC_CRC, from) + k, memory_order_relaxed);
+  for (int tries = 0;; tries++) {
+    uint32_t got = sc_crc32c(sp, bytes);
+    if (got == want) return sp;
+    if (c->repair && tries < 2) {
+      fprintf(stderr, "schedc: warning: %s: the payload rank %u sent to rank %d at step %u (%s:%u, chunk %u) failed "
+              "its CRC32C check (0x%08x, sent 0x%08x); sent again\n", a->coll, from, c->rank, g->step, a->file,
+              g->line, g->chunk, got, want);
+      sp = again;
+      continue;
+    }
+    if (!c->bad.found) c->bad = (sc_corrupt){1, g->step, g->chunk, from, (uint32_t)c->rank, g->line, got, want};
+    return sp;
+  }
+}
+
 schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
   const sc_prog *p = a->prog;
   const sc_rankprog *rp = &p->rank[c->rank];
   sc_shared *sh = c->sh;
   size_t esz = schedc_dtype_size(a->acc), K = a->count;
   uint32_t C = p->nchunks;
-  size_t maxchunk = (K + C - 1) / C;
-  /* Slice length in elements: the communicator's slice, at least 64 elements, and few enough
-   * slices that every cell's counters fit. */
-  size_t se = c->slice_bytes / esz;
-  if (se < 64) se = 64;
-  size_t nsl = maxchunk ? (maxchunk + se - 1) / se : 1;
-  if ((size_t)C * nsl > sh->ctr_per_rank) {
-    nsl = sh->ctr_per_rank / C;
-    if (nsl == 0) return sc_err(SCHEDC_EUNAVAIL, "plan has %u chunks; this communicator holds counters for %u",
-                                C, sh->ctr_per_rank);
-    se = (maxchunk + nsl - 1) / nsl;
-  }
-  if (nsl == 0) nsl = 1;
+  size_t maxchunk = (K + C - 1) / C, se, nsl;
+  if (slicing(c, K, C, esz, &se, &nsl))
+    return sc_err(SCHEDC_EUNAVAIL, "plan has %u chunks; this communicator holds counters for %u", C, sh->ctr_per_rank);
+  /* check: verify sources against their CRC32C; flip: a flip injection may land in this call
+   * (it applies with or without checking, to show what goes undetected without). */
+  int check = (c->verify & SC_V_CHECKSUM) && !c->in_verify;
+  int flip = c->inj.flip_rank >= 0 && !c->in_verify && c->attempt == 0;
+  if (flip && c->flip.prog != p) find_flip(c, p);
+  flip = flip && c->flip.dst == c->rank;
   c->ctr_used[a->parity] = (size_t)C * nsl; /* what the next reset of this parity must clear */
   /* Temps for phase A groups: one chunk each. */
   size_t need = (size_t)rp->ntemp * maxchunk * esz;
@@ -75,6 +162,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
   }
   _Atomic uint32_t *myver = sc_ctr(sh, a->parity, SC_VER, (uint32_t)c->rank);
   _Atomic uint32_t *myreads = sc_ctr(sh, a->parity, SC_READS, (uint32_t)c->rank);
+  _Atomic uint32_t *mycrc = sc_ctr(sh, a->parity, SC_CRC, (uint32_t)c->rank);
   char *W = c->peer[c->rank];
   const void *srcp[MAX_CHAIN];
   sc_waitctx w = {c, a->coll, -1, 0, 0, 0, sc_now() + c->timeout_s};
@@ -120,19 +208,26 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
       char *dst = g->phase == SC_PH_A ? tmp + (slo - lo) * esz : W + slo * esz;
       if (g->phase == SC_PH_C) {
         memcpy(W + slo * esz, tmp + (slo - lo) * esz, len * esz);
-      } else if (g->copy) {
-        memcpy(dst, c->peer[src[0].rank] + slo * esz, len * esz);
       } else {
         const char *acc = W + slo * esz;
         for (uint32_t s0 = 0; s0 < g->nsrc; s0 += MAX_CHAIN) {
           int n = (int)(g->nsrc - s0 < MAX_CHAIN ? g->nsrc - s0 : MAX_CHAIN);
-          for (int s = 0; s < n; s++) srcp[s] = c->peer[src[s0 + (uint32_t)s].rank] + slo * esz;
-          sc_reduce_chain(a->acc, a->op, dst, acc, srcp, n, len);
+          for (int s = 0; s < n; s++) {
+            uint32_t si = s0 + (uint32_t)s, from = src[si].rank;
+            srcp[s] = c->peer[from] + slo * esz;
+            if (flip && j == 0 && c->flip.group == rp->g_off + gi && c->flip.src == si)
+              srcp[s] = flipped(c, srcp[s], len * esz, g, a->coll);
+            if (check) srcp[s] = checked_source(c, a, g, from, k, srcp[s], c->peer[from] + slo * esz, len * esz);
+          }
+          if (g->copy) memcpy(dst, srcp[0], len * esz);
+          else sc_reduce_chain(a->acc, a->op, dst, acc, srcp, n, len);
           acc = dst;
         }
       }
       if (g->phase != SC_PH_C)
         for (uint32_t s = 0; s < g->nsrc; s++) sc_bump(sc_ctr(sh, a->parity, SC_READS, src[s].rank) + k);
+      if (check && g->pub_read) /* before the version that peers wait for */
+        atomic_store_explicit(&mycrc[k], sc_crc32c(W + slo * esz, len * esz), memory_order_relaxed);
       if (g->phase != SC_PH_A) sc_publish(&myver[k], g->version);
     }
   }

@@ -6,6 +6,10 @@
  *   jitter:SEED:US    every rank sleeps a pseudo-random 0..US microseconds at each step
  *   flipout:RANK      RANK flips one bit of its result after each collective (a fault after the
  *                     collective: for SCHEDC_VERIFY=digest to catch)
+ *   flip:RANK:STEP[:BIT]  one bit (BIT modulo the first slice's bits; default its middle) of the
+ *                     payload RANK sends at STEP is flipped after its CRC32C was computed, on the
+ *                     first transfer out of RANK in STEP (a link fault: for checksum to catch).
+ *                     Once per call; a repair's resend is clean.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,20 +21,29 @@
 schedc_status sc_inject_parse(const char *spec, sc_inject *out) {
   memset(out, 0, sizeof *out);
   out->kill_rank = out->delay_rank = out->flip_rank = out->flipout_rank = -1;
+  out->flip_bit = -1;
   if (!spec || !*spec) return SCHEDC_OK;
   char buf[256];
   snprintf(buf, sizeof buf, "%s", spec);
   for (char *save = NULL, *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
     char kind[16];
-    long a, b;
+    long a, b, bit;
     char tail;
     if (sscanf(item, "flipout:%ld%c", &a, &tail) == 1 && a >= 0 && a < 1 << 20) { out->flipout_rank = (int)a; continue; }
+    if (sscanf(item, "flip:%ld:%ld:%ld%c", &a, &b, &bit, &tail) == 3 && a >= 0 && b >= 0 && bit >= 0 &&
+        a < 1 << 20 && b < 1 << 30) {
+      out->flip_rank = (int)a;
+      out->flip_step = (int)b;
+      out->flip_bit = bit;
+      continue;
+    }
     if (sscanf(item, "%15[a-z]:%ld:%ld%c", kind, &a, &b, &tail) != 3 || a < 0 || b < 0 || a > 1 << 30 || b > 1 << 30)
-      return sc_err(SCHEDC_EINVAL, "SCHEDC_INJECT: bad item '%s' (kill:RANK:STEP, delay:RANK:US, jitter:SEED:US, flipout:RANK)", item);
+      return sc_err(SCHEDC_EINVAL, "SCHEDC_INJECT: bad item '%s' (kill:RANK:STEP, delay:RANK:US, jitter:SEED:US, flip:RANK:STEP[:BIT], flipout:RANK)", item);
     if (!strcmp(kind, "kill")) { out->kill_rank = (int)a; out->kill_step = (int)b; }
     else if (!strcmp(kind, "delay")) { out->delay_rank = (int)a; out->delay_us = (int)b; }
     else if (!strcmp(kind, "jitter")) { out->jitter_seed = (unsigned)a; out->jitter_us = (unsigned)b; }
-    else return sc_err(SCHEDC_EINVAL, "SCHEDC_INJECT: unknown fault '%s' (kill, delay, jitter, flipout)", kind);
+    else if (!strcmp(kind, "flip") && a < 1 << 20) { out->flip_rank = (int)a; out->flip_step = (int)b; }
+    else return sc_err(SCHEDC_EINVAL, "SCHEDC_INJECT: unknown fault '%s' (kill, delay, jitter, flip, flipout)", kind);
   }
   return SCHEDC_OK;
 }

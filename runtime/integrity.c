@@ -15,7 +15,7 @@
 
 /* The ranks' digests of their buffers, gathered without re-entering verification. */
 static schedc_status gather(schedc_comm *c, const void *buf, size_t bytes, uint64_t *all) {
-  uint64_t d = sc_digest64(buf, bytes);
+  uint64_t d = sc_verify_digest(NULL, buf, bytes);
   int was = c->in_verify;
   c->in_verify = 1;
   schedc_status st = schedc_allgather(&d, all, 1, SCHEDC_I64, c, NULL);
@@ -56,31 +56,67 @@ static void list_bad(const uint64_t *all, int n, uint64_t good, char *out, size_
     if (all[r] != good) len += (size_t)snprintf(out + len, cap - len, "%s%d", len ? ", " : "", r);
 }
 
-schedc_status sc_integrity_check(schedc_comm *c, const char *cn, void *buf, size_t bytes) {
-  if (c->in_verify) return SCHEDC_OK;
-  if (c->inj.flipout_rank == c->rank && bytes) ((unsigned char *)buf)[(c->seq * 7919) % bytes] ^= 0x10; /* injected */
-  if (c->verify != SCHEDC_VERIFY_DIGEST) return SCHEDC_OK;
-  uint64_t *all = malloc((size_t)c->nranks * sizeof *all);
-  if (!all) return sc_err(SCHEDC_ENOMEM, "out of memory");
-  schedc_status st = gather(c, buf, bytes, all);
-  int nbad = 0, root = st == SCHEDC_OK ? majority(all, c->nranks, &nbad) : 0;
-  if (st == SCHEDC_OK && nbad) {
+void sc_flipout(schedc_comm *c, void *buf, size_t bytes) {
+  if (c->inj.flipout_rank == c->rank && !c->in_verify && bytes)
+    ((unsigned char *)buf)[(c->seq * 7919) % bytes] ^= 0x10; /* injected */
+}
+
+schedc_status sc_corrupt_error(const char *cn, const sc_corrupt *b, const char *file) {
+  return sc_err(SCHEDC_ECORRUPT, "%s: corrupted transfer: the payload rank %u sent to rank %u at step %u (%s:%u, "
+                "chunk %u) failed its CRC32C check (0x%08x, sent 0x%08x); the result is wrong on the ranks that "
+                "depend on it (SCHEDC_REPAIR=1 sends it again)", cn, b->src, b->dst, b->step, file, b->line, b->chunk,
+                b->got, b->want);
+}
+
+/* Per rank: the result digest and the first corrupted transfer it received (5 words). */
+enum { REC = 5 };
+
+schedc_status sc_integrity_check(schedc_comm *c, const char *cn, void *buf, size_t bytes, int same_bits) {
+  int dig = same_bits && (c->verify & SC_V_DIGEST);
+  int chk = (c->verify & SC_V_CHECKSUM) != 0;
+  if (c->in_verify || (!dig && !chk)) return SCHEDC_OK;
+  int n = c->nranks;
+  uint64_t *all = malloc((size_t)n * REC * sizeof *all), *dg = calloc((size_t)n, sizeof *dg);
+  if (!all || !dg) {
+    free(all);
+    free(dg);
+    return sc_err(SCHEDC_ENOMEM, "out of memory");
+  }
+  const sc_corrupt *b = &c->bad;
+  uint64_t mine[REC] = {dig ? (c->have_digest ? c->digest : sc_verify_digest(NULL, buf, bytes)) : 0,
+                        (uint64_t)b->found << 32 | b->line, (uint64_t)b->step << 32 | b->chunk,
+                        (uint64_t)b->src << 32 | b->dst, (uint64_t)b->got << 32 | b->want};
+  c->in_verify = 1;
+  schedc_status st = schedc_allgather(mine, all, REC, SCHEDC_I64, c, NULL);
+  c->in_verify = 0;
+  for (int r = 0; r < n && st == SCHEDC_OK; r++) {
+    const uint64_t *o = all + (size_t)r * REC;
+    dg[r] = o[0];
+    if (o[1] >> 32) { /* the lowest rank's report, the same message on every rank */
+      sc_corrupt rb = {1, (uint32_t)(o[2] >> 32), (uint32_t)o[2], (uint32_t)(o[3] >> 32), (uint32_t)o[3],
+                       (uint32_t)o[1], (uint32_t)(o[4] >> 32), (uint32_t)o[4]};
+      st = sc_corrupt_error(cn, &rb, c->file ? c->file : "?");
+    }
+  }
+  int nbad = 0, root = st == SCHEDC_OK && dig ? majority(dg, n, &nbad) : 0;
+  if (nbad) {
     char bad[256];
-    list_bad(all, c->nranks, all[root], bad, sizeof bad);
+    list_bad(dg, n, dg[root], bad, sizeof bad);
     if (c->repair) {
       st = rebroadcast(c, buf, bytes, root);
-      if (st == SCHEDC_OK && sc_digest64(buf, bytes) != all[root])
+      if (st == SCHEDC_OK && sc_verify_digest(NULL, buf, bytes) != dg[root])
         st = sc_err(SCHEDC_ECORRUPT, "%s: repair failed on rank %d", cn, c->rank);
       if (st == SCHEDC_OK && c->rank == root)
         fprintf(stderr, "schedc: warning: %s: rank(s) %s held a result differing from the majority (digest %016llx); "
-                "repaired from rank %d\n", cn, bad, (unsigned long long)all[root], root);
+                "repaired from rank %d\n", cn, bad, (unsigned long long)dg[root], root);
     } else {
       st = sc_err(SCHEDC_ECORRUPT, "%s: silent corruption: rank(s) %s hold a result that differs from the majority "
-                  "(%d of %d ranks agree on digest %016llx; this rank's is %016llx)", cn, bad, c->nranks - nbad,
-                  c->nranks, (unsigned long long)all[root], (unsigned long long)all[c->rank]);
+                  "(%d of %d ranks agree on digest %016llx; this rank's is %016llx)", cn, bad, n - nbad, n,
+                  (unsigned long long)dg[root], (unsigned long long)dg[c->rank]);
     }
   }
   free(all);
+  free(dg);
   return st;
 }
 

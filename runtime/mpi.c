@@ -21,6 +21,9 @@ typedef struct mpidata {
   int we_initialised;
   void *temp;
   size_t temp_cap;
+  uint32_t *crc;             /* checksum mode: [2 * transfers of a step] sent and received CRCs */
+  size_t crc_cap;
+  void *flip;                /* flip injection: the corrupted copy that is sent */
   MPI_Request *reqs;
   size_t req_cap;
 } mpidata;
@@ -34,6 +37,8 @@ static void m_destroy(schedc_comm *c) {
   MPI_Finalized(&fin);
   if (!fin) MPI_Comm_free(&d->comm);
   free(d->temp);
+  free(d->crc);
+  free(d->flip);
   free(d->reqs);
   free(d);
   c->trdata = NULL;
@@ -90,6 +95,8 @@ schedc_status sc_mpi_collective(schedc_comm *c, const schedc_plan *plan, const c
     return sc_err(SCHEDC_EINVAL, "%s: chunks of %zu bytes exceed the MPI transport's 1 GiB per message; use a plan "
                   "with more chunks", cn, maxchunk * asz);
   double deadline = sc_now() + c->timeout_s;
+  int check = (c->verify & SC_V_CHECKSUM) && !c->in_verify;
+  int flip_step = c->inj.flip_rank == me && !c->in_verify && c->attempt == 0 ? c->inj.flip_step : -1;
   for (uint32_t s = 0; s < ir->nsteps; s++) {
     uint32_t lo = ir->step_off[s], hi = ir->step_off[s + 1], nin = 0, nreq = 0;
     for (uint32_t i = lo; i < hi; i++) nin += ir->xfers[i].dst == (uint32_t)me;
@@ -100,26 +107,57 @@ schedc_status sc_mpi_collective(schedc_comm *c, const schedc_plan *plan, const c
       d->temp = t;
       d->temp_cap = need;
     }
-    if (hi - lo > d->req_cap) {
-      MPI_Request *rq = realloc(d->reqs, (hi - lo) * (sizeof *rq + sizeof(int)));
+    /* Requests: one per transfer, and one more per transfer for its CRC in checksum mode. */
+    size_t nr = (size_t)(hi - lo) * (check ? 2 : 1);
+    if (nr > d->req_cap) {
+      MPI_Request *rq = realloc(d->reqs, nr * (sizeof *rq + sizeof(int)));
       if (!rq) return sc_err(SCHEDC_ENOMEM, "out of memory");
       d->reqs = rq;
-      d->req_cap = hi - lo;
+      d->req_cap = nr;
+    }
+    if (check && 2 * (size_t)(hi - lo) > d->crc_cap) {
+      uint32_t *cr = realloc(d->crc, 2 * (size_t)(hi - lo) * sizeof *cr);
+      if (!cr) return sc_err(SCHEDC_ENOMEM, "out of memory");
+      d->crc = cr;
+      d->crc_cap = 2 * (size_t)(hi - lo);
     }
     int *peer = (int *)(d->reqs + d->req_cap);
-    int tag = (int)(s % 32000);
+    int tag = (int)(s % 16000) * 2; /* tag + 1: the CRC of the same transfer */
     uint32_t k = 0;
     for (uint32_t i = lo; i < hi; i++) {
       const sc_xfer *x = &ir->xfers[i];
       size_t clo, chi;
       sc_chunk_range(K, ir->nchunks, x->chunk, &clo, &chi);
       int cnt = (int)((chi - clo) * asz); /* below 1 GiB: checked above */
+      uint32_t *crc = check ? &d->crc[2 * (i - lo)] : NULL;
       if (x->dst == (uint32_t)me) {
         MPI_Irecv((char *)d->temp + (size_t)k++ * maxchunk * asz, cnt, MPI_BYTE, (int)x->src, tag, d->comm, &d->reqs[nreq]);
         peer[nreq++] = (int)x->src;
+        if (check) {
+          MPI_Irecv(crc, 1, MPI_UINT32_T, (int)x->src, tag + 1, d->comm, &d->reqs[nreq]);
+          peer[nreq++] = (int)x->src;
+        }
       } else if (x->src == (uint32_t)me) {
-        MPI_Isend(W + clo * asz, cnt, MPI_BYTE, (int)x->dst, tag, d->comm, &d->reqs[nreq]);
+        const char *payload = W + clo * asz;
+        if (check) *crc = sc_crc32c(payload, (size_t)cnt);
+        void *fb = (int)s == flip_step && cnt > 0 ? realloc(d->flip, (size_t)cnt) : NULL;
+        if (fb) {
+          d->flip = fb;
+          /* the injected link fault: the payload is corrupted after its CRC was computed */
+          memcpy(d->flip, payload, (size_t)cnt);
+          size_t bit = c->inj.flip_bit >= 0 ? (size_t)c->inj.flip_bit % ((size_t)cnt * 8) : (size_t)cnt * 4 + 3;
+          ((unsigned char *)d->flip)[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+          fprintf(stderr, "schedc: inject: %s: flipped bit %zu of the payload rank %d sends to rank %u at step %u\n", cn,
+                  bit, me, x->dst, s);
+          payload = d->flip;
+          flip_step = -1; /* one transfer per call */
+        }
+        MPI_Isend(payload, cnt, MPI_BYTE, (int)x->dst, tag, d->comm, &d->reqs[nreq]);
         peer[nreq++] = (int)x->dst;
+        if (check) {
+          MPI_Isend(crc, 1, MPI_UINT32_T, (int)x->dst, tag + 1, d->comm, &d->reqs[nreq]);
+          peer[nreq++] = (int)x->dst;
+        }
       }
     }
     schedc_status st = wait_all(c, d->reqs, (int)nreq, peer, cn, s, deadline);
@@ -132,6 +170,15 @@ schedc_status sc_mpi_collective(schedc_comm *c, const schedc_plan *plan, const c
       size_t clo, chi;
       sc_chunk_range(K, ir->nchunks, x->chunk, &clo, &chi);
       char *in = (char *)d->temp + (size_t)k++ * maxchunk * asz;
+      if (check) {
+        uint32_t got = sc_crc32c(in, (chi - clo) * asz), want = d->crc[2 * (i - lo)];
+        if (got != want && !c->bad.found)
+          c->bad = (sc_corrupt){1, s, x->chunk, x->src, (uint32_t)me, x->line, got, want};
+        if (got != want && c->repair)
+          fprintf(stderr, "schedc: warning: %s: the payload rank %u sent to rank %d at step %u (%s:%u, chunk %u) failed "
+                  "its CRC32C check (0x%08x, sent 0x%08x); the call runs again\n", cn, x->src, me, s,
+                  ir->nfiles ? ir->files[x->file] : "?", x->line, x->chunk, got, want);
+      }
       if (x->kind == SCHEDC_XFER_COPY) memcpy(W + clo * asz, in, (chi - clo) * asz);
       else {
         const void *srcs[1] = {in};
@@ -139,6 +186,14 @@ schedc_status sc_mpi_collective(schedc_comm *c, const schedc_plan *plan, const c
       }
     }
   }
+  return SCHEDC_OK;
+}
+
+schedc_status sc_mpi_any(schedc_comm *c, int flag, int *any);
+schedc_status sc_mpi_any(schedc_comm *c, int flag, int *any) {
+  mpidata *d = c->trdata;
+  if (MPI_Allreduce(&flag, any, 1, MPI_INT, MPI_LOR, d->comm) != MPI_SUCCESS)
+    return sc_err(SCHEDC_EIO, "MPI_Allreduce failed while deciding whether to run the call again");
   return SCHEDC_OK;
 }
 

@@ -202,18 +202,29 @@ typedef struct schedc_comm_opts {
   double timeout_s;           /* every wait; 0: $SCHEDC_TIMEOUT seconds, else 300 */
   size_t slice_bytes;         /* pipelining slice; 0: $SCHEDC_SLICE, else 256 KiB. Never changes bits */
   const schedc_plan *plan;    /* a plan whose hash all ranks must share (checked at init), or NULL */
-  int verify;                 /* SCHEDC_VERIFY_*; 0: $SCHEDC_VERIFY ("none" or "digest") */
+  int verify;                 /* SCHEDC_VERIFY_*; 0: $SCHEDC_VERIFY (none, digest, checksum, full) */
   int repair;                 /* 1: repair what verification finds; 0: $SCHEDC_REPAIR=1 */
 } schedc_comm_opts;
 #define SCHEDC_COMM_OPTS_INIT {sizeof(schedc_comm_opts), 0.0, 0, NULL, 0, 0}
 
-/* Integrity checks after a collective. DIGEST: every rank ends allreduce, allgather and
- * broadcast with the same bits, so the ranks compare a 64-bit digest of the result (an
- * allgather of 8 bytes per rank): a rank that differs from the majority is named and the call
- * returns SCHEDC_ECORRUPT, or, with repair, the result is broadcast again from a majority rank
- * and the call succeeds (a warning on stderr). reduce_scatter and reduce leave different data
- * on different ranks: a digest cannot check them (per-transfer checksums could; not yet). */
-enum { SCHEDC_VERIFY_DEFAULT = 0, SCHEDC_VERIFY_NONE = 1, SCHEDC_VERIFY_DIGEST = 2 };
+/* Integrity checks (docs/integrity.md).
+ * DIGEST: every rank ends allreduce, allgather and broadcast with the same bits, so the ranks
+ * compare a 64-bit digest of the result (an allgather of 8 bytes per rank): a rank that differs
+ * from the majority is named and the call returns SCHEDC_ECORRUPT on every rank, or, with
+ * repair, the result is broadcast again from a majority rank and the call succeeds (a warning on
+ * stderr). reduce_scatter and reduce leave different data on different ranks: no digest there.
+ * CHECKSUM: every transfer's payload carries a CRC32C computed by its sender, checked by its
+ * receiver before use; a mismatch returns SCHEDC_ECORRUPT on every rank naming the step, the
+ * sender, the receiver and the schedule line, or, with repair, the transfer is sent again (a
+ * warning on stderr). This catches a corrupted partial sum, which reaches every rank alike and
+ * so passes the digest. All five collectives. FULL: both. */
+enum {
+  SCHEDC_VERIFY_DEFAULT = 0,
+  SCHEDC_VERIFY_NONE = 1,
+  SCHEDC_VERIFY_DIGEST = 2,
+  SCHEDC_VERIFY_CHECKSUM = 4,
+  SCHEDC_VERIFY_FULL = 6 /* DIGEST | CHECKSUM */
+};
 
 /* `threads`: create nranks communicators at once (like ncclCommInitAll); comms[r] is rank r's,
  * to be used by one thread each. SCHEDC_EINVAL, SCHEDC_ENOMEM. On failure no comm is created. */

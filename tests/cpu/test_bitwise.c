@@ -3,7 +3,12 @@
  * (every collective they support) at 1..9 ranks, all dtypes and ops, odd and zero counts, in
  * place and out of place, and several slice sizes, every rank's output must equal the
  * independent evaluation (ref.h) of the tree `schedc show --order` prints for that rank.
- * Usage: test_bitwise SCHEDULES_DIR BACKEND(threads) [quick]
+ * Mode `flips`: with SCHEDC_VERIFY=full, a bit flipped in the payload of every transfer step of
+ * every rank (SCHEDC_INJECT=flip:R:S:BIT) must fail the call on every rank naming the sender,
+ * the receiver and the step (found here from the plan's transfer list); with repair, every rank
+ * must end with the reference bits. Mode `verified`: the quick sweep with SCHEDC_VERIFY=full
+ * (every clean call checked: no false alarm).
+ * Usage: test_bitwise SCHEDULES_DIR [quick|shm|flips|verified]
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -52,6 +57,8 @@ static void *run_rank(void *arg) {
 
 static int use_shm; /* ranks are forked processes on the shm backend */
 static size_t shm_slice;
+static int g_verify, g_repair;     /* comm options of the flips / verified modes */
+static const char *expect_err;     /* non-NULL: every rank must fail with ECORRUPT and this text */
 static int case_no;
 
 /* shm: every rank a forked child with its own communicator; outputs come back through a shared
@@ -68,6 +75,8 @@ static void run_processes(job *jobs, int n, size_t outbytes) {
       schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
       co.timeout_s = 60;
       co.slice_bytes = shm_slice;
+      co.verify = g_verify;
+      co.repair = g_repair;
       schedc_status st = schedc_comm_init_shm(r, n, jobid, &co, &comm);
       char *mine = shared + (size_t)r * (outbytes + 8 + 512);
       if (st == SCHEDC_OK) {
@@ -148,7 +157,13 @@ static int run_case(schedc_comm **comms, int n, const schedc_plan *plan, int col
   schedc_plan_get_info(plan, &in);
   char tree[4096];
   unsigned char want[8];
-  for (int r = 0; r < n && !bad; r++) {
+  for (int r = 0; r < n && expect_err && !bad; r++)
+    if (jobs[r].st != SCHEDC_ECORRUPT || !strstr(jobs[r].err, expect_err)) {
+      fprintf(stderr, "%s: rank %d: expected SCHEDC_ECORRUPT with \"%s\", got status %d: %s\n", label, r, expect_err,
+              (int)jobs[r].st, jobs[r].err);
+      bad = 1;
+    }
+  for (int r = 0; r < n && !bad && !expect_err; r++) {
     if (jobs[r].st != SCHEDC_OK) {
       fprintf(stderr, "%s: rank %d failed: %s\n", label, r, jobs[r].err);
       bad = 1;
@@ -181,10 +196,103 @@ static int run_case(schedc_comm **comms, int n, const schedc_plan *plan, int col
 
 static const char *coll_str(int c) { return schedc_collective_name((schedc_collective)c); }
 
+static schedc_plan *load(const char *dir, const char *file, const char *const *extra, int coll, int n, int nodes) {
+  char path[4096], cdef[64], rdef[32];
+  int root = coll == SCHEDC_BROADCAST || coll == SCHEDC_REDUCE ? n / 2 : 0;
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  snprintf(cdef, sizeof cdef, "collective=%s", coll_str(coll));
+  snprintf(rdef, sizeof rdef, "root=%d", root);
+  const char *defs[8];
+  int nd = 0;
+  for (int k = 0; extra[k]; k++) defs[nd++] = extra[k];
+  defs[nd++] = cdef;
+  defs[nd++] = rdef;
+  schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
+  lo.nranks = n;
+  lo.nnodes = nodes;
+  lo.defines = defs;
+  lo.ndefines = nd;
+  schedc_plan *plan = NULL;
+  if (schedc_plan_from_script(path, &lo, &plan) != SCHEDC_OK)
+    fprintf(stderr, "cannot load %s n=%d %s: %s\n", file, n, cdef, schedc_errmsg());
+  return plan;
+}
+
+/* The receiver of the transfer a flip of (src, step) lands on: the lowest receiving rank. */
+static int flip_receiver(const schedc_plan *plan, int src, int step) {
+  schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
+  schedc_plan_get_info(plan, &in);
+  int dst = -1;
+  for (long i = 0; i < in.ntransfers; i++) {
+    schedc_transfer t;
+    schedc_plan_transfer(plan, i, &t);
+    if (t.src == src && t.step == step && (dst < 0 || t.dst < dst)) dst = t.dst;
+  }
+  return dst;
+}
+
+static int flips(const char *dir) {
+  enum { AR = 1 << SCHEDC_ALLREDUCE, RS = 1 << SCHEDC_REDUCE_SCATTER, AG = 1 << SCHEDC_ALLGATHER,
+         BC = 1 << SCHEDC_BROADCAST, RD = 1 << SCHEDC_REDUCE };
+  struct { const char *file; const char *defs[3]; int nodes, colls; } sch[] = {
+    {"ring.lua", {NULL}, 0, 0x1f}, {"tree.lua", {NULL}, 0, AR | BC | RD},
+    {"tree.lua", {"shape=binomial", NULL}, 0, AR | RD}, {"direct.lua", {NULL}, 0, 0x1f},
+    {"halving_doubling.lua", {NULL}, 0, AR}, {"halving_doubling.lua", {NULL}, 0, RS | AG},
+    {"hierarchical.lua", {NULL}, 2, AR | RS | AG},
+  };
+  int cases = 0, failed = 0, detected = 0;
+  static char env[64], want[160];
+  for (size_t si = 0; si < sizeof sch / sizeof sch[0]; si++)
+    for (int n = 3; n <= 4; n++)
+      for (int coll = 0; coll < SCHEDC_COLLECTIVE_COUNT_; coll++) {
+        if ((sch[si].nodes && n % 2) || !(sch[si].colls & (1 << coll))) continue;
+        if (sch[si].colls == (RS | AG) && n != 4) continue; /* powers of two only */
+        schedc_plan *plan = load(dir, sch[si].file, sch[si].defs, coll, n, sch[si].nodes);
+        if (!plan) continue; /* a collective this schedule does not build */
+        schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
+        schedc_plan_get_info(plan, &in);
+        int root = coll == SCHEDC_BROADCAST || coll == SCHEDC_REDUCE ? n / 2 : 0;
+        for (int r = 0; r < n; r++)
+          for (int step = 0; step < in.nsteps; step++) {
+            int dst = flip_receiver(plan, r, step);
+            unsigned bit = (unsigned)(r * 977 + step * 131 + coll * 29) % 4096;
+            snprintf(env, sizeof env, "flip:%d:%d:%u", r, step, bit);
+            setenv("SCHEDC_INJECT", env, 1);
+            snprintf(want, sizeof want, "the payload rank %d sent to rank %d at step %d ", r, dst, step);
+            for (int repair = 0; repair < 2; repair++) {
+              char label[256];
+              snprintf(label, sizeof label, "%s %s n=%d %s %s%s", sch[si].file, sch[si].defs[0] ? sch[si].defs[0] : "",
+                       n, coll_str(coll), env, repair ? " repair" : "");
+              schedc_comm *comms[16];
+              schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+              co.timeout_s = 60;
+              co.verify = SCHEDC_VERIFY_FULL;
+              co.repair = repair;
+              if (schedc_comm_init_threads(n, &co, comms) != SCHEDC_OK) { failed++; continue; }
+              expect_err = dst >= 0 && !repair ? want : NULL;
+              cases++;
+              detected += expect_err != NULL;
+              schedc_dtype dt = (r + step) % 3 == 2 ? SCHEDC_BF16 : SCHEDC_F32;
+              if (run_case(comms, n, plan, coll, root, dt, SCHEDC_SUM, 1031, 0, label)) failed++;
+              expect_err = NULL;
+              for (int k = 0; k < n; k++) schedc_comm_free(comms[k]);
+            }
+          }
+        schedc_plan_free(plan);
+      }
+  unsetenv("SCHEDC_INJECT");
+  printf("flips: %d cases (%d flips to detect), %d failed\n", cases, detected, failed);
+  CHECK(failed == 0);
+  CHECK(detected > 200);
+  return DONE();
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) { fprintf(stderr, "usage: test_bitwise SCHEDULES_DIR [quick|shm]\n"); return 2; }
   int quick = argc > 2 && !strcmp(argv[2], "quick");
   use_shm = argc > 2 && !strcmp(argv[2], "shm");
+  if (argc > 2 && !strcmp(argv[2], "flips")) return flips(argv[1]);
+  if (argc > 2 && !strcmp(argv[2], "verified")) { quick = 1; g_verify = SCHEDC_VERIFY_FULL; }
   if (use_shm) quick = 1;
   struct { const char *file; const char *defs[3]; int colls; int nodes2; } sch[] = {
     {"ring.lua", {NULL}, 0x1f, 0},
@@ -229,6 +337,7 @@ int main(int argc, char **argv) {
           schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
           co.slice_bytes = shm_slice = slices[sl];
           co.timeout_s = 60;
+          co.verify = g_verify;
           if (use_shm && sl == 2) continue;
           if (!use_shm) CHECK(schedc_comm_init_threads(n, &co, comms) == SCHEDC_OK);
           for (int dt = 0; dt < SCHEDC_DTYPE_COUNT_; dt++) {

@@ -2,7 +2,11 @@
 # test_integrity.sh SCHEDC SCHEDULES_DIR — digest verification: a bit flipped in any one rank's
 # result (SCHEDC_INJECT=flipout:R) is detected and the rank named, on every rank, for allreduce,
 # allgather and broadcast on threads and shm; with --repair every rank ends with the clean
-# run's bits; and clean runs raise no false alarm.
+# run's bits; and clean runs raise no false alarm. Then per-transfer checksums through the CLI
+# (the exhaustive flip sweep is test_bitwise flips): a flipped link payload is named on every
+# rank with --verify checksum/full, repaired with --repair, on threads and shm; and with
+# --verify digest alone a flipped partial sum of a ring goes unnoticed (every rank agrees on the
+# wrong bits), which is why checksums exist.
 set -u
 S=$1; D=$2
 pass=0; fail=0
@@ -27,7 +31,22 @@ for spec in "ring.lua --ranks 4" "tree.lua --ranks 5 -D collective=broadcast -D 
   out=$(cd "$D" && "$S" run $spec --count 300 --verify digest --iters 300 2>&1); rc=$?
   chk "[ $rc = 0 ] && ! grep -q corruption <<<\"\$out\"" "$spec: false alarm in 300 clean calls"
 done
-out=$(SCHEDC_VERIFY=checksum "$S" run "$D/ring.lua" --ranks 2 --count 10 2>&1)
-chk "grep -q 'not implemented yet' <<<\"\$out\"" "SCHEDC_VERIFY=checksum says it is not implemented"
+clean=$(cd "$D" && "$S" run ring.lua --ranks 4 --count 3000 | sed -n 's/^rank 0: digest //p')
+for be in threads shm; do
+  for mode in checksum full; do
+    out=$(cd "$D" && SCHEDC_INJECT=flip:1:2 "$S" run ring.lua --ranks 4 --count 3000 --backend $be --verify $mode 2>&1); rc=$?
+    chk "[ $rc = 1 ] && [ \$(grep -c 'corrupted transfer: the payload rank 1 sent to rank 2 at step 2 (ring.lua:[0-9]*, chunk' <<<\"\$out\") = 4 ]" "$be $mode: flip:1:2 not named on every rank"
+    out=$(cd "$D" && SCHEDC_INJECT=flip:1:2 "$S" run ring.lua --ranks 4 --count 3000 --backend $be --verify $mode --repair 2>&1); rc=$?
+    chk "[ $rc = 0 ] && [ \$(grep -c '^rank [0-9]*: digest $clean' <<<\"\$out\") = 4 ] && grep -q 'sent again' <<<\"\$out\"" "$be $mode: flip:1:2 not repaired to the clean bits"
+  done
+  out=$(cd "$D" && SCHEDC_INJECT=flip:1:2 "$S" run ring.lua --ranks 4 --count 3000 --backend $be --verify digest 2>&1); rc=$?
+  chk "[ $rc = 0 ] && grep -q 'all 4 ranks agree: yes' <<<\"\$out\" && ! grep -q 'digest $clean' <<<\"\$out\"" "$be digest: a flipped partial sum should pass the digest (same wrong bits everywhere)"
+done
+out=$(cd "$D" && "$S" run ring.lua --ranks 4 --count 300 --verify full --iters 500 --backend shm 2>&1); rc=$?
+chk "[ $rc = 0 ] && ! grep -q corrupt <<<\"\$out\"" "shm: false alarm in 500 clean calls with --verify full"
+out=$(SCHEDC_VERIFY=crc "$S" run "$D/ring.lua" --ranks 2 --count 10 2>&1); rc=$?
+chk "[ $rc != 0 ] && grep -q 'choose none, digest, checksum or full' <<<\"\$out\"" "SCHEDC_VERIFY=crc is refused with the choices"
+out=$(SCHEDC_INJECT=flip:1 "$S" run "$D/ring.lua" --ranks 2 --count 10 2>&1); rc=$?
+chk "[ $rc != 0 ] && grep -q 'flip:RANK:STEP' <<<\"\$out\"" "SCHEDC_INJECT=flip:1 is refused with the forms"
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

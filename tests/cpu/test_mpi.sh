@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test_mpi.sh SCHEDC SCHEDULES_DIR — the MPI transport under `mpirun` gives, digest for digest,
 # the bits of the threads backend (which test_bitwise checks against the independent reference),
-# for every shipped schedule, several collectives, dtypes and odd counts.
+# for every shipped schedule, several collectives, dtypes and odd counts; and per-transfer
+# checksums over MPI: a flipped payload is named on every rank, and --repair (the call runs
+# again) ends with the clean bits.
 set -u
 S=$1; D=$2
 command -v mpirun >/dev/null || { echo "[SKIP] no mpirun"; exit 0; }
@@ -26,5 +28,11 @@ done <<'LIST'
 4 halving_doubling.lua
 4 hierarchical.lua --nodes 2 -D collective=allgather --count 10008
 LIST
+chk() { if eval "$1"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $2"; echo "$out"; fi; }
+clean=$("$S" run "$D/halving_doubling.lua" --ranks 4 --count 3001 | grep '^rank' | sort)
+out=$($MPI 4 -x SCHEDC_INJECT=flip:2:1 "$S" run "$D/halving_doubling.lua" --backend mpi --count 3001 --verify full 2>&1 </dev/null)
+chk "[ \$(grep -c 'corrupted transfer: the payload rank 2 sent to rank [0-9] at step 1 ' <<<\"\$out\") = 4 ]" "mpi flip:2:1 not named on every rank"
+out=$($MPI 4 -x SCHEDC_INJECT=flip:2:1 "$S" run "$D/halving_doubling.lua" --backend mpi --count 3001 --verify full --repair 2>&1 </dev/null)
+chk "[ \"\$(grep '^rank' <<<\"\$out\" | sort)\" = \"\$clean\" ] && grep -q 'the call runs again' <<<\"\$out\"" "mpi flip:2:1 not repaired to the clean bits"
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]
