@@ -1,29 +1,105 @@
 #!/usr/bin/env bash
-# compare.sh [BUILD_DIR] — schedc and the MPI_Allreduce baseline side by side, in one run, on
-# this machine: processes on one host, f32 sum, 8 B - 64 MiB, 2 and 4 ranks. Prints a table with
-# the ratio of busBW (schedc / MPI) and writes it to bench/results.md.
+# compare.sh [BUILD_DIR] — schedc and the baselines side by side, in one run, on this machine:
+# processes on one host, f32 sum allreduce, 8 B - 64 MiB, 2 and 4 ranks. Systems: schedc's
+# built-in ring, schedc with the plan `schedc tune` chose per size (tuned here first), Open MPI's
+# MPI_Allreduce (bench/mpi_allreduce.c) and Gloo's allreduce (bench/gloo_allreduce.cc), both
+# written without schedc code; plus the roofline from this host's measured memcpy bandwidth.
+# Writes bench/results.md, bench/busbw.svg, and the table into docs/performance.md between the
+# compare markers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build}
 S=$B/schedc
-MPI_BASE=$B/mpi_allreduce
-[ -x "$MPI_BASE" ] || { echo "compare.sh: $MPI_BASE not built (needs MPI)"; exit 1; }
 SIZES=8,64,512,4K,32K,256K,1M,4M,16M,64M
-out=bench/results.md
+IT="--iters 20 --warmup 5"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp" /tmp/gloo-bench-*' EXIT
+have_mpi=0; [ -x "$B/mpi_allreduce" ] && command -v mpirun >/dev/null && have_mpi=1
+have_gloo=0; [ -x "$B/gloo_allreduce" ] && have_gloo=1
+cols() { grep -v '^#' | awk '{ print $1, $5, $7 }'; } # size time_us busbw
+for n in 2 4; do
+  "$S" tune --ranks $n -o "$tmp/tune$n" --sizes $SIZES >"$tmp/tune$n.txt" 2>/dev/null
+  "$S" bench --backend shm --ranks $n --sizes $SIZES $IT | cols >"$tmp/ring$n"
+  "$S" bench --backend shm --ranks $n --sizes $SIZES $IT --tuning "$tmp/tune$n/tuning.txt" >"$tmp/tuned$n.full"
+  cols <"$tmp/tuned$n.full" >"$tmp/tuned$n"
+  if [ $have_mpi = 1 ]; then
+    mpirun --allow-run-as-root --oversubscribe -np $n "$B/mpi_allreduce" --sizes $SIZES $IT </dev/null | cols >"$tmp/mpi$n"
+  else awk '{ print $1, 0, 0 }' "$tmp/ring$n" >"$tmp/mpi$n"; fi
+  if [ $have_gloo = 1 ]; then
+    "$S" launch -n $n -- "$B/gloo_allreduce" --sizes $SIZES $IT </dev/null | cols >"$tmp/gloo$n"
+  else awk '{ print $1, 0, 0 }' "$tmp/ring$n" >"$tmp/gloo$n"; fi
+  # roofline: allreduce of S bytes on n ranks sharing one memory moves at least (3n+1)S bytes
+  # (read n inputs, write the sum once, every rank reads it and writes its own copy); a memcpy at
+  # G GB/s moves 2G GB/s, so T >= (3n+1)S / (2 G) with G the all-cores memcpy bandwidth.
+  G=$(sed -n 's/.*intra = {[^}]*node_gbps = \([0-9.]*\).*/\1/p' "$tmp/tune$n/host.lua")
+  awk -v n=$n -v g="$G" '{ t = (3*n+1)*$1/(2*g*1e3); print $1, t, $1/(t*1e3)*2*(n-1)/n }' "$tmp/ring$n" >"$tmp/roof$n"
+  echo "$G" >"$tmp/g$n"
+done
+date=$(date -u +%Y-%m-%d)
 {
-  echo "# schedc vs MPI_Allreduce — $(date -u +%Y-%m-%d), $(nproc) cores, $(uname -m)"
+  echo "<!-- compare:begin (written by bench/compare.sh; do not edit by hand) -->"
+  echo "## Side by side: schedc vs MPI_Allreduce vs Gloo ($date, $(nproc) cores, one run of bench/compare.sh)"
   echo
-  echo "Processes on one host, f32 sum, time = mean of 20 calls after 5 warm-up (slowest rank)."
-  echo "schedc: \`schedc bench --backend shm\` with the built-in ring; MPI: Open MPI's MPI_Allreduce."
-  echo
+  echo "Processes on one host, f32 sum allreduce; time = mean of 20 calls after 5 warm-up, slowest rank;"
+  echo "busBW = size/time x 2(n-1)/n. *ring*: \`schedc bench --backend shm\` with the built-in ring;"
+  echo "*tuned*: the plan \`schedc tune\` chose for the size (tuned in the same run, first); *MPI*: Open MPI"
+  echo "$(mpirun --version 2>/dev/null | head -1 | sed 's/.*) //') \`MPI_Allreduce\`; *Gloo*: libgloo 0.5 \`gloo::allreduce\`, TCP over loopback. Roofline:"
+  echo "(3n+1)·S bytes through memory at twice the all-cores memcpy bandwidth; *roof%* = tuned busBW / roofline busBW."
+  echo "Ratios are busBW ratios (> 1: schedc faster)."
   for n in 2 4; do
-    sch=$("$S" bench --backend shm --ranks $n --sizes $SIZES --iters 20 --warmup 5 | grep -v '^#')
-    mpi=$(mpirun --allow-run-as-root --oversubscribe -np $n "$MPI_BASE" --sizes $SIZES --iters 20 --warmup 5 </dev/null | grep -v '^#')
-    echo "## $n ranks"
     echo
-    echo "| size (B) | schedc time (us) | schedc busBW (GB/s) | MPI time (us) | MPI busBW (GB/s) | busBW ratio |"
-    echo "|---:|---:|---:|---:|---:|---:|"
-    paste <(echo "$sch") <(echo "$mpi") | awk '{ r = ($14 > 0) ? $7 / $14 : 0; printf "| %s | %.1f | %.3f | %.1f | %.3f | %.2f |\n", $1, $5, $7, $12, $14, r }'
+    echo "### $n ranks (memcpy on all cores: $(cat "$tmp/g$n") GB/s)"
     echo
+    echo "| size (B) | ring us | tuned us | MPI us | Gloo us | tuned busBW | MPI busBW | Gloo busBW | roofline busBW | tuned/MPI | tuned/Gloo | roof% | tuned plan |"
+    echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    grep '^# size' "$tmp/tuned$n.full" | sed "s/^# size \([0-9]*\): plan '\(.*\)'.*/\1 \2/" >"$tmp/plans$n"
+    paste -d' ' "$tmp/ring$n" "$tmp/tuned$n" "$tmp/mpi$n" "$tmp/gloo$n" "$tmp/roof$n" | while read -r sz rt rb _ tt tb _ mt mb _ gt gb _ ft fb; do
+      plan=$(awk -v s="$sz" '$1 == s { $1 = ""; print substr($0, 2) }' "$tmp/plans$n")
+      awk -v sz=$sz -v rt=$rt -v tt=$tt -v mt=$mt -v gt=$gt -v tb=$tb -v mb=$mb -v gb=$gb -v fb=$fb -v p="$plan" 'BEGIN {
+        printf "| %s | %.1f | %.1f | %.1f | %.1f | %.3f | %.3f | %.3f | %.3f | %s | %s | %.0f%% | %s |\n", sz, rt, tt, mt, gt, tb, mb, gb, fb,
+          (mb > 0 ? sprintf("%.2f", tb / mb) : "-"), (gb > 0 ? sprintf("%.2f", tb / gb) : "-"), 100 * tb / fb, p }'
+    done
   done
-} | tee "$out"
+  echo
+  echo "Plot: [busbw.svg](../bench/busbw.svg) (busBW vs size, log-log, per system and rank count)."
+  echo "<!-- compare:end -->"
+} >"$tmp/table.md"
+cp "$tmp/table.md" bench/results.md
+# docs/performance.md: replace the marked section (or append it)
+if grep -q '<!-- compare:begin' docs/performance.md; then
+  awk -v f="$tmp/table.md" '/<!-- compare:begin/ { while ((getline l < f) > 0) print l; skip = 1; next }
+                             /<!-- compare:end/ { skip = 0; next } !skip' docs/performance.md >"$tmp/perf.md"
+  cp "$tmp/perf.md" docs/performance.md
+else
+  { echo; cat "$tmp/table.md"; } >>docs/performance.md
+fi
+# SVG: busBW (GB/s, log) vs size (log), one polyline per system x rank count
+for n in 2 4; do for sys in ring tuned mpi gloo roof; do awk -v s=$sys -v n=$n '$3 > 0 { print s, n, $1, $3 }' "$tmp/$sys$n"; done; done | awk '
+  BEGIN { W = 760; H = 460; L = 70; R = 170; T = 30; Bm = 50
+    col["ring"] = "#1f77b4"; col["tuned"] = "#2ca02c"; col["mpi"] = "#d62728"; col["gloo"] = "#9467bd"; col["roof"] = "#7f7f7f" }
+  { sys[NR] = $1; nn[NR] = $2; x[NR] = log($3) / log(2); y[NR] = log($4) / log(10); N = NR
+    if (NR == 1 || x[NR] < x0) x0 = x[NR]; if (NR == 1 || x[NR] > x1) x1 = x[NR]
+    if (NR == 1 || y[NR] < y0) y0 = y[NR]; if (NR == 1 || y[NR] > y1) y1 = y[NR] }
+  END {
+    y0 = int(y0) - (y0 < 0 ? 1 : 0); y1 = int(y1) + 1
+    printf "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"11\">\n", W, H
+    printf "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+    printf "<text x=\"%d\" y=\"18\" font-size=\"13\">allreduce busBW vs size, one host (solid: 2 ranks, dashed: 4 ranks)</text>\n", L
+    for (d = y0; d <= y1; d++) { py = T + (H - T - Bm) * (1 - (d - y0) / (y1 - y0))
+      printf "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", L, W - R, py, py, L - 5, py + 4, 10 ^ d }
+    for (e = x0; e <= x1; e += 3) { px = L + (W - L - R) * (e - x0) / (x1 - x0)
+      lab = e >= 20 ? sprintf("%gM", 2 ^ (e - 20)) : e >= 10 ? sprintf("%gK", 2 ^ (e - 10)) : sprintf("%g", 2 ^ e)
+      printf "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#ddd\"/><text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", px, px, T, H - Bm, px, H - Bm + 15, lab }
+    printf "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">size (bytes)</text>\n", (L + W - R) / 2, H - 12
+    printf "<text x=\"15\" y=\"%d\" transform=\"rotate(-90 15 %d)\" text-anchor=\"middle\">busBW (GB/s)</text>\n", H / 2, H / 2
+    k = 0
+    for (i = 1; i <= N; i++) { key = sys[i] " " nn[i]; if (!(key in pts)) order[++k] = key
+      px = L + (W - L - R) * (x[i] - x0) / (x1 - x0); py = T + (H - T - Bm) * (1 - (y[i] - y0) / (y1 - y0))
+      pts[key] = pts[key] sprintf("%.1f,%.1f ", px, py) }
+    for (j = 1; j <= k; j++) { split(order[j], a, " ")
+      printf "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"%s\"/>\n", col[a[1]], (a[2] == 4 ? " stroke-dasharray=\"5,3\"" : ""), pts[order[j]]
+      name = a[1] == "roof" ? "roofline" : (a[1] == "mpi" ? "MPI" : (a[1] == "gloo" ? "Gloo" : "schedc " a[1]))
+      dash = a[2] == 4 ? " stroke-dasharray=\"5,3\"" : ""
+      printf "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"%s/><text x=\"%d\" y=\"%d\">%s, %s ranks</text>\n", W - R + 10, W - R + 35, T + 16 * j, T + 16 * j, col[a[1]], dash, W - R + 40, T + 16 * j + 4, name, a[2] }
+    print "</svg>" }' >bench/busbw.svg
+cat bench/results.md

@@ -14,21 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-
-#define MAXSIZES 64
-
-typedef struct benchopts {
-  const char *file;
-  int ranks, backend, iters, warmup, nsizes;
-  size_t sizes[MAXSIZES];
-  schedc_dtype dtype;
-  schedc_op op;
-  const char **defines;
-  int ndefines;
-} benchopts;
-
-typedef struct benchres { double us[MAXSIZES]; int status; char err[400]; } benchres;
+#include "bench.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -71,6 +57,12 @@ static void bench_rank(const benchopts *o, const schedc_plan *plan, schedc_colle
   for (size_t i = 0; i + 4 <= maxS; i += 4) { float f = (float)(i % 977) * 0.001f; memcpy(send + i, &f, 4); }
   for (int si = 0; si < o->nsizes; si++) {
     size_t count = call_count(coll, o->sizes[si], esz, n);
+    if (!plan) {
+      const schedc_plan *p = schedc_comm_default_plan(comm, coll, 0, o->sizes[si] / esz * esz);
+      schedc_plan_info pi = SCHEDC_PLAN_INFO_INIT;
+      if (p) schedc_plan_get_info(p, &pi);
+      snprintf(res->chosen[si], sizeof res->chosen[si], "%s", p ? pi.name : "?");
+    }
     for (int w = 0; w < o->warmup; w++)
       if ((res->status = call(coll, send, recv, count, o->dtype, o->op, comm, plan))) goto fail;
     double t0 = now_s();
@@ -86,6 +78,23 @@ out:
   free(recv);
 }
 
+benchres *cli_bench_alloc(int n) {
+  benchres *res = mmap(NULL, (size_t)n * sizeof *res, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (res == MAP_FAILED) return NULL;
+  memset(res, 0, (size_t)n * sizeof *res);
+  return res;
+}
+void cli_bench_release(benchres *res, int n) { if (res) munmap(res, (size_t)n * sizeof *res); }
+
+double cli_bench_slowest(const benchres *res, int n, int si) {
+  double t = 0;
+  for (int r = 0; r < n; r++) {
+    if (res[r].status) return 0;
+    if (res[r].us[si] > t) t = res[r].us[si];
+  }
+  return t;
+}
+
 typedef struct benchctx { const benchopts *o; const schedc_plan *plan; schedc_collective coll; benchres *res; } benchctx;
 static void bench_rank_cb(void *ctx, schedc_comm *comm, int rank) {
   benchctx *b = ctx;
@@ -97,6 +106,15 @@ static void bench_failed_cb(void *ctx, int rank, const char *why) {
   snprintf(b->res[rank].err, sizeof b->res[rank].err, "%s", why);
 }
 
+int cli_bench_measure(const benchopts *o, const schedc_plan *plan, schedc_collective coll, int backend, benchres *res) {
+  benchctx b = {o, plan, coll, res}; /* res is shared memory: forked ranks write into it */
+  cli_ranks cb = {&b, bench_rank_cb, bench_failed_cb};
+  schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+  co.tuning = o->tuning;
+  co.slice_bytes = o->slice;
+  return cli_spawn(backend, o->ranks, &co, &cb, "bench");
+}
+
 static void print_table(const benchopts *o, schedc_collective coll, int n, const char *name, const char *backend,
                         const benchres *res) {
   double bw_factor = coll == SCHEDC_ALLREDUCE ? 2.0 * (n - 1) / n
@@ -105,6 +123,8 @@ static void print_table(const benchopts *o, schedc_collective coll, int n, const
          schedc_collective_name(coll), backend, n, schedc_dtype_name(o->dtype), schedc_op_name(o->op), o->iters,
          o->warmup);
   printf("# time: mean per call of the slowest rank; algbw = size/time; busbw = algbw * %.3f\n", bw_factor);
+  for (int si = 0; si < o->nsizes && res[0].chosen[si][0]; si++)
+    printf("# size %zu: plan '%s'%s\n", o->sizes[si], res[0].chosen[si], o->tuning || getenv("SCHEDC_TUNING") ? "" : " (built-in)");
   printf("#%11s %12s %6s %6s %12s %10s %10s\n", "size", "count", "type", "op", "time_us", "algbw", "busbw");
   size_t esz = schedc_dtype_size(o->dtype);
   for (int si = 0; si < o->nsizes; si++) {
@@ -132,13 +152,24 @@ int cli_bench(int argc, char **argv) {
 #define VAL() do { if (!v) { fprintf(stderr, "schedc bench: %s needs a value\n", a); goto done; } i++; } while (0)
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       printf("usage: schedc bench [FILE|PLAN] --ranks N [--backend threads|shm|mpi] [--sizes 8,4K,1M,64M |\n"
-             "                    --min S --max S --factor F] [--dtype T] [--op OP] [--iters I] [--warmup W] [-D k=v]\n\n"
+             "                    --min S --max S --factor F] [--dtype T] [--op OP] [--iters I] [--warmup W] [-D k=v]\n"
+             "                    [--tuning TABLE] [--collective C]\n\n"
              "Prints '#' header lines, then per size: size (bytes of the whole buffer), count, type, op, time_us\n"
              "(mean of I back-to-back calls after W warm-up calls, slowest rank), algbw and busbw in GB/s\n"
-             "(nccl-tests conventions). Without FILE: the built-in ring. With mpi, start under mpirun.\n");
+             "(nccl-tests conventions). Without FILE the communicator chooses per size: the tuning table\n"
+             "(--tuning or $SCHEDC_TUNING, written by 'schedc tune'), else the built-in ring; the header\n"
+             "names the plan used for each size. With mpi, start under mpirun.\n");
       rc = EXIT_OK;
       goto done;
     } else if (!strcmp(a, "--ranks")) { VAL(); o.ranks = atoi(v); }
+    else if (!strcmp(a, "--tuning")) { VAL(); o.tuning = v; }
+    else if (!strcmp(a, "--collective")) {
+      VAL();
+      int c = -1;
+      for (int k = 0; k < SCHEDC_COLLECTIVE_COUNT_; k++) if (!strcmp(v, schedc_collective_name((schedc_collective)k))) c = k;
+      if (c < 0) { fprintf(stderr, "schedc bench: --collective '%s' (allreduce, reduce_scatter, allgather, broadcast, reduce)\n", v); goto done; }
+      o.coll = (schedc_collective)c;
+    }
     else if (!strcmp(a, "--backend")) { VAL(); backend = v; }
     else if (!strcmp(a, "--iters")) { VAL(); o.iters = atoi(v); }
     else if (!strcmp(a, "--warmup")) { VAL(); o.warmup = atoi(v); }
@@ -175,7 +206,9 @@ int cli_bench(int argc, char **argv) {
   if (!is_mpi && !is_shm && strcmp(backend, "threads")) { fprintf(stderr, "schedc bench: --backend '%s' (threads, shm or mpi)\n", backend); goto done; }
   schedc_comm *mcomm = NULL;
   if (is_mpi) {
-    if (schedc_comm_init_mpi(NULL, NULL, &mcomm)) { fprintf(stderr, "schedc bench: %s\n", schedc_errmsg()); goto done; }
+    schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+    co.tuning = o.tuning;
+    if (schedc_comm_init_mpi(NULL, &co, &mcomm)) { fprintf(stderr, "schedc bench: %s\n", schedc_errmsg()); goto done; }
     o.ranks = schedc_comm_nranks(mcomm);
   }
   if (o.ranks < 1) { fprintf(stderr, "schedc bench: --ranks N is required\n"); schedc_comm_free(mcomm); goto done; }
@@ -186,15 +219,15 @@ int cli_bench(int argc, char **argv) {
     lo.defines = o.defines;
     lo.ndefines = o.ndefines;
     if (schedc_plan_open(o.file, &lo, &plan)) { fprintf(stderr, "%s\n", schedc_errmsg()); schedc_comm_free(mcomm); rc = EXIT_REJECTED; goto done; }
-  } else if (schedc_plan_builtin(SCHEDC_ALLREDUCE, o.ranks, 0, &plan)) {
-    fprintf(stderr, "%s\n", schedc_errmsg()); schedc_comm_free(mcomm); rc = EXIT_REJECTED; goto done;
   }
   schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
-  schedc_plan_get_info(plan, &in);
-  schedc_collective coll = in.collective;
+  schedc_collective coll = o.coll;
+  if (plan) {
+    schedc_plan_get_info(plan, &in);
+    coll = in.collective;
+  }
   int n = o.ranks;
-  benchres *res = mmap(NULL, (size_t)n * sizeof *res, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  memset(res, 0, (size_t)n * sizeof *res);
+  benchres *res = cli_bench_alloc(n);
   int me = 0;
   if (is_mpi) {
     me = schedc_comm_rank(mcomm);
@@ -202,17 +235,14 @@ int cli_bench(int argc, char **argv) {
     bench_rank(&o, plan, coll, mcomm, &mine);
     if (schedc_allgather(&mine, res, sizeof mine / 4, SCHEDC_I32, mcomm, NULL) != SCHEDC_OK) res[me] = mine;
     schedc_comm_free(mcomm);
-  } else {
-    benchctx b = {&o, plan, coll, res}; /* res is shared memory: forked ranks write into it */
-    cli_ranks cb = {&b, bench_rank_cb, bench_failed_cb};
-    if (cli_spawn(is_shm ? SCHEDC_BACKEND_SHM : SCHEDC_BACKEND_THREADS, n, NULL, &cb, "bench")) n = 0;
-    else n = o.ranks;
+  } else if (cli_bench_measure(&o, plan, coll, is_shm ? SCHEDC_BACKEND_SHM : SCHEDC_BACKEND_THREADS, res)) {
+    n = -1; /* the ranks could not start: the reason is on stderr */
   }
-  rc = EXIT_OK;
+  rc = n < 0 ? EXIT_REJECTED : EXIT_OK;
   for (int r = 0; r < n; r++)
     if (res[r].status) { if (me == 0) fprintf(stderr, "schedc bench: rank %d: %s\n", r, res[r].err[0] ? res[r].err : "failed"); rc = EXIT_REJECTED; }
-  if (rc == EXIT_OK && me == 0) print_table(&o, coll, n, o.file ? in.name : "built-in ring", backend, res);
-  munmap(res, (size_t)o.ranks * sizeof *res);
+  if (rc == EXIT_OK && me == 0) print_table(&o, coll, n, o.file ? in.name : "the communicator's choice per size", backend, res);
+  cli_bench_release(res, o.ranks);
   schedc_plan_free(plan);
 done:
   free(o.defines);

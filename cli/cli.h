@@ -14,8 +14,14 @@ enum { EXIT_OK = 0, EXIT_REJECTED = 1, EXIT_USAGE = 2 };
 /* `schedc run` and `schedc launch` (run.c). */
 int cli_run(int argc, char **argv);
 int cli_launch(int argc, char **argv);
-/* `schedc bench` (bench.c). */
+/* `schedc bench` (bench.c), `schedc cost` (cost.c), `schedc tune` (tune.c). */
 int cli_bench(int argc, char **argv);
+int cli_cost(int argc, char **argv);
+int cli_tune(int argc, char **argv);
+/* cost.c helpers shared with tune.c and bench.c. */
+void cli_print_model(const schedc_cost_model *m, const char *from);
+double cli_busbw_factor(schedc_collective coll, int n);
+int cli_parse_sizes(const char *v, size_t *sizes, int cap); /* count, or -1 */
 
 /* ranks.c: start n ranks (threads, or forked processes on shm) and call cb->rank in each with
  * its communicator; cb->failed(ctx, rank, why) reports a rank whose init failed or whose process

@@ -36,6 +36,8 @@ static void usage_main(FILE *f) {
           "  run FILE      run a plan on N CPU ranks (threads, shm processes or MPI)\n"
           "  launch -n N -- CMD   start N processes of CMD with the rank environment\n"
           "  bench [FILE]  collective throughput per size (nccl-tests columns)\n"
+          "  cost FILE     the cost model's predicted time per size (--topology T or --links F)\n"
+          "  tune          measure this host, choose the fastest plan per size, write a tuning table\n"
           "\n"
           "'schedc COMMAND --help' describes a command. FILE is a schedule (.lua) or a plan file.\n");
 }
@@ -333,6 +335,9 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "run")) return cli_run(argc - 2, argv + 2);
   if (!strcmp(cmd, "launch")) return cli_launch(argc - 2, argv + 2);
   if (!strcmp(cmd, "bench")) return cli_bench(argc - 2, argv + 2);
-  fprintf(stderr, "schedc: unknown command '%s' (commands: check, show, compile, viz, emit-cuda, run, launch, bench)\n", cmd);
+  if (!strcmp(cmd, "cost")) return cli_cost(argc - 2, argv + 2);
+  if (!strcmp(cmd, "tune")) return cli_tune(argc - 2, argv + 2);
+  fprintf(stderr, "schedc: unknown command '%s' (commands: check, show, compile, viz, emit-cuda, run, launch, bench, "
+          "cost, tune)\n", cmd);
   return EXIT_USAGE;
 }

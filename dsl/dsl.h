@@ -24,5 +24,7 @@ typedef struct sc_dsl_opts {
  * Returns SCHEDC_OK, or SCHEDC_EINVAL / SCHEDC_EIO / SCHEDC_ESCRIPT / SCHEDC_ENOMEM with a
  * malloc'd "file:line: message" in *err (caller frees). Thread-safe: one Lua state per call. */
 int sc_dsl_load(const char *path, const sc_dsl_opts *opts, sc_ir *ir, char **err);
+/* Read a topology file's `links` table into *m (links.c). Status and *err as above. */
+int sc_dsl_load_links(const char *path, schedc_cost_model *m, char **err);
 
 #endif

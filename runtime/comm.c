@@ -85,6 +85,8 @@ schedc_status sc_comm_new(int backend, int rank, int nranks, const void *optp, s
   c->verify = (v & SCHEDC_VERIFY_DIGEST ? SC_V_DIGEST : 0) | (v & SCHEDC_VERIFY_CHECKSUM ? SC_V_CHECKSUM : 0);
   c->repair = o.repair || (getenv("SCHEDC_REPAIR") && !strcmp(getenv("SCHEDC_REPAIR"), "1"));
   schedc_status st = sc_inject_parse(getenv("SCHEDC_INJECT"), &c->inj);
+  const char *tun = o.tuning ? o.tuning : getenv("SCHEDC_TUNING");
+  if (st == SCHEDC_OK && tun && *tun) st = sc_tuning_load(tun, nranks, &c->tuning);
   if (st != SCHEDC_OK) {
     free(c->peer);
     free(c);
@@ -120,6 +122,7 @@ void *sc_scratch(schedc_comm *c, size_t bytes) {
 void sc_comm_release(schedc_comm *c) {
   for (int i = 0; i < c->ndefplan; i++) schedc_plan_free(c->defplan[i].plan);
   for (int i = 0; i < c->nprog; i++) sc_prog_free(&c->progs[i].prog);
+  sc_tuning_free(&c->tuning);
   free(c->scratch);
   free(c->temp);
   free(c->flipbuf);
@@ -148,7 +151,12 @@ schedc_status schedc_plan_builtin(schedc_collective coll, int nranks, int root, 
   return sc_plan_make(&ir, out);
 }
 
-static const schedc_plan *default_plan(schedc_comm *c, int coll, int root) {
+static const schedc_plan *default_plan(schedc_comm *c, int coll, int root, size_t bytes, size_t *slice) {
+  const sc_tuneentry *e = sc_tuning_pick(&c->tuning, coll, root, bytes);
+  if (e) {
+    if (e->slice) *slice = e->slice;
+    return e->plan;
+  }
   for (int i = 0; i < c->ndefplan; i++)
     if (c->defplan[i].coll == coll && c->defplan[i].root == root) return c->defplan[i].plan;
   schedc_plan *p;
@@ -157,6 +165,14 @@ static const schedc_plan *default_plan(schedc_comm *c, int coll, int root) {
   c->defplan[c->ndefplan].coll = coll;
   c->defplan[c->ndefplan].root = root;
   c->defplan[c->ndefplan++].plan = p;
+  return p;
+}
+
+const schedc_plan *schedc_comm_default_plan(schedc_comm *c, schedc_collective coll, int root, size_t bytes) {
+  if (!c) { sc_err(SCHEDC_EINVAL, "comm is NULL"); return NULL; }
+  size_t slice = 0;
+  const schedc_plan *p = default_plan(c, (int)coll, root, bytes, &slice);
+  if (!p) sc_err(SCHEDC_EINVAL, "no default plan for %s root %d", schedc_collective_name(coll), root);
   return p;
 }
 
@@ -280,7 +296,9 @@ static schedc_status collective_run(schedc_comm *c, int coll, const void *sendbu
   int needs_recv = coll != SCHEDC_REDUCE || me == root;
   if (count && ((needs_send && !sendbuf) || (needs_recv && !recvbuf)))
     return sc_err(SCHEDC_EINVAL, "%s: %s is NULL", cn, needs_send && !sendbuf ? "sendbuf" : "recvbuf");
-  if (!plan && !(plan = default_plan(c, coll, root))) return sc_err(SCHEDC_ENOMEM, "%s: no default plan", cn);
+  c->call_slice = c->slice_bytes;
+  if (!plan && !(plan = default_plan(c, coll, root, K * schedc_dtype_size(dtype), &c->call_slice)))
+    return sc_err(SCHEDC_ENOMEM, "%s: no default plan", cn);
   const sc_ir *ir = &plan->ir;
   if (ir->nranks != (uint32_t)n)
     return sc_err(SCHEDC_EINVAL, "%s: plan '%s' is for %u ranks, the communicator has %d", cn, ir->name, ir->nranks, n);
@@ -314,7 +332,7 @@ static schedc_status collective_run(schedc_comm *c, int coll, const void *sendbu
   desc->root = (uint32_t)root;
   desc->count = count;
   desc->plan_hash = plan->hash;
-  desc->slice = c->slice_bytes;
+  desc->slice = c->call_slice;
   desc->seq = seq;
   c->seq = seq;
   atomic_store(&slot->busy, 1u);

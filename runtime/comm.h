@@ -90,6 +90,17 @@ typedef struct sc_fliptarget {
 
 enum { SC_V_DIGEST = 1, SC_V_CHECKSUM = 2 }; /* bits of schedc_comm.verify */
 
+/* tuning.c: the tuning table's entries for this communicator's rank count. */
+typedef struct sc_tuneentry {
+  int coll, root;
+  size_t lo, hi, slice;      /* whole-buffer bytes [lo, hi]; slice 0: the communicator's */
+  schedc_plan *plan;         /* owned */
+} sc_tuneentry;
+typedef struct sc_tuning { sc_tuneentry *e; int n; } sc_tuning;
+schedc_status sc_tuning_load(const char *path, int nranks, sc_tuning *t);
+const sc_tuneentry *sc_tuning_pick(const sc_tuning *t, int coll, int root, size_t bytes);
+void sc_tuning_free(sc_tuning *t);
+
 typedef struct sc_progcache {
   uint64_t hash;
   const schedc_plan *plan;
@@ -105,6 +116,8 @@ struct schedc_comm {
   sc_shared *sh;
   double timeout_s;
   size_t slice_bytes;
+  size_t call_slice;         /* the current call's slice (a tuning entry's, or slice_bytes) */
+  sc_tuning tuning;
   uint64_t seq;              /* calls made on this communicator */
   int broken;
   char *broken_msg;

@@ -50,7 +50,7 @@ static schedc_status inject_step(schedc_comm *c, uint32_t step, const char *coll
  * slices that every cell's counters fit. -1 when even one slice per chunk does not fit. */
 static int slicing(const schedc_comm *c, size_t K, uint32_t C, size_t esz, size_t *se_out, size_t *nsl_out) {
   size_t maxchunk = (K + C - 1) / C;
-  size_t se = c->slice_bytes / esz;
+  size_t se = c->call_slice / esz;
   if (se < 64) se = 64;
   size_t nsl = maxchunk ? (maxchunk + se - 1) / se : 1;
   if ((size_t)C * nsl > c->sh->ctr_per_rank) {

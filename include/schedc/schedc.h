@@ -184,6 +184,44 @@ long schedc_plan_order(const schedc_plan *plan, int chunk, int rank, char *buf, 
 int schedc_plan_chunk_holder(const schedc_plan *plan, int chunk);
 
 
+/* ---- cost model (docs/tuning.md) ------------------------------------------------------------
+ * An alpha-beta model over a plan's steps: per step, every rank's bytes in and out on each link
+ * class (within a node / between nodes) and the bytes it reduces; a step costs, on its slowest
+ * rank, alpha + bytes / bandwidth of each link class used (both directions overlap) plus the
+ * reduction, and at least the node's aggregate limit (shared memory bus, NIC) and, with more
+ * ranks than cores, the node's CPU time spread over its cores. Steps add up (no pipelining
+ * credit: the estimate is pessimistic for long pipelines). */
+typedef enum schedc_link_kind {
+  SCHEDC_LINK_SHM = 0,     /* shared memory: a reduce transfer is one a + b pass by the receiver */
+  SCHEDC_LINK_NVLINK = 1,
+  SCHEDC_LINK_PCIE = 2,
+  SCHEDC_LINK_NET = 3
+} schedc_link_kind;
+typedef struct schedc_link {
+  schedc_link_kind kind;
+  double alpha_us;         /* per step that uses the link */
+  double gbps;             /* per rank and direction, GB/s (1e9 bytes/s) */
+  double node_gbps;        /* all ranks of a node together (memory bus, NIC); 0: no limit */
+} schedc_link;
+typedef struct schedc_cost_model {
+  size_t size;             /* sizeof(schedc_cost_model) */
+  schedc_link intra, inter;
+  double reduce_gbps;      /* a rank reduces this many GB/s of one operand (dst = dst + src) */
+  double copy_gbps;        /* local copies (in and out of the working buffer) */
+  double local_passes;     /* whole-buffer local copies per call (shm: 2; in-place GPU: 0) */
+  double call_us;          /* fixed cost per call (entry barrier, call check) */
+  int cores_per_node;      /* 0: a core per rank */
+} schedc_cost_model;
+#define SCHEDC_COST_MODEL_INIT {sizeof(schedc_cost_model), {SCHEDC_LINK_SHM, 1.0, 5.0, 10.0}, \
+    {SCHEDC_LINK_NET, 10.0, 10.0, 0.0}, 4.0, 5.0, 2.0, 1.0, 0}
+
+/* Read the `links` table of a topology file (docs/tuning.md) into *m (fields it does not name
+ * keep their values). SCHEDC_EIO, SCHEDC_ESCRIPT or SCHEDC_EINVAL with "file:line: ..." */
+schedc_status schedc_cost_model_load(const char *topology_path, schedc_cost_model *m);
+/* Predicted time of one call of `plan` on a buffer of `bytes` (the whole buffer: for
+ * reduce_scatter and allgather all ranks' blocks together), in microseconds. SCHEDC_EINVAL. */
+schedc_status schedc_plan_cost(const schedc_plan *plan, const schedc_cost_model *m, size_t bytes, double *us);
+
 /* ---- communicators -------------------------------------------------------------------------
  * A communicator is one rank's handle on a group of nranks ranks. Collectives on a
  * communicator must be called by every rank, in the same order, with matching arguments (this
@@ -204,8 +242,10 @@ typedef struct schedc_comm_opts {
   const schedc_plan *plan;    /* a plan whose hash all ranks must share (checked at init), or NULL */
   int verify;                 /* SCHEDC_VERIFY_*; 0: $SCHEDC_VERIFY (none, digest, checksum, full) */
   int repair;                 /* 1: repair what verification finds; 0: $SCHEDC_REPAIR=1 */
+  const char *tuning;         /* tuning table (`schedc tune`) choosing the plan and slice of calls
+                               * made with plan NULL; NULL: $SCHEDC_TUNING, else the built-in ring */
 } schedc_comm_opts;
-#define SCHEDC_COMM_OPTS_INIT {sizeof(schedc_comm_opts), 0.0, 0, NULL, 0, 0}
+#define SCHEDC_COMM_OPTS_INIT {sizeof(schedc_comm_opts), 0.0, 0, NULL, 0, 0, NULL}
 
 /* Integrity checks (docs/integrity.md).
  * DIGEST: every rank ends allreduce, allgather and broadcast with the same bits, so the ranks
@@ -244,6 +284,9 @@ schedc_status schedc_comm_init_mpi(const void *mpi_comm, const schedc_comm_opts 
 schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, schedc_comm **out);
 /* Destroy; NULL is a no-op. Safe after any error, including a dead peer. */
 void schedc_comm_free(schedc_comm *comm);
+/* The plan a call with plan NULL would use for `bytes` of whole buffer (the tuning table's
+ * choice, else the built-in ring); owned by the communicator. NULL + errmsg on failure. */
+const schedc_plan *schedc_comm_default_plan(schedc_comm *comm, schedc_collective coll, int root, size_t bytes);
 int schedc_comm_rank(const schedc_comm *comm);
 int schedc_comm_nranks(const schedc_comm *comm);
 

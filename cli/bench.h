@@ -1,0 +1,41 @@
+/*
+ * bench.h — the measuring core of `schedc bench`, shared with `schedc tune`: time a plan (or the
+ * communicator's own choice) on N ranks over a list of sizes.
+ */
+#ifndef SC_CLI_BENCH_H
+#define SC_CLI_BENCH_H
+
+#include "cli.h"
+
+#define MAXSIZES 64
+
+typedef struct benchopts {
+  const char *file;
+  int ranks, backend, iters, warmup, nsizes;
+  schedc_collective coll;      /* plan NULL: which collective */
+  const char *tuning;          /* tuning table for plan NULL (else $SCHEDC_TUNING) */
+  size_t slice;                /* 0: the default */
+  size_t sizes[MAXSIZES];
+  schedc_dtype dtype;
+  schedc_op op;
+  const char **defines;
+  int ndefines;
+} benchopts;
+
+typedef struct benchres {
+  double us[MAXSIZES];
+  int status;
+  char err[400];
+  char chosen[MAXSIZES][64];   /* plan NULL: the plan the communicator chose per size */
+} benchres;
+
+/* Time `plan` (NULL: what the communicator picks per size) on o->ranks ranks of `backend`
+ * (threads or shm). res: o->ranks entries in memory shared with forked ranks (cli_bench_alloc).
+ * 0, or -1 when ranks could not be started; per-rank failures are in res[r].status. */
+int cli_bench_measure(const benchopts *o, const schedc_plan *plan, schedc_collective coll, int backend, benchres *res);
+benchres *cli_bench_alloc(int n);
+void cli_bench_release(benchres *res, int n);
+/* Slowest rank's time for size index si (0 if a rank failed). */
+double cli_bench_slowest(const benchres *res, int n, int si);
+
+#endif

@@ -1,0 +1,393 @@
+/*
+ * tune.c — `schedc tune`: measure this host's links (memcpy and a + b bandwidth alone and on all
+ * ranks at once, per-step latency), predict every candidate schedule x parameters with the cost
+ * model, time the best few per size, and write a tuning table (size ranges -> plan file, slice)
+ * that communicators load. `--model-only --topology T` predicts without hardware.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define MAXC 32
+
+typedef struct cand {
+  char label[96], file[64];
+  const char *defs[4];
+  schedc_plan *plan;
+  double pred[MAXSIZES], meas[MAXSIZES];
+  size_t slice;
+} cand;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void progress(const char *what, int done, int total) {
+  int w = 30, k = total ? done * w / total : w;
+  fprintf(stderr, "\r  %-28s [%.*s%*s] %d/%d", what, k, "##############################", w - k, "", done, total);
+  if (done == total) fputc('\n', stderr);
+  fflush(stderr);
+}
+
+/* ---- the host's numbers ---- */
+typedef struct bwjob { char *a, *b, *c; size_t n; int add; double gbps; } bwjob;
+
+static void *bw_run(void *arg) {
+  bwjob *j = arg;
+  double best = 0;
+  for (int rep = 0; rep < 4; rep++) {
+    double t0 = now_s();
+    if (j->add) {
+      float *x = (float *)j->a, *y = (float *)j->b, *z = (float *)j->c;
+      for (size_t i = 0; i < j->n / 4; i++) z[i] = x[i] + y[i];
+    } else {
+      memcpy(j->c, j->a, j->n);
+    }
+    double g = (double)j->n / (now_s() - t0) / 1e9;
+    if (g > best) best = g;
+  }
+  j->gbps = best;
+  return NULL;
+}
+
+/* GB/s of one operand for memcpy (add=0) or c = a + b (add=1), on `threads` cores at once:
+ * per thread (the slowest) and in total. */
+static int measure_bw(int threads, int add, size_t bytes, double *per, double *total) {
+  bwjob j[64];
+  pthread_t th[64];
+  if (threads > 64) threads = 64;
+  for (int t = 0; t < threads; t++) {
+    j[t] = (bwjob){malloc(bytes), malloc(bytes), malloc(bytes), bytes, add, 0};
+    if (!j[t].a || !j[t].b || !j[t].c) return -1;
+    for (size_t i = 0; i < bytes; i += 4) { float f = (float)(i & 1023); memcpy(j[t].a + i, &f, 4); memcpy(j[t].b + i, &f, 4); }
+    memset(j[t].c, 0, bytes);
+  }
+  for (int t = 0; t < threads; t++) pthread_create(&th[t], NULL, bw_run, &j[t]);
+  *per = 1e30;
+  *total = 0;
+  for (int t = 0; t < threads; t++) {
+    pthread_join(th[t], NULL);
+    if (j[t].gbps < *per) *per = j[t].gbps;
+    *total += j[t].gbps;
+    free(j[t].a); free(j[t].b); free(j[t].c);
+  }
+  return 0;
+}
+
+static int time_plan(const benchopts *o, const schedc_plan *plan, int backend, double *us) {
+  benchres *res = cli_bench_alloc(o->ranks);
+  if (!res) return -1;
+  int rc = cli_bench_measure(o, plan, SCHEDC_ALLREDUCE, backend, res);
+  for (int i = 0; i < o->nsizes && rc == 0; i++) {
+    us[i] = cli_bench_slowest(res, o->ranks, i);
+    if (us[i] <= 0) {
+      fprintf(stderr, "\nschedc tune: %s\n", res[0].status ? res[0].err : "a rank failed");
+      rc = -1;
+    }
+  }
+  cli_bench_release(res, o->ranks);
+  return rc;
+}
+
+static schedc_plan *load_cand(const char *dir, const char *file, const char *const *defs, int ranks,
+                              const char *topo, schedc_collective coll) {
+  char path[PATH_MAX], cdef[64];
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  snprintf(cdef, sizeof cdef, "collective=%s", schedc_collective_name(coll));
+  const char *all[6];
+  int n = 0;
+  for (int i = 0; defs[i]; i++) all[n++] = defs[i];
+  all[n++] = cdef;
+  schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
+  lo.nranks = topo ? 0 : ranks;
+  lo.topology = topo;
+  lo.defines = all;
+  lo.ndefines = n;
+  schedc_plan *p = NULL;
+  if (schedc_plan_from_script(path, &lo, &p) != SCHEDC_OK) return NULL; /* not for this shape: skip */
+  return p;
+}
+
+static const char *default_schedules(char *buf, size_t cap) {
+  const char *e = getenv("SCHEDC_SCHEDULES");
+  if (e && *e) return e;
+  char exe[PATH_MAX - 32];
+  ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (k > 0) {
+    exe[k] = 0;
+    char *s = strrchr(exe, '/');
+    if (s) {
+      *s = 0;
+      snprintf(buf, cap, "%s/../schedules", exe);
+      struct stat st;
+      if (stat(buf, &st) == 0) return buf;
+    }
+  }
+  return "schedules";
+}
+
+int cli_tune(int argc, char **argv) {
+  const char *out = "tuning", *topo = NULL, *dir = NULL, *backend = "shm";
+  int ranks = 0, model_only = 0, keep = 3, nsizes = 0, out_given = 0;
+  size_t sizes[MAXSIZES];
+  schedc_collective coll = SCHEDC_ALLREDUCE;
+  char dirbuf[PATH_MAX];
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      printf("usage: schedc tune --ranks N [--backend shm|threads] [--sizes 8,4K,...] [--keep K] [-o DIR]\n"
+             "                   [--schedules DIR]\n"
+             "       schedc tune --topology T --model-only [--sizes ...] [-o DIR]\n\n"
+             "Measures this host (memcpy and a + b bandwidth, alone and on all ranks at once; per-step\n"
+             "latency), predicts every shipped schedule x parameters with the cost model, times the K best\n"
+             "per size (and slice sizes for the winner at large sizes), and writes DIR/tuning.txt (size\n"
+             "ranges -> plan, slice; load it with SCHEDC_TUNING=DIR/tuning.txt or `schedc bench --tuning`),\n"
+             "the plan files, and DIR/host.lua (the measured links, for `schedc cost --links`).\n"
+             "With --model-only the links come from the topology file and nothing runs (-o DIR writes the\n"
+             "predicted table). Allreduce, f32 sum.\n");
+      return EXIT_OK;
+    }
+    if (!v && a[0] == '-' && strcmp(a, "--model-only")) { fprintf(stderr, "schedc tune: %s needs a value\n", a); return EXIT_USAGE; }
+    if (!strcmp(a, "--ranks")) ranks = atoi(argv[++i]);
+    else if (!strcmp(a, "--topology")) topo = argv[++i];
+    else if (!strcmp(a, "--model-only")) model_only = 1;
+    else if (!strcmp(a, "--backend")) backend = argv[++i];
+    else if (!strcmp(a, "--keep")) keep = atoi(argv[++i]);
+    else if (!strcmp(a, "-o")) { out = argv[++i]; out_given = 1; }
+    else if (!strcmp(a, "--schedules")) dir = argv[++i];
+    else if (!strcmp(a, "--sizes")) {
+      if ((nsizes = cli_parse_sizes(argv[++i], sizes, MAXSIZES)) < 0) { fprintf(stderr, "schedc tune: bad --sizes '%s'\n", v); return EXIT_USAGE; }
+    } else { fprintf(stderr, "schedc tune: unknown argument '%s' (see --help)\n", a); return EXIT_USAGE; }
+  }
+  if (model_only && !topo) { fprintf(stderr, "schedc tune: --model-only needs --topology T (with a links table)\n"); return EXIT_USAGE; }
+  if (!model_only && ranks < 1) { fprintf(stderr, "schedc tune: --ranks N is required\n"); return EXIT_USAGE; }
+  if (strcmp(backend, "shm") && strcmp(backend, "threads")) { fprintf(stderr, "schedc tune: --backend '%s' (shm or threads)\n", backend); return EXIT_USAGE; }
+  if (keep < 1) keep = 1;
+  if (!dir) dir = default_schedules(dirbuf, sizeof dirbuf);
+  if (!nsizes) {
+    for (size_t s = 8; s <= (64u << 20) && nsizes < MAXSIZES; s *= 8) sizes[nsizes++] = s;
+    if (sizes[nsizes - 1] != (64u << 20)) sizes[nsizes++] = 64u << 20;
+  }
+  int be = strcmp(backend, "shm") ? SCHEDC_BACKEND_THREADS : SCHEDC_BACKEND_SHM;
+
+  /* 1. the model: from the topology, or measured here */
+  schedc_cost_model m = SCHEDC_COST_MODEL_INIT;
+  if (model_only) {
+    if (schedc_cost_model_load(topo, &m) != SCHEDC_OK) { fprintf(stderr, "schedc tune: %s\n", schedc_errmsg()); return EXIT_REJECTED; }
+  } else {
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    fprintf(stderr, "schedc tune: measuring this host (%d ranks, %ld cores, backend %s)\n", ranks, ncpu, backend);
+    double per, tot, aper, atot;
+    progress("memory bandwidth", 0, 4);
+    if (measure_bw(1, 0, 64u << 20, &m.copy_gbps, &tot)) { fprintf(stderr, "schedc tune: out of memory\n"); return EXIT_REJECTED; }
+    progress("memory bandwidth", 1, 4);
+    measure_bw(1, 1, 64u << 20, &m.reduce_gbps, &tot);
+    progress("memory bandwidth", 2, 4);
+    int par = ranks < ncpu ? ranks : (int)ncpu;
+    measure_bw(par, 0, 64u << 20, &per, &tot);
+    progress("memory bandwidth", 3, 4);
+    measure_bw(par, 1, 64u << 20, &aper, &atot);
+    progress("memory bandwidth", 4, 4);
+    m.intra = (schedc_link){SCHEDC_LINK_SHM, 0, m.copy_gbps, tot};
+    m.inter = m.intra;
+    m.local_passes = be == SCHEDC_BACKEND_SHM ? 2 : 0.5; /* threads: the in-place receive buffer */
+    m.cores_per_node = (int)ncpu;
+    /* latency: a 1-step broadcast and the 2(n-1)-step ring at 8 bytes give alpha and the call cost */
+    benchopts lo = {0};
+    lo.ranks = ranks;
+    lo.iters = 200;
+    lo.warmup = 20;
+    lo.nsizes = 1;
+    lo.sizes[0] = 8;
+    lo.dtype = SCHEDC_F32;
+    lo.op = SCHEDC_SUM;
+    double t1 = 0, t2 = 0;
+    progress("per-step latency", 0, 2);
+    schedc_plan *bc = load_cand(dir, "direct.lua", (const char *[]){NULL}, ranks, NULL, SCHEDC_BROADCAST), *ring = NULL;
+    schedc_plan_builtin(SCHEDC_ALLREDUCE, ranks, 0, &ring);
+    if (bc && ranks > 1) {
+      benchres *res = cli_bench_alloc(ranks);
+      benchopts bo = lo;
+      if (res && cli_bench_measure(&bo, bc, SCHEDC_BROADCAST, be, res) == 0) t1 = cli_bench_slowest(res, ranks, 0);
+      cli_bench_release(res, ranks);
+    }
+    progress("per-step latency", 1, 2);
+    if (ring && ranks > 1) time_plan(&lo, ring, be, &t2);
+    progress("per-step latency", 2, 2);
+    schedc_plan_free(bc);
+    schedc_plan_free(ring);
+    int steps = 2 * (ranks - 1);
+    m.intra.alpha_us = steps > 1 && t2 > t1 ? (t2 - t1) / (steps - 1) : 1.0;
+    m.call_us = t1 > m.intra.alpha_us ? t1 - m.intra.alpha_us : 0.5;
+    m.inter.alpha_us = m.intra.alpha_us;
+  }
+  cli_print_model(&m, model_only ? topo : "measured here");
+
+  /* 2. candidates: shipped schedules x parameters that build for this shape */
+  static const struct { const char *file; const char *defs[3]; } C[] = {
+    {"ring.lua", {NULL}}, {"ring.lua", {"k=2", NULL}}, {"ring.lua", {"k=4", NULL}},
+    {"direct.lua", {NULL}}, {"halving_doubling.lua", {NULL}},
+    {"tree.lua", {NULL}}, {"tree.lua", {"shape=binomial", NULL}}, {"tree.lua", {"chunks=4", NULL}},
+    {"hierarchical.lua", {NULL}},
+  };
+  cand *cs = calloc(MAXC, sizeof *cs);
+  int nc = 0;
+  for (size_t i = 0; i < sizeof C / sizeof C[0] && nc < MAXC; i++) {
+    schedc_plan *p = load_cand(dir, C[i].file, C[i].defs, ranks, topo, coll);
+    if (!p) continue;
+    cand *c = &cs[nc++];
+    c->plan = p;
+    snprintf(c->file, sizeof c->file, "%s", C[i].file);
+    snprintf(c->label, sizeof c->label, "%s%s%s", C[i].file, C[i].defs[0] ? " -D " : "", C[i].defs[0] ? C[i].defs[0] : "");
+    for (int k = 0; k < 3; k++) c->defs[k] = C[i].defs[k];
+    for (int s = 0; s < nsizes; s++) schedc_plan_cost(p, &m, sizes[s], &c->pred[s]);
+  }
+  if (!nc) { fprintf(stderr, "schedc tune: no candidate schedule builds from %s (set --schedules DIR)\n", dir); free(cs); return EXIT_REJECTED; }
+  schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
+  schedc_plan_get_info(cs[0].plan, &in);
+  int n = in.nranks;
+  printf("# %d candidates from %s for %s on %d ranks\n", nc, dir, schedc_collective_name(coll), n);
+
+  /* 3. per size: the K best by the model survive; time them (all sizes of a plan in one run) */
+  int survive[MAXC] = {0}, best[MAXSIZES];
+  size_t slice[MAXSIZES] = {0};
+  for (int s = 0; s < nsizes; s++) {
+    int order[MAXC];
+    for (int c = 0; c < nc; c++) order[c] = c;
+    for (int a = 0; a < nc; a++)
+      for (int b = a + 1; b < nc; b++)
+        if (cs[order[b]].pred[s] < cs[order[a]].pred[s]) { int t = order[a]; order[a] = order[b]; order[b] = t; }
+    for (int k = 0; k < keep && k < nc; k++) survive[order[k]] = 1;
+    best[s] = order[0];
+  }
+  if (!model_only) {
+    benchopts o = {0};
+    o.ranks = n;
+    o.dtype = SCHEDC_F32;
+    o.op = SCHEDC_SUM;
+    o.nsizes = nsizes;
+    memcpy(o.sizes, sizes, sizeof sizes[0] * (size_t)nsizes);
+    o.iters = 10;
+    o.warmup = 3;
+    int ns = 0, done = 0;
+    for (int c = 0; c < nc; c++) ns += survive[c];
+    for (int c = 0; c < nc; c++) {
+      if (!survive[c]) continue;
+      progress("timing survivors", done, ns);
+      if (time_plan(&o, cs[c].plan, be, cs[c].meas)) { free(cs); return EXIT_REJECTED; }
+      progress("timing survivors", ++done, ns);
+    }
+    for (int s = 0; s < nsizes; s++) {
+      best[s] = -1;
+      for (int c = 0; c < nc; c++)
+        if (survive[c] && cs[c].meas[s] > 0 && (best[s] < 0 || cs[c].meas[s] < cs[best[s]].meas[s])) best[s] = c;
+    }
+    /* slices (pipelining granularity; never the bits) for the winner of each size >= 1 MiB */
+    static const size_t SL[] = {64u << 10, 1u << 20};
+    int nl = 0;
+    for (int s = 0; s < nsizes; s++) nl += sizes[s] >= (1u << 20);
+    int dl = 0;
+    for (int s = 0; s < nsizes; s++) {
+      if (sizes[s] < (1u << 20)) continue;
+      progress("timing slice sizes", dl, nl);
+      benchopts so = o;
+      so.nsizes = 1;
+      so.sizes[0] = sizes[s];
+      for (size_t k = 0; k < sizeof SL / sizeof SL[0]; k++) {
+        so.slice = SL[k];
+        double t;
+        if (time_plan(&so, cs[best[s]].plan, be, &t) == 0 && t < cs[best[s]].meas[s] * 0.97) {
+          printf("# size %zu: %s is %.0f%% faster with %zu-byte slices\n", sizes[s], cs[best[s]].label,
+                 100 * (1 - t / cs[best[s]].meas[s]), SL[k]);
+          cs[best[s]].meas[s] = t;
+          slice[s] = SL[k];
+        }
+      }
+      progress("timing slice sizes", ++dl, nl);
+    }
+  }
+
+  /* 4. report: prediction (and measurement) per size for every candidate; the choice */
+  printf("#%11s", "size");
+  for (int c = 0; c < nc; c++) printf(" %22.22s", cs[c].label);
+  printf("  choice\n");
+  for (int s = 0; s < nsizes; s++) {
+    printf(" %11zu", sizes[s]);
+    for (int c = 0; c < nc; c++) {
+      char cell[48];
+      if (cs[c].meas[s] > 0) snprintf(cell, sizeof cell, "%.1f/%.1f", cs[c].pred[s], cs[c].meas[s]);
+      else snprintf(cell, sizeof cell, "%.1f", cs[c].pred[s]);
+      printf(" %22s", cell);
+    }
+    printf("  %s\n", cs[best[s]].label);
+  }
+  printf("# cells: predicted us%s\n", model_only ? "" : " / measured us (survivors of the model's pruning)");
+  if (!model_only) {
+    double err = 0;
+    int ne = 0;
+    for (int s = 0; s < nsizes; s++)
+      for (int c = 0; c < nc; c++)
+        if (cs[c].meas[s] > 0) { err += (cs[c].pred[s] > cs[c].meas[s] ? cs[c].pred[s] / cs[c].meas[s] : cs[c].meas[s] / cs[c].pred[s]) - 1; ne++; }
+    printf("# model error: mean |pred/meas - 1| over %d measured cells = %.0f%%\n", ne, ne ? 100 * err / ne : 0);
+  }
+
+  /* 5. the table: consecutive sizes with one choice form a range; boundaries halfway (geometric) */
+  int rc = EXIT_OK;
+  if (!model_only || out_given) {
+    if (mkdir(out, 0777) && errno != EEXIST) { fprintf(stderr, "schedc tune: cannot create %s: %s\n", out, strerror(errno)); free(cs); return EXIT_REJECTED; }
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/tuning.txt", out);
+    FILE *f = fopen(path, "w");
+    if (!f) { fprintf(stderr, "schedc tune: cannot write %s: %s\n", path, strerror(errno)); free(cs); return EXIT_REJECTED; }
+    time_t now = time(NULL);
+    char date[32];
+    strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
+    fprintf(f, "schedc-tuning 1\n# written by schedc tune on %s: %s, %d ranks, %s, %s\n", date,
+            schedc_collective_name(coll), n, model_only ? "model only" : "measured", model_only ? topo : backend);
+    size_t lo = 0;
+    for (int s = 0; s < nsizes; s++) {
+      if (s + 1 < nsizes && best[s + 1] == best[s] && slice[s + 1] == slice[s]) continue;
+      char hi[32];
+      if (s + 1 < nsizes) snprintf(hi, sizeof hi, "%zu", (size_t)((double)sizes[s] * 0.5 + (double)sizes[s + 1] * 0.5));
+      else snprintf(hi, sizeof hi, "inf");
+      cand *c = &cs[best[s]];
+      char pf[160];
+      snprintf(pf, sizeof pf, "%s", c->label);
+      for (char *q = pf; *q; q++) if (*q == ' ' || *q == '=' || *q == '/') *q = '_';
+      strcat(pf, ".plan");
+      char full[PATH_MAX + 200];
+      snprintf(full, sizeof full, "%s/%s", out, pf);
+      if (schedc_plan_save(c->plan, full) != SCHEDC_OK) { fprintf(stderr, "schedc tune: %s\n", schedc_errmsg()); rc = EXIT_REJECTED; }
+      fprintf(f, "entry %s %d %zu %s %zu %s\n", schedc_collective_name(coll), n, lo, hi, slice[s], pf);
+      lo = s + 1 < nsizes ? (size_t)strtoull(hi, NULL, 10) + 1 : 0;
+    }
+    if (!model_only) {
+      fclose(f);
+      snprintf(path, sizeof path, "%s/host.lua", out);
+      f = fopen(path, "w");
+      if (f) {
+        fprintf(f, "-- measured by schedc tune on %s (%s backend); for schedc cost --links\nreturn { links = {\n", date, backend);
+        fprintf(f, "  intra = { kind = \"shm\", alpha_us = %.3f, gbps = %.3f, node_gbps = %.3f },\n", m.intra.alpha_us, m.intra.gbps, m.intra.node_gbps);
+        fprintf(f, "  inter = { kind = \"shm\", alpha_us = %.3f, gbps = %.3f, node_gbps = %.3f },\n", m.inter.alpha_us, m.inter.gbps, m.inter.node_gbps);
+        fprintf(f, "  reduce_gbps = %.3f, copy_gbps = %.3f, local_passes = %.1f, call_us = %.3f, cores_per_node = %d,\n} }\n",
+                m.reduce_gbps, m.copy_gbps, m.local_passes, m.call_us, m.cores_per_node);
+      }
+    }
+    if (f) fclose(f);
+    printf("# wrote %s/tuning.txt%s (use: SCHEDC_TUNING=%s/tuning.txt, or schedc bench --tuning %s/tuning.txt)\n", out,
+           model_only ? "" : " and host.lua", out, out);
+  }
+  for (int c = 0; c < nc; c++) schedc_plan_free(cs[c].plan);
+  free(cs);
+  return rc;
+}

@@ -1,0 +1,97 @@
+/*
+ * tuning.c — the tuning table `schedc tune` writes and communicators read (SCHEDC_TUNING or
+ * schedc_comm_opts.tuning) to choose the plan (and slice) for calls made without one:
+ *   schedc-tuning 1
+ *   # comments
+ *   entry COLLECTIVE NRANKS MIN_BYTES MAX_BYTES|inf SLICE_BYTES PLAN_FILE
+ * Sizes are the whole buffer in bytes (as `schedc bench` reports them); PLAN_FILE is relative to
+ * the table's directory. Only entries for the communicator's rank count are kept; their plans
+ * are loaded (and verified again) at init, so a bad table fails the init with FILE:LINE.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "err.h"
+#include "plan.h"
+
+void sc_tuning_free(sc_tuning *t) {
+  for (int i = 0; i < t->n; i++) schedc_plan_free(t->e[i].plan);
+  free(t->e);
+  memset(t, 0, sizeof *t);
+}
+
+static schedc_status bad(sc_tuning *t, FILE *f, const char *path, int line, const char *what) {
+  sc_tuning_free(t);
+  if (f) fclose(f);
+  return sc_err(SCHEDC_EINVAL, "%s:%d: %s (expected 'entry COLLECTIVE NRANKS MIN_BYTES MAX_BYTES|inf SLICE_BYTES "
+                "PLAN_FILE')", path, line, what);
+}
+
+schedc_status sc_tuning_load(const char *path, int nranks, sc_tuning *t) {
+  memset(t, 0, sizeof t[0]);
+  FILE *f = fopen(path, "r");
+  if (!f) return sc_err(SCHEDC_EIO, "tuning table %s: cannot open it", path);
+  char line[1200], dir[1024];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash) slash[1] = 0;
+  else dir[0] = 0;
+  int ln = 0, seen_header = 0;
+  while (fgets(line, sizeof line, f)) {
+    ln++;
+    char *p = line + strspn(line, " \t");
+    if (*p == '#' || *p == '\n' || !*p) continue;
+    if (!seen_header) {
+      if (strncmp(p, "schedc-tuning 1", 15)) return bad(t, f, path, ln, "not a schedc tuning table, version 1");
+      seen_header = 1;
+      continue;
+    }
+    char coll[32], maxs[32], plan[1024];
+    long long nr, lo, slice;
+    if (sscanf(p, "entry %31s %lld %lld %31s %lld %1023s", coll, &nr, &lo, maxs, &slice, plan) != 6)
+      return bad(t, f, path, ln, "malformed line");
+    int c = -1;
+    for (int k = 0; k < SCHEDC_COLLECTIVE_COUNT_; k++)
+      if (!strcmp(coll, schedc_collective_name((schedc_collective)k))) c = k;
+    if (c < 0) return bad(t, f, path, ln, "unknown collective");
+    char *end;
+    long long hi = strcmp(maxs, "inf") ? strtoll(maxs, &end, 10) : -1;
+    if ((hi >= 0 && *end) || lo < 0 || (hi >= 0 && hi < lo) || slice < 0 || nr < 1)
+      return bad(t, f, path, ln, "bad size range, slice or rank count");
+    if (nr != nranks) continue;
+    sc_tuneentry *e = realloc(t->e, (size_t)(t->n + 1) * sizeof *e);
+    if (!e) { sc_tuning_free(t); fclose(f); return sc_err(SCHEDC_ENOMEM, "out of memory"); }
+    t->e = e;
+    e = &t->e[t->n];
+    memset(e, 0, sizeof *e);
+    char full[2100];
+    snprintf(full, sizeof full, "%s%s", plan[0] == '/' ? "" : dir, plan);
+    if (schedc_plan_load(full, &e->plan) != SCHEDC_OK) {
+      char msg[3000];
+      snprintf(msg, sizeof msg, "plan %s: %s", full, schedc_errmsg());
+      return bad(t, f, path, ln, msg);
+    }
+    t->n++;
+    e->coll = c;
+    e->lo = (size_t)lo;
+    e->hi = hi < 0 ? SIZE_MAX : (size_t)hi;
+    e->slice = (size_t)slice;
+    schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
+    schedc_plan_get_info(e->plan, &in);
+    if ((int)in.collective != c || in.nranks != nranks) return bad(t, f, path, ln, "the plan's collective or rank count differs");
+    e->root = in.root;
+  }
+  fclose(f);
+  if (!seen_header) return bad(t, NULL, path, ln, "empty file");
+  return SCHEDC_OK;
+}
+
+const sc_tuneentry *sc_tuning_pick(const sc_tuning *t, int coll, int root, size_t bytes) {
+  for (int i = 0; i < t->n; i++) {
+    const sc_tuneentry *e = &t->e[i];
+    if (e->coll == coll && e->root == root && bytes >= e->lo && bytes <= e->hi) return e;
+  }
+  return NULL;
+}

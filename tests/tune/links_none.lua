@@ -1,0 +1,1 @@
+return { nnodes = 1, ranks_per_node = 2 }
