@@ -138,19 +138,21 @@ static const char *default_schedules(char *buf, size_t cap) {
 
 int cli_tune(int argc, char **argv) {
   const char *out = "tuning", *topo = NULL, *dir = NULL, *backend = "shm";
-  int ranks = 0, model_only = 0, keep = 3, nsizes = 0, out_given = 0;
+  int ranks = 0, model_only = 0, keep = 2, nsizes = 0, out_given = 0;
+  double margin = 1.25;
   size_t sizes[MAXSIZES];
   schedc_collective coll = SCHEDC_ALLREDUCE;
   char dirbuf[PATH_MAX];
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      printf("usage: schedc tune --ranks N [--backend shm|threads] [--sizes 8,4K,...] [--keep K] [-o DIR]\n"
+      printf("usage: schedc tune --ranks N [--backend shm|threads] [--sizes 8,4K,...] [--keep K] [--margin M] [-o DIR]\n"
              "                   [--schedules DIR]\n"
              "       schedc tune --topology T --model-only [--sizes ...] [-o DIR]\n\n"
              "Measures this host (memcpy and a + b bandwidth, alone and on all ranks at once; per-step\n"
              "latency), predicts every shipped schedule x parameters with the cost model, times the K best\n"
-             "per size (and slice sizes for the winner at large sizes), and writes DIR/tuning.txt (size\n"
+             "per size (default 2) and any predicted within M x the best (default 1.25), then slice sizes\n"
+             "for the winner at large sizes, and writes DIR/tuning.txt (size\n"
              "ranges -> plan, slice; load it with SCHEDC_TUNING=DIR/tuning.txt or `schedc bench --tuning`),\n"
              "the plan files, and DIR/host.lua (the measured links, for `schedc cost --links`).\n"
              "With --model-only the links come from the topology file and nothing runs (-o DIR writes the\n"
@@ -163,6 +165,7 @@ int cli_tune(int argc, char **argv) {
     else if (!strcmp(a, "--model-only")) model_only = 1;
     else if (!strcmp(a, "--backend")) backend = argv[++i];
     else if (!strcmp(a, "--keep")) keep = atoi(argv[++i]);
+    else if (!strcmp(a, "--margin")) margin = atof(argv[++i]);
     else if (!strcmp(a, "-o")) { out = argv[++i]; out_given = 1; }
     else if (!strcmp(a, "--schedules")) dir = argv[++i];
     else if (!strcmp(a, "--sizes")) {
@@ -267,7 +270,10 @@ int cli_tune(int argc, char **argv) {
     for (int a = 0; a < nc; a++)
       for (int b = a + 1; b < nc; b++)
         if (cs[order[b]].pred[s] < cs[order[a]].pred[s]) { int t = order[a]; order[a] = order[b]; order[b] = t; }
-    for (int k = 0; k < keep && k < nc; k++) survive[order[k]] = 1;
+    /* the K best, and any other the model puts within `margin` of the best: the model ties
+     * variants it cannot tell apart (it gives no pipelining credit), so those are timed too */
+    for (int k = 0; k < nc; k++)
+      if (k < keep || cs[order[k]].pred[s] <= margin * cs[order[0]].pred[s]) survive[order[k]] = 1;
     best[s] = order[0];
   }
   if (!model_only) {
