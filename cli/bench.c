@@ -146,6 +146,7 @@ int cli_bench(int argc, char **argv) {
   o.defines = calloc((size_t)argc + 1, sizeof *o.defines);
   const char *backend = "threads";
   size_t mn = 0, mx = 0, factor = 0;
+  int nodes = 0;
   int rc = EXIT_USAGE;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -153,7 +154,7 @@ int cli_bench(int argc, char **argv) {
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       printf("usage: schedc bench [FILE|PLAN] --ranks N [--backend threads|shm|mpi] [--sizes 8,4K,1M,64M |\n"
              "                    --min S --max S --factor F] [--dtype T] [--op OP] [--iters I] [--warmup W] [-D k=v]\n"
-             "                    [--tuning TABLE] [--collective C]\n\n"
+             "                    [--nodes M] [--tuning TABLE] [--collective C]\n\n"
              "Prints '#' header lines, then per size: size (bytes of the whole buffer), count, type, op, time_us\n"
              "(mean of I back-to-back calls after W warm-up calls, slowest rank), algbw and busbw in GB/s\n"
              "(nccl-tests conventions). Without FILE the communicator chooses per size: the tuning table\n"
@@ -162,6 +163,7 @@ int cli_bench(int argc, char **argv) {
       rc = EXIT_OK;
       goto done;
     } else if (!strcmp(a, "--ranks")) { VAL(); o.ranks = atoi(v); }
+    else if (!strcmp(a, "--nodes")) { VAL(); nodes = atoi(v); }
     else if (!strcmp(a, "--tuning")) { VAL(); o.tuning = v; }
     else if (!strcmp(a, "--collective")) {
       VAL();
@@ -216,6 +218,7 @@ int cli_bench(int argc, char **argv) {
   if (o.file) {
     schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
     lo.nranks = o.ranks;
+    lo.nnodes = nodes;
     lo.defines = o.defines;
     lo.ndefines = o.ndefines;
     if (schedc_plan_open(o.file, &lo, &plan)) { fprintf(stderr, "%s\n", schedc_errmsg()); schedc_comm_free(mcomm); rc = EXIT_REJECTED; goto done; }

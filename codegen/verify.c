@@ -205,8 +205,8 @@ static void check_final(vstate *v, sc_verified *out) {
     if (ref_ok && canon != SC_TERM_UNDEF && ref != canon) {
       DIAG_AT(v, ref >= v->t->nleaves ? v->t->origin[ref] : v->lastw[(size_t)holder * C + c],
               "chunk %u on rank %u is %s, but order = \"canonical\" requires %s; rotated chains such as a "
-              "ring's cannot be canonical (halving_doubling.lua on a power of two and tree.lua "
-              "-D shape=binomial can)",
+              "ring's cannot be canonical (direct.lua, hierarchical.lua on aligned nodes, "
+              "halving_doubling.lua on a power of two and tree.lua -D shape=binomial can, with -D order=canonical)",
               c, holder, tree_txt(v->t, ref, t1), tree_txt(v->t, canon, t2));
     }
     for (uint32_t r = 0; r < n; r++) {

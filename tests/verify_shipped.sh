@@ -15,6 +15,11 @@ check() {  # expect(ok|fail) args...
   fi
 }
 ispow2() { [ $(($1 & ($1 - 1))) = 0 ]; }
+canon() {  # args...: verifies and is proven canonical
+  runs=$((runs + 1))
+  out=$("$schedc" check "$sdir/$name.lua" -D order=canonical "$@" 2>&1); rc=$?
+  if [ $rc != 0 ] || ! grep -q 'canonical order' <<<"$out"; then echo "FAIL: $name $* not proven canonical: $out"; fails=$((fails + 1)); fi
+}
 ranks="$(seq 1 17) 64 256 1024"
 case $name in
   ring)   colls="allreduce reduce_scatter allgather reduce broadcast";;
@@ -36,11 +41,18 @@ for n in $ranks; do
       ring) [ $n -le 17 ] && check ok --ranks $n -D collective=$c -D k=2 -D reverse=true "${extra[@]}";;
       hierarchical) for m in 2 4 8; do [ $((n % m)) = 0 ] && [ $n -ge $m ] && check ok --ranks $n --nodes $m -D collective=$c; done;;
     esac
+    # canonical forms: direct (reductions, any count; the n^2-transfer 1024 is covered above),
+    # hierarchical on aligned power-of-two nodes
+    if [ $name = direct ] && [ $c != allgather ] && [ $c != broadcast ] && [ $n -le 256 ]; then canon --ranks $n -D collective=$c "${extra[@]}"; fi
+    if [ $name = hierarchical ] && [ $c != allgather ] && [ $n -le 256 ]; then
+      for m in 1 2 4; do [ $((n % m)) = 0 ] && ispow2 $((n / m)) && canon --ranks $n --nodes $m -D collective=$c; done
+    fi
   done
 done
 case $name in
   tree) check "tree.lua supports allreduce, reduce and broadcast, not 'allgather'" --ranks 4 -D collective=allgather;;
-  hierarchical) check "node 1 has 1 ranks but node 0 has 2" --topology "$(dirname "$0")/dsl/uneven.topo";;
+  hierarchical) check "node 1 has 1 ranks but node 0 has 2" --topology "$(dirname "$0")/dsl/uneven.topo"
+    check "order=canonical needs aligned node blocks" --ranks 6 --nodes 2 -D order=canonical;;
 esac
 echo "$runs runs, $fails failed"
 [ $fails = 0 ] && echo "$runs passed, 0 failed"

@@ -302,6 +302,8 @@ int main(int argc, char **argv) {
     {"direct.lua", {NULL}, 0x1f, 0},
     {"halving_doubling.lua", {NULL}, 1 << SCHEDC_ALLREDUCE, 0},
     {"hierarchical.lua", {NULL}, (1 << SCHEDC_ALLREDUCE) | (1 << SCHEDC_REDUCE_SCATTER) | (1 << SCHEDC_ALLGATHER), 1},
+    {"direct.lua", {"order=canonical", NULL}, (1 << SCHEDC_ALLREDUCE) | (1 << SCHEDC_REDUCE_SCATTER) | (1 << SCHEDC_REDUCE), 0},
+    {"hierarchical.lua", {"order=canonical", NULL}, (1 << SCHEDC_ALLREDUCE) | (1 << SCHEDC_REDUCE_SCATTER), 1},
   };
   size_t counts[] = {0, 1, 13, 1031};
   size_t slices[] = {256, 4096, 1 << 20};
@@ -309,6 +311,7 @@ int main(int argc, char **argv) {
   for (int n = 1; n <= (quick ? 5 : 9); n++) {
     for (size_t si = 0; si < sizeof sch / sizeof sch[0]; si++) {
       if (sch[si].nodes2 && n % 2) continue;
+      if (sch[si].nodes2 && sch[si].defs[0] && ((n / 2) & (n / 2 - 1))) continue; /* canonical: aligned power-of-two nodes */
       for (int coll = 0; coll < SCHEDC_COLLECTIVE_COUNT_; coll++) {
         if (!(sch[si].colls & (1 << coll))) continue;
         int root = coll == SCHEDC_BROADCAST || coll == SCHEDC_REDUCE ? n / 2 : 0;

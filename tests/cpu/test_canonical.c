@@ -49,12 +49,15 @@ static void *rank_main(void *p) {
   return NULL;
 }
 
+static int g_nodes; /* nodes for the next run (hierarchical), 0: one */
+
 static int run(const char *sched_dir, const char *file, const char *const *defs, int nd, int N, int L,
                const float *want, int canonical) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", sched_dir, file);
   schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
   lo.nranks = N;
+  lo.nnodes = g_nodes;
   lo.defines = defs;
   lo.ndefines = nd;
   schedc_plan *plan;
@@ -109,9 +112,17 @@ int main(int argc, char **argv) {
       int ok = run(argv[1], "tree.lua", bt, 3, N, L, want, 1);
       if (ok != 1) fprintf(stderr, "tree binomial N=%d L=%d: bits differ from the canonical sum\n", N, L);
       CHECK(ok == 1);
+      ok = run(argv[1], "direct.lua", hd, 1, N, L, want, 1);
+      if (ok != 1) fprintf(stderr, "direct canonical N=%d L=%d: bits differ\n", N, L);
+      CHECK(ok == 1);
       if ((N & (N - 1)) == 0) {
         ok = run(argv[1], "halving_doubling.lua", hd, 1, N, L, want, 1);
         if (ok != 1) fprintf(stderr, "halving_doubling N=%d L=%d: bits differ\n", N, L);
+        CHECK(ok == 1);
+        g_nodes = N == 16 ? 4 : N >= 4 ? 2 : 1; /* 4 -> 2 nodes of 2, 8 -> 2 of 4, 16 -> 4 of 4 */
+        ok = run(argv[1], "hierarchical.lua", hd, 1, N, L, want, 1);
+        g_nodes = 0;
+        if (ok != 1) fprintf(stderr, "hierarchical canonical N=%d L=%d: bits differ\n", N, L);
         CHECK(ok == 1);
       }
     }
@@ -133,6 +144,9 @@ int main(int argc, char **argv) {
   const char *bt[] = {"order=canonical", "shape=binomial"};
   CHECK(run(argv[1], "tree.lua", bt, 2, 3, 12, want, 1) == 1);
   CHECK(run(argv[1], "tree.lua", bt, 2, 6, 12, want, 1) == 1);
+  const char *dc[] = {"order=canonical"};
+  CHECK(run(argv[1], "direct.lua", dc, 1, 3, 12, want, 1) == 1);
+  CHECK(run(argv[1], "direct.lua", dc, 1, 6, 12, want, 1) == 1);
   for (int l = 0; l < 12; l++) free(leaves[l]);
   free(leaves);
 
