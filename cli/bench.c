@@ -117,8 +117,7 @@ int cli_bench_measure(const benchopts *o, const schedc_plan *plan, schedc_collec
 
 static void print_table(const benchopts *o, schedc_collective coll, int n, const char *name, const char *backend,
                         const benchres *res) {
-  double bw_factor = coll == SCHEDC_ALLREDUCE ? 2.0 * (n - 1) / n
-                     : coll == SCHEDC_REDUCE_SCATTER || coll == SCHEDC_ALLGATHER ? (double)(n - 1) / n : 1.0;
+  double bw_factor = cli_busbw_factor(coll, n);
   printf("# schedc bench: %s, %s, backend %s, %d ranks, %s %s, %d iterations after %d warm-up\n", name,
          schedc_collective_name(coll), backend, n, schedc_dtype_name(o->dtype), schedc_op_name(o->op), o->iters,
          o->warmup);
@@ -184,12 +183,8 @@ int cli_bench(int argc, char **argv) {
       if (a[2] == 'm' && a[3] == 'i') mn = x; else if (a[2] == 'm') mx = x; else factor = x;
     } else if (!strcmp(a, "--sizes")) {
       VAL();
-      char buf[1024];
-      snprintf(buf, sizeof buf, "%s", v);
-      for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (o.nsizes == MAXSIZES || parse_size(t, &o.sizes[o.nsizes])) { fprintf(stderr, "schedc bench: bad size '%s'\n", t); goto done; }
-        o.nsizes++;
-      }
+      char bad[64];
+      if ((o.nsizes = cli_parse_sizes(v, o.sizes, MAXSIZES, bad)) < 0) { fprintf(stderr, "schedc bench: bad size '%s'\n", bad); goto done; }
     } else if (!strcmp(a, "-D")) { VAL(); o.defines[o.ndefines++] = v; }
     else if (a[0] == '-') { fprintf(stderr, "schedc bench: unknown option '%s' (see --help)\n", a); goto done; }
     else if (!o.file) o.file = a;

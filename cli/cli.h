@@ -21,7 +21,9 @@ int cli_tune(int argc, char **argv);
 /* cost.c helpers shared with tune.c and bench.c. */
 void cli_print_model(const schedc_cost_model *m, const char *from);
 double cli_busbw_factor(schedc_collective coll, int n);
-int cli_parse_sizes(const char *v, size_t *sizes, int cap); /* count, or -1 */
+/* A comma-separated size list (K/M/G suffixes) into sizes[cap]: the count, or -1 with the
+ * offending item (or the whole list when there are too many) in bad[64]. */
+int cli_parse_sizes(const char *v, size_t *sizes, int cap, char bad[64]);
 
 /* ranks.c: start n ranks (threads, or forked processes on shm) and call cb->rank in each with
  * its communicator; cb->failed(ctx, rank, why) reports a rank whose init failed or whose process

@@ -23,13 +23,16 @@ double cli_busbw_factor(schedc_collective coll, int n) {
          : coll == SCHEDC_REDUCE_SCATTER || coll == SCHEDC_ALLGATHER ? (double)(n - 1) / n : 1.0;
 }
 
-int cli_parse_sizes(const char *v, size_t *sizes, int cap) {
+int cli_parse_sizes(const char *v, size_t *sizes, int cap, char bad[64]) {
   char buf[1024];
   int n = 0;
   snprintf(buf, sizeof buf, "%s", v);
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     long long x;
-    if (n == cap || cli_parse_count(t, 1, 1LL << 40, &x)) return -1;
+    if (n == cap || cli_parse_count(t, 1, 1LL << 40, &x)) {
+      snprintf(bad, 64, "%s", n == cap ? v : t);
+      return -1;
+    }
     sizes[n++] = (size_t)x;
   }
   return n;
@@ -57,7 +60,8 @@ int cli_cost(int argc, char **argv) {
     else if (!strcmp(a, "--ranks")) ranks = atoi(argv[++i]);
     else if (!strcmp(a, "--nodes")) nodes = atoi(argv[++i]);
     else if (!strcmp(a, "--sizes")) {
-      if ((nsizes = cli_parse_sizes(argv[++i], sizes, 64)) < 0) { fprintf(stderr, "schedc cost: bad --sizes '%s'\n", v); goto done; }
+      char bad[64];
+      if ((nsizes = cli_parse_sizes(argv[++i], sizes, 64, bad)) < 0) { fprintf(stderr, "schedc cost: bad size '%s'\n", bad); goto done; }
     } else if (!strcmp(a, "-D")) defs[nd++] = argv[++i];
     else if (a[0] == '-') { fprintf(stderr, "schedc cost: unknown option '%s' (see --help)\n", a); goto done; }
     else if (!file) file = a;

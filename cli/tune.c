@@ -1,6 +1,6 @@
 /*
- * tune.c — `schedc tune`: measure this host's links (memcpy and a + b bandwidth alone and on all
- * ranks at once, per-step latency), predict every candidate schedule x parameters with the cost
+ * tune.c — `schedc tune`: measure this host's links (memcpy bandwidth alone and on all ranks at
+ * once, a + b bandwidth, per-step latency), predict every candidate schedule x parameters with the cost
  * model, time the best few per size, and write a tuning table (size ranges -> plan file, slice)
  * that communicators load. `--model-only --topology T` predicts without hardware.
  */
@@ -19,8 +19,7 @@
 #define MAXC 32
 
 typedef struct cand {
-  char label[96], file[64];
-  const char *defs[4];
+  char label[96];
   schedc_plan *plan;
   double pred[MAXSIZES], meas[MAXSIZES];
   size_t slice;
@@ -84,10 +83,10 @@ static int measure_bw(int threads, int add, size_t bytes, double *per, double *t
   return 0;
 }
 
-static int time_plan(const benchopts *o, const schedc_plan *plan, int backend, double *us) {
+static int time_plan(const benchopts *o, const schedc_plan *plan, schedc_collective coll, int backend, double *us) {
   benchres *res = cli_bench_alloc(o->ranks);
   if (!res) return -1;
-  int rc = cli_bench_measure(o, plan, SCHEDC_ALLREDUCE, backend, res);
+  int rc = cli_bench_measure(o, plan, coll, backend, res);
   for (int i = 0; i < o->nsizes && rc == 0; i++) {
     us[i] = cli_bench_slowest(res, o->ranks, i);
     if (us[i] <= 0) {
@@ -149,7 +148,7 @@ int cli_tune(int argc, char **argv) {
       printf("usage: schedc tune --ranks N [--backend shm|threads] [--sizes 8,4K,...] [--keep K] [--margin M] [-o DIR]\n"
              "                   [--schedules DIR]\n"
              "       schedc tune --topology T --model-only [--sizes ...] [-o DIR]\n\n"
-             "Measures this host (memcpy and a + b bandwidth, alone and on all ranks at once; per-step\n"
+             "Measures this host (memcpy bandwidth alone and on all ranks at once, a + b bandwidth, per-step\n"
              "latency), predicts every shipped schedule x parameters with the cost model, times the K best\n"
              "per size (default 2) and any predicted within M x the best (default 1.25), then slice sizes\n"
              "for the winner at large sizes, and writes DIR/tuning.txt (size\n"
@@ -169,7 +168,8 @@ int cli_tune(int argc, char **argv) {
     else if (!strcmp(a, "-o")) { out = argv[++i]; out_given = 1; }
     else if (!strcmp(a, "--schedules")) dir = argv[++i];
     else if (!strcmp(a, "--sizes")) {
-      if ((nsizes = cli_parse_sizes(argv[++i], sizes, MAXSIZES)) < 0) { fprintf(stderr, "schedc tune: bad --sizes '%s'\n", v); return EXIT_USAGE; }
+      char bad[64];
+      if ((nsizes = cli_parse_sizes(argv[++i], sizes, MAXSIZES, bad)) < 0) { fprintf(stderr, "schedc tune: bad size '%s'\n", bad); return EXIT_USAGE; }
     } else { fprintf(stderr, "schedc tune: unknown argument '%s' (see --help)\n", a); return EXIT_USAGE; }
   }
   if (model_only && !topo) { fprintf(stderr, "schedc tune: --model-only needs --topology T (with a links table)\n"); return EXIT_USAGE; }
@@ -190,17 +190,15 @@ int cli_tune(int argc, char **argv) {
   } else {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     fprintf(stderr, "schedc tune: measuring this host (%d ranks, %ld cores, backend %s)\n", ranks, ncpu, backend);
-    double per, tot, aper, atot;
-    progress("memory bandwidth", 0, 4);
+    double per, tot;
+    progress("memory bandwidth", 0, 3);
     if (measure_bw(1, 0, 64u << 20, &m.copy_gbps, &tot)) { fprintf(stderr, "schedc tune: out of memory\n"); return EXIT_REJECTED; }
-    progress("memory bandwidth", 1, 4);
+    progress("memory bandwidth", 1, 3);
     measure_bw(1, 1, 64u << 20, &m.reduce_gbps, &tot);
-    progress("memory bandwidth", 2, 4);
+    progress("memory bandwidth", 2, 3);
     int par = ranks < ncpu ? ranks : (int)ncpu;
     measure_bw(par, 0, 64u << 20, &per, &tot);
-    progress("memory bandwidth", 3, 4);
-    measure_bw(par, 1, 64u << 20, &aper, &atot);
-    progress("memory bandwidth", 4, 4);
+    progress("memory bandwidth", 3, 3);
     m.intra = (schedc_link){SCHEDC_LINK_SHM, 0, m.copy_gbps, tot};
     m.inter = m.intra;
     m.local_passes = be == SCHEDC_BACKEND_SHM ? 2 : 0.5; /* threads: the in-place receive buffer */
@@ -218,14 +216,9 @@ int cli_tune(int argc, char **argv) {
     progress("per-step latency", 0, 2);
     schedc_plan *bc = load_cand(dir, "direct.lua", (const char *[]){NULL}, ranks, NULL, SCHEDC_BROADCAST), *ring = NULL;
     schedc_plan_builtin(SCHEDC_ALLREDUCE, ranks, 0, &ring);
-    if (bc && ranks > 1) {
-      benchres *res = cli_bench_alloc(ranks);
-      benchopts bo = lo;
-      if (res && cli_bench_measure(&bo, bc, SCHEDC_BROADCAST, be, res) == 0) t1 = cli_bench_slowest(res, ranks, 0);
-      cli_bench_release(res, ranks);
-    }
+    if (bc && ranks > 1) time_plan(&lo, bc, SCHEDC_BROADCAST, be, &t1);
     progress("per-step latency", 1, 2);
-    if (ring && ranks > 1) time_plan(&lo, ring, be, &t2);
+    if (ring && ranks > 1) time_plan(&lo, ring, SCHEDC_ALLREDUCE, be, &t2);
     progress("per-step latency", 2, 2);
     schedc_plan_free(bc);
     schedc_plan_free(ring);
@@ -250,9 +243,7 @@ int cli_tune(int argc, char **argv) {
     if (!p) continue;
     cand *c = &cs[nc++];
     c->plan = p;
-    snprintf(c->file, sizeof c->file, "%s", C[i].file);
     snprintf(c->label, sizeof c->label, "%s%s%s", C[i].file, C[i].defs[0] ? " -D " : "", C[i].defs[0] ? C[i].defs[0] : "");
-    for (int k = 0; k < 3; k++) c->defs[k] = C[i].defs[k];
     for (int s = 0; s < nsizes; s++) schedc_plan_cost(p, &m, sizes[s], &c->pred[s]);
   }
   if (!nc) { fprintf(stderr, "schedc tune: no candidate schedule builds from %s (set --schedules DIR)\n", dir); free(cs); return EXIT_REJECTED; }
@@ -290,7 +281,7 @@ int cli_tune(int argc, char **argv) {
     for (int c = 0; c < nc; c++) {
       if (!survive[c]) continue;
       progress("timing survivors", done, ns);
-      if (time_plan(&o, cs[c].plan, be, cs[c].meas)) { free(cs); return EXIT_REJECTED; }
+      if (time_plan(&o, cs[c].plan, coll, be, cs[c].meas)) { free(cs); return EXIT_REJECTED; }
       progress("timing survivors", ++done, ns);
     }
     for (int s = 0; s < nsizes; s++) {
@@ -312,7 +303,7 @@ int cli_tune(int argc, char **argv) {
       for (size_t k = 0; k < sizeof SL / sizeof SL[0]; k++) {
         so.slice = SL[k];
         double t;
-        if (time_plan(&so, cs[best[s]].plan, be, &t) == 0 && t < cs[best[s]].meas[s] * 0.97) {
+        if (time_plan(&so, cs[best[s]].plan, coll, be, &t) == 0 && t < cs[best[s]].meas[s] * 0.97) {
           printf("# size %zu: %s is %.0f%% faster with %zu-byte slices\n", sizes[s], cs[best[s]].label,
                  100 * (1 - t / cs[best[s]].meas[s]), SL[k]);
           cs[best[s]].meas[s] = t;

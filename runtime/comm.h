@@ -74,6 +74,8 @@ typedef struct sc_inject {
 } sc_inject;
 /* Parse SCHEDC_INJECT (see inject.c). SCHEDC_EINVAL with a message. */
 schedc_status sc_inject_parse(const char *spec, sc_inject *out);
+/* flip:RANK:STEP: flip the chosen bit of a copy of the payload (bytes > 0) and say so on stderr. */
+void sc_inject_flip(const sc_inject *in, void *buf, size_t bytes, const char *coll, int dst, uint32_t step);
 
 /* The first corrupted transfer this rank received in the current call (checksum mode). */
 typedef struct sc_corrupt {
@@ -200,8 +202,10 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
 schedc_status sc_integrity_check(schedc_comm *c, const char *cn, void *buf, size_t bytes, int same_bits);
 /* flipout:RANK injection: flip one bit of this rank's result. */
 void sc_flipout(schedc_comm *c, void *buf, size_t bytes);
-/* The ECORRUPT message for a corrupted transfer (every rank reports the same one). */
+/* The ECORRUPT message for a corrupted transfer (every rank reports the same one), and the
+ * warning when repair deals with it (`action`: what repair does about it). */
 schedc_status sc_corrupt_error(const char *cn, const sc_corrupt *b, const char *file);
+void sc_corrupt_warn(const char *cn, const sc_corrupt *b, const char *file, const char *action);
 /* Checksum the cells of this rank that peers read at version 0 (before the entry barrier). */
 void sc_exec_checksum_inputs(schedc_comm *c, const sc_prog *p, schedc_dtype acc, size_t K, const char *W,
                              int parity);

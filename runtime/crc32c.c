@@ -99,8 +99,13 @@ uint32_t sc_crc32c_portable(const void *p, size_t n) { return ~sw_update(~0u, p,
 /* Four CRC32C chains over the 8-byte words w[i], chain i % 4 (independent, so they overlap),
  * the tail bytes on chain 0; the 64-bit value pairs chains 0/2 and 1/3. A single flipped bit
  * changes exactly one chain, so it always changes the digest. Copies src to dst when dst. */
+#define DIGEST_INIT(n) {~(uint32_t)(n), ~0u, 0x9e3779b9u, 0x7f4a7c15u}
+static inline uint64_t digest_final(const uint32_t h[4]) {
+  uint64_t hi = h[0] ^ (h[2] << 16 | h[2] >> 16), lo = h[1] ^ (h[3] << 16 | h[3] >> 16);
+  return hi << 32 | lo;
+}
 #define DIGEST_BODY(UPD8, UPD1)                                                                   \
-  uint32_t h[4] = {~(uint32_t)n, ~0u, 0x9e3779b9u, 0x7f4a7c15u};                                  \
+  uint32_t h[4] = DIGEST_INIT(n);                                                                 \
   size_t i = 0;                                                                                   \
   for (; i + 32 <= n; i += 32) {                                                                  \
     uint64_t w[4];                                                                                \
@@ -112,8 +117,7 @@ uint32_t sc_crc32c_portable(const void *p, size_t n) { return ~sw_update(~0u, p,
     if (dst) dst[i] = src[i];                                                                     \
     h[0] = UPD1(h[0], src[i]);                                                                    \
   }                                                                                               \
-  uint64_t hi = h[0] ^ (h[2] << 16 | h[2] >> 16), lo = h[1] ^ (h[3] << 16 | h[3] >> 16);          \
-  return hi << 32 | lo;
+  return digest_final(h);
 
 static inline uint32_t sw8(uint32_t c, uint64_t w) {
   unsigned char b[8];
@@ -131,24 +135,18 @@ __attribute__((target("sse4.2"))) static uint64_t hw_digest(unsigned char *dst, 
   DIGEST_BODY(HW8, HW1)
 }
 /* The same over a large copy with streaming stores: the destination is not read for ownership
- * (as glibc's memcpy does above its threshold), so the fused copy costs what memcpy costs. */
+ * (as glibc's memcpy does above its threshold), so the fused copy costs what memcpy costs.
+ * Streaming needs a 16-byte aligned destination; other layouts take the plain copy. */
 __attribute__((target("sse4.2"))) static uint64_t hw_digest_stream(unsigned char *dst, const unsigned char *src,
                                                                    size_t n) {
-  uint32_t h[4] = {~(uint32_t)n, ~0u, 0x9e3779b9u, 0x7f4a7c15u};
+  if ((uintptr_t)dst % 16) return hw_digest(dst, src, n);
+  uint32_t h[4] = DIGEST_INIT(n);
   size_t i = 0;
-  /* the head up to dst's 16-byte alignment, in whole words so the chains see what they would */
-  size_t head = (size_t)(-(uintptr_t)dst & 15);
-  if (head % 8 || (uintptr_t)src % 8) return hw_digest(dst, src, n);
   for (; i + 32 <= n; i += 32) {
     uint64_t w[4];
     memcpy(w, src + i, 32);
-    if (head) {
-      memcpy(dst + i, w, 32);
-      if ((uintptr_t)(dst + i + 32) % 16 == 0) head = 0;
-    } else {
-      _mm_stream_si128((__m128i *)(void *)(dst + i), _mm_set_epi64x((long long)w[1], (long long)w[0]));
-      _mm_stream_si128((__m128i *)(void *)(dst + i + 16), _mm_set_epi64x((long long)w[3], (long long)w[2]));
-    }
+    _mm_stream_si128((__m128i *)(void *)(dst + i), _mm_set_epi64x((long long)w[1], (long long)w[0]));
+    _mm_stream_si128((__m128i *)(void *)(dst + i + 16), _mm_set_epi64x((long long)w[3], (long long)w[2]));
     for (int k = 0; k < 4; k++) h[k] = HW8(h[k], w[k]);
   }
   _mm_sfence();
@@ -156,8 +154,7 @@ __attribute__((target("sse4.2"))) static uint64_t hw_digest_stream(unsigned char
     dst[i] = src[i];
     h[0] = HW1(h[0], src[i]);
   }
-  uint64_t hi = h[0] ^ (h[2] << 16 | h[2] >> 16), lo = h[1] ^ (h[3] << 16 | h[3] >> 16);
-  return hi << 32 | lo;
+  return digest_final(h);
 }
 #endif
 

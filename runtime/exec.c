@@ -107,10 +107,7 @@ static const char *flipped(schedc_comm *c, const char *sp, size_t bytes, const s
     c->flipbuf_cap = bytes;
   }
   memcpy(c->flipbuf, sp, bytes);
-  size_t bit = c->inj.flip_bit >= 0 ? (size_t)c->inj.flip_bit % (bytes * 8) : bytes * 4 + 3;
-  ((unsigned char *)c->flipbuf)[bit / 8] ^= (unsigned char)(1u << (bit % 8));
-  fprintf(stderr, "schedc: inject: %s: flipped bit %zu of the payload rank %d sends to rank %d at step %u\n", coll,
-          bit, c->inj.flip_rank, c->rank, g->step);
+  sc_inject_flip(&c->inj, c->flipbuf, bytes, coll, c->rank, g->step);
   return c->flipbuf;
 }
 
@@ -124,14 +121,13 @@ static const char *checked_source(schedc_comm *c, const sc_execargs *a, const sc
   for (int tries = 0;; tries++) {
     uint32_t got = sc_crc32c(sp, bytes);
     if (got == want) return sp;
+    sc_corrupt b = {1, g->step, g->chunk, from, (uint32_t)c->rank, g->line, got, want};
     if (c->repair && tries < 2) {
-      fprintf(stderr, "schedc: warning: %s: the payload rank %u sent to rank %d at step %u (%s:%u, chunk %u) failed "
-              "its CRC32C check (0x%08x, sent 0x%08x); sent again\n", a->coll, from, c->rank, g->step, a->file,
-              g->line, g->chunk, got, want);
+      sc_corrupt_warn(a->coll, &b, a->file, "sent again");
       sp = again;
       continue;
     }
-    if (!c->bad.found) c->bad = (sc_corrupt){1, g->step, g->chunk, from, (uint32_t)c->rank, g->line, got, want};
+    if (!c->bad.found) c->bad = b;
     return sp;
   }
 }

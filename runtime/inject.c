@@ -18,6 +18,13 @@
 #include "comm.h"
 #include "err.h"
 
+void sc_inject_flip(const sc_inject *in, void *buf, size_t bytes, const char *coll, int dst, uint32_t step) {
+  size_t bit = in->flip_bit >= 0 ? (size_t)in->flip_bit % (bytes * 8) : bytes * 4 + 3;
+  ((unsigned char *)buf)[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+  fprintf(stderr, "schedc: inject: %s: flipped bit %zu of the payload rank %d sends to rank %d at step %u\n", coll,
+          bit, in->flip_rank, dst, step);
+}
+
 schedc_status sc_inject_parse(const char *spec, sc_inject *out) {
   memset(out, 0, sizeof *out);
   out->kill_rank = out->delay_rank = out->flip_rank = out->flipout_rank = -1;

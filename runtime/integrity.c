@@ -61,11 +61,23 @@ void sc_flipout(schedc_comm *c, void *buf, size_t bytes) {
     ((unsigned char *)buf)[(c->seq * 7919) % bytes] ^= 0x10; /* injected */
 }
 
+/* What went wrong with a transfer, in the words of both the error and the warning. */
+static void describe(char *out, size_t cap, const sc_corrupt *b, const char *file) {
+  snprintf(out, cap, "the payload rank %u sent to rank %u at step %u (%s:%u, chunk %u) failed its CRC32C check "
+           "(0x%08x, sent 0x%08x)", b->src, b->dst, b->step, file, b->line, b->chunk, b->got, b->want);
+}
+
 schedc_status sc_corrupt_error(const char *cn, const sc_corrupt *b, const char *file) {
-  return sc_err(SCHEDC_ECORRUPT, "%s: corrupted transfer: the payload rank %u sent to rank %u at step %u (%s:%u, "
-                "chunk %u) failed its CRC32C check (0x%08x, sent 0x%08x); the result is wrong on the ranks that "
-                "depend on it (SCHEDC_REPAIR=1 sends it again)", cn, b->src, b->dst, b->step, file, b->line, b->chunk,
-                b->got, b->want);
+  char what[512];
+  describe(what, sizeof what, b, file);
+  return sc_err(SCHEDC_ECORRUPT, "%s: corrupted transfer: %s; the result is wrong on the ranks that depend on it "
+                "(SCHEDC_REPAIR=1 sends it again)", cn, what);
+}
+
+void sc_corrupt_warn(const char *cn, const sc_corrupt *b, const char *file, const char *action) {
+  char what[512];
+  describe(what, sizeof what, b, file);
+  fprintf(stderr, "schedc: warning: %s: %s; %s\n", cn, what, action);
 }
 
 /* Per rank: the result digest and the first corrupted transfer it received (5 words). */

@@ -145,10 +145,7 @@ schedc_status sc_mpi_collective(schedc_comm *c, const schedc_plan *plan, const c
           d->flip = fb;
           /* the injected link fault: the payload is corrupted after its CRC was computed */
           memcpy(d->flip, payload, (size_t)cnt);
-          size_t bit = c->inj.flip_bit >= 0 ? (size_t)c->inj.flip_bit % ((size_t)cnt * 8) : (size_t)cnt * 4 + 3;
-          ((unsigned char *)d->flip)[bit / 8] ^= (unsigned char)(1u << (bit % 8));
-          fprintf(stderr, "schedc: inject: %s: flipped bit %zu of the payload rank %d sends to rank %u at step %u\n", cn,
-                  bit, me, x->dst, s);
+          sc_inject_flip(&c->inj, d->flip, (size_t)cnt, cn, (int)x->dst, s);
           payload = d->flip;
           flip_step = -1; /* one transfer per call */
         }
@@ -172,12 +169,11 @@ schedc_status sc_mpi_collective(schedc_comm *c, const schedc_plan *plan, const c
       char *in = (char *)d->temp + (size_t)k++ * maxchunk * asz;
       if (check) {
         uint32_t got = sc_crc32c(in, (chi - clo) * asz), want = d->crc[2 * (i - lo)];
-        if (got != want && !c->bad.found)
-          c->bad = (sc_corrupt){1, s, x->chunk, x->src, (uint32_t)me, x->line, got, want};
-        if (got != want && c->repair)
-          fprintf(stderr, "schedc: warning: %s: the payload rank %u sent to rank %d at step %u (%s:%u, chunk %u) failed "
-                  "its CRC32C check (0x%08x, sent 0x%08x); the call runs again\n", cn, x->src, me, s,
-                  ir->nfiles ? ir->files[x->file] : "?", x->line, x->chunk, got, want);
+        if (got != want) {
+          sc_corrupt b = {1, s, x->chunk, x->src, (uint32_t)me, x->line, got, want};
+          if (!c->bad.found) c->bad = b;
+          if (c->repair) sc_corrupt_warn(cn, &b, ir->nfiles ? ir->files[x->file] : "?", "the call runs again");
+        }
       }
       if (x->kind == SCHEDC_XFER_COPY) memcpy(W + clo * asz, in, (chi - clo) * asz);
       else {
