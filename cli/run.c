@@ -138,12 +138,26 @@ static double reference(const runctx *x, void *const *ins, size_t i) {
   return x->o->op == SCHEDC_AVG ? acc / n : acc;
 }
 
+static uint64_t rank_digest(const runctx *x, int rank, const char *buf);
+static void rank_results(runctx *x, int rank, const char *buf);
+
+/* One rank's call of the collective on buf (and in, the input, for reduce_scatter). */
+static schedc_status rank_call(const runctx *x, schedc_comm *comm, int rank, const char *in, char *buf) {
+  const runopts *o = x->o;
+  size_t blk = x->K / (size_t)x->info.nranks, es = x->esz, K = x->K;
+  switch (x->info.collective) {
+  case SCHEDC_ALLREDUCE: return schedc_allreduce(buf, buf, K, o->dtype, o->op, comm, x->plan);
+  case SCHEDC_REDUCE_SCATTER: return schedc_reduce_scatter(in, buf + (size_t)rank * blk * es, blk, o->dtype, o->op, comm, x->plan);
+  case SCHEDC_ALLGATHER: return schedc_allgather(buf + (size_t)rank * blk * es, buf, blk, o->dtype, comm, x->plan);
+  case SCHEDC_BROADCAST: return schedc_broadcast(buf, buf, K, o->dtype, x->info.root, comm, x->plan);
+  default: return schedc_reduce(buf, buf, K, o->dtype, o->op, x->info.root, comm, x->plan);
+  }
+}
+
 static void rank_main(runctx *x, schedc_comm *comm, int rank) {
   rankres *rr = &x->res[rank];
   const runopts *o = x->o;
-  int n = x->info.nranks;
-  schedc_collective coll = x->info.collective;
-  size_t K = x->K, es = x->esz, blk = K / (size_t)n;
+  size_t K = x->K, es = x->esz;
   char *in = malloc(K * es + 1), *buf = malloc(K * es + 1);
   if (!in || !buf) { snprintf(rr->err, sizeof rr->err, "out of memory"); rr->status = SCHEDC_ENOMEM; goto out; }
   if (load_input(x, rank, in, rr->err, sizeof rr->err)) { rr->status = SCHEDC_EIO; goto out; }
@@ -152,27 +166,38 @@ static void rank_main(runctx *x, schedc_comm *comm, int rank) {
   for (int it = 0; it < o->iters; it++) {
     memcpy(buf, in, K * es);
     if (it == 1 || o->iters == 1) t0 = now_s(); /* the first of several iterations is warm-up */
-    schedc_status st;
-    switch (coll) {
-    case SCHEDC_ALLREDUCE: st = schedc_allreduce(buf, buf, K, o->dtype, o->op, comm, x->plan); break;
-    case SCHEDC_REDUCE_SCATTER: st = schedc_reduce_scatter(in, buf + (size_t)rank * blk * es, blk, o->dtype, o->op, comm, x->plan); break;
-    case SCHEDC_ALLGATHER: st = schedc_allgather(buf + (size_t)rank * blk * es, buf, blk, o->dtype, comm, x->plan); break;
-    case SCHEDC_BROADCAST: st = schedc_broadcast(buf, buf, K, o->dtype, x->info.root, comm, x->plan); break;
-    default: st = schedc_reduce(buf, buf, K, o->dtype, o->op, x->info.root, comm, x->plan); break;
-    }
+    schedc_status st = rank_call(x, comm, rank, in, buf);
     if (st != SCHEDC_OK) {
       rr->status = st;
       snprintf(rr->err, sizeof rr->err, "%s", schedc_errmsg());
       goto out;
     }
-    /* The digest covers the part of the buffer the collective defines on this rank. */
-    size_t lo = coll == SCHEDC_REDUCE_SCATTER ? (size_t)rank * blk : 0;
-    size_t len = coll == SCHEDC_REDUCE_SCATTER ? blk : (coll == SCHEDC_REDUCE && rank != x->info.root ? 0 : K);
-    uint64_t d = schedc_digest(buf + lo * es, len * es);
+    uint64_t d = rank_digest(x, rank, buf);
     if (it > 0 && d != rr->digest) rr->consistent = 0;
     rr->digest = d;
   }
   rr->seconds = (now_s() - t0) / (o->iters > 1 ? o->iters - 1 : 1);
+  rank_results(x, rank, buf);
+out:
+  free(in);
+  free(buf);
+}
+
+/* The digest of the part of buf the collective defines on this rank. */
+static uint64_t rank_digest(const runctx *x, int rank, const char *buf) {
+  schedc_collective coll = x->info.collective;
+  size_t blk = x->K / (size_t)x->info.nranks;
+  size_t lo = coll == SCHEDC_REDUCE_SCATTER ? (size_t)rank * blk : 0;
+  size_t len = coll == SCHEDC_REDUCE_SCATTER ? blk : (coll == SCHEDC_REDUCE && rank != x->info.root ? 0 : x->K);
+  return schedc_digest(buf + lo * x->esz, len * x->esz);
+}
+
+/* After the last iteration: --outputs and --check for one rank's buffer. */
+static void rank_results(runctx *x, int rank, const char *buf) {
+  rankres *rr = &x->res[rank];
+  const runopts *o = x->o;
+  int n = x->info.nranks;
+  size_t K = x->K, es = x->esz;
   if (o->outputs) {
     char path[4096];
     snprintf(path, sizeof path, "%s/rank%d.bin", o->outputs, rank);
@@ -180,7 +205,7 @@ static void rank_main(runctx *x, schedc_comm *comm, int rank) {
     if (!f || fwrite(buf, 1, K * es, f) != K * es || fclose(f)) {
       snprintf(rr->err, sizeof rr->err, "cannot write %.300s: %s", path, strerror(errno));
       rr->status = SCHEDC_EIO;
-      goto out;
+      return;
     }
   }
   if (o->check) {
@@ -203,12 +228,74 @@ static void rank_main(runctx *x, schedc_comm *comm, int rank) {
     for (int r = 0; ins && r < n; r++) free(ins[r]);
     free(ins);
   }
-out:
-  free(in);
-  free(buf);
 }
 
 /* ---- backends --------------------------------------------------------------------------- */
+
+/* cuda: this thread drives every rank; buffers on the ranks' devices; an iteration is every
+ * rank's call plus one schedc_cuda_sync (the copies in and out are not timed). */
+static int run_cuda(runctx *x, const schedc_comm_opts *co, int virt) {
+  int n = x->info.nranks;
+  size_t bytes = x->K * x->esz;
+  schedc_comm **comms = calloc((size_t)n, sizeof *comms);
+  char **in = calloc((size_t)n, sizeof *in), **host = calloc((size_t)n, sizeof *host);
+  char **din = calloc((size_t)n, sizeof *din), **dbuf = calloc((size_t)n, sizeof *dbuf);
+  schedc_status st = comms && in && host && din && dbuf ? SCHEDC_OK : SCHEDC_ENOMEM;
+  if (st == SCHEDC_OK) st = schedc_comm_init_cuda(n, NULL, virt ? SCHEDC_CUDA_VIRTUAL : 0, co, comms);
+  if (st != SCHEDC_OK) {
+    fprintf(stderr, "schedc run: %s\n", st == SCHEDC_ENOMEM && !comms ? "out of memory" : schedc_errmsg());
+    free(comms); free(in); free(host); free(din); free(dbuf);
+    return -1;
+  }
+  for (int r = 0; r < n && st == SCHEDC_OK; r++) {
+    x->res[r].consistent = 1;
+    if (!(in[r] = malloc(bytes + 1)) || !(host[r] = malloc(bytes + 1))) st = SCHEDC_ENOMEM;
+    else if (load_input(x, r, in[r], x->res[r].err, sizeof x->res[r].err)) st = SCHEDC_EIO;
+    else if ((st = schedc_cuda_alloc(comms[r], bytes, (void **)&din[r])) == SCHEDC_OK &&
+             (st = schedc_cuda_alloc(comms[r], bytes, (void **)&dbuf[r])) == SCHEDC_OK)
+      st = schedc_cuda_copy(comms[r], din[r], in[r], bytes);
+    if (st != SCHEDC_OK && !x->res[r].err[0]) snprintf(x->res[r].err, sizeof x->res[r].err, "%s", schedc_errmsg());
+    if (st != SCHEDC_OK) x->res[r].status = st;
+  }
+  double total = 0;
+  for (int it = 0; it < x->o->iters && st == SCHEDC_OK; it++) {
+    for (int r = 0; r < n && st == SCHEDC_OK; r++) st = schedc_cuda_copy(comms[r], dbuf[r], in[r], bytes);
+    double t0 = now_s();
+    for (int r = 0; r < n && st == SCHEDC_OK; r++) {
+      if ((st = rank_call(x, comms[r], r, din[r], dbuf[r])) != SCHEDC_OK) {
+        x->res[r].status = st;
+        snprintf(x->res[r].err, sizeof x->res[r].err, "%s", schedc_errmsg());
+      }
+    }
+    if (st == SCHEDC_OK && (st = schedc_cuda_sync(comms[0])) != SCHEDC_OK) {
+      x->res[0].status = st;
+      snprintf(x->res[0].err, sizeof x->res[0].err, "%s", schedc_errmsg());
+    }
+    if (it > 0 || x->o->iters == 1) total += now_s() - t0; /* the first of several is warm-up */
+    for (int r = 0; r < n && st == SCHEDC_OK; r++) {
+      if ((st = schedc_cuda_copy(comms[r], host[r], dbuf[r], bytes)) != SCHEDC_OK) break;
+      uint64_t d = rank_digest(x, r, host[r]);
+      if (it > 0 && d != x->res[r].digest) x->res[r].consistent = 0;
+      x->res[r].digest = d;
+    }
+  }
+  for (int r = 0; r < n; r++) {
+    if (st == SCHEDC_OK) {
+      x->res[r].seconds = total / (x->o->iters > 1 ? x->o->iters - 1 : 1);
+      rank_results(x, r, host[r]);
+    } else if (!x->res[r].status) {
+      x->res[r].status = SCHEDC_EPEER;
+      snprintf(x->res[r].err, sizeof x->res[r].err, "not run: another rank failed");
+    }
+    schedc_cuda_free(comms[r], din[r]);
+    schedc_cuda_free(comms[r], dbuf[r]);
+    free(in[r]);
+    free(host[r]);
+    schedc_comm_free(comms[r]);
+  }
+  free(comms); free(in); free(host); free(din); free(dbuf);
+  return 0;
+}
 
 static void run_rank_cb(void *ctx, schedc_comm *comm, int rank) { rank_main(ctx, comm, rank); }
 static void run_failed_cb(void *ctx, int rank, const char *why) {
@@ -268,14 +355,15 @@ static int report(runctx *x) {
 static void run_usage(FILE *f) {
   fprintf(f,
           "usage: schedc run FILE|PLAN --ranks N [--nodes M] [--topology T] [--count K] [--dtype T] [--op OP]\n"
-          "                  [--backend threads|shm|mpi] [--inputs DIR] [--outputs DIR] [--slice BYTES]\n"
+          "                  [--backend threads|shm|mpi|cuda [--virtual]] [--inputs DIR] [--outputs DIR] [--slice BYTES]\n"
           "                  [--iters I] [--timeout S] [--seed S] [--check] [--verify MODE [--repair]] [-D k=v]...\n\n"
           "Run the plan on N CPU ranks and print each rank's 64-bit digest and whether all ranks agree.\n"
           "  --count K      elements per rank buffer (default 1048576)\n"
           "  --dtype T      f32 (default), f64, f16, bf16, i32, i64\n"
           "  --op OP        sum (default), prod, min, max, avg\n"
           "  --backend B    threads (default; ranks are threads), shm (forks N processes), mpi (start\n"
-          "                 with mpirun -np N; N comes from MPI)\n"
+          "                 with mpirun -np N; N comes from MPI), cuda (a GPU per rank, driven by this process)\n"
+          "  --virtual      with cuda: all N ranks on one GPU (SCHEDC_CUDA_EMULATE=1: on the host, no GPU)\n"
           "  --inputs DIR   read DIR/rank<r>.bin (K little-endian elements); default: seeded random\n"
           "  --outputs DIR  write each rank's final K-element buffer to DIR/rank<r>.bin\n"
           "  --slice BYTES  pipelining slice (never changes bits)\n"
@@ -301,6 +389,7 @@ int cli_run(int argc, char **argv) {
   o.defines = calloc((size_t)argc + 1, sizeof *o.defines);
   int rc = EXIT_USAGE;
   const char *backend = "threads";
+  int virt = 0;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     long long ll;
@@ -314,6 +403,7 @@ int cli_run(int argc, char **argv) {
     else if (!strcmp(a, "--dtype")) { VAL(); if (schedc_dtype_parse(v, &o.dtype)) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); goto done; } }
     else if (!strcmp(a, "--op")) { VAL(); if (schedc_op_parse(v, &o.op)) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); goto done; } }
     else if (!strcmp(a, "--backend")) { VAL(); backend = v; }
+    else if (!strcmp(a, "--virtual")) virt = 1;
     else if (!strcmp(a, "--inputs")) { VAL(); o.inputs = v; }
     else if (!strcmp(a, "--outputs")) { VAL(); o.outputs = v; }
     else if (!strcmp(a, "--slice")) { VAL(); if (cli_parse_count(v, 1, 1LL << 34, &ll)) BAD("is not a byte count"); o.slice = ll; }
@@ -342,7 +432,9 @@ int cli_run(int argc, char **argv) {
   if (!strcmp(backend, "threads")) o.backend = SCHEDC_BACKEND_THREADS;
   else if (!strcmp(backend, "shm")) o.backend = SCHEDC_BACKEND_SHM;
   else if (!strcmp(backend, "mpi")) o.backend = SCHEDC_BACKEND_MPI;
-  else { fprintf(stderr, "schedc run: --backend '%s' (choose threads, shm or mpi)\n", backend); goto done; }
+  else if (!strcmp(backend, "cuda")) o.backend = SCHEDC_BACKEND_CUDA;
+  else { fprintf(stderr, "schedc run: --backend '%s' (choose threads, shm, mpi or cuda)\n", backend); goto done; }
+  if (virt && o.backend != SCHEDC_BACKEND_CUDA) { fprintf(stderr, "schedc run: --virtual needs --backend cuda\n"); goto done; }
   if (o.backend == SCHEDC_BACKEND_MPI) {
     rc = cli_run_mpi(&o);
     goto done;
@@ -372,13 +464,13 @@ int cli_run(int argc, char **argv) {
   }
   x.res = mmap(NULL, (size_t)n * sizeof *x.res, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (x.res == MAP_FAILED) { perror("schedc run: mmap"); schedc_plan_free(x.plan); rc = EXIT_REJECTED; goto done; }
-  printf("# %s '%s': %s, %d ranks, %d chunks, %lld x %s, op %s, backend %s\n", o.file, x.info.name,
+  printf("# %s '%s': %s, %d ranks, %d chunks, %lld x %s, op %s, backend %s%s\n", o.file, x.info.name,
          schedc_collective_name(x.info.collective), n, x.info.nchunks, o.count, schedc_dtype_name(o.dtype),
-         schedc_op_name(o.op), backend);
+         schedc_op_name(o.op), backend, virt ? " (virtual ranks on one GPU)" : "");
   fflush(stdout);
   schedc_comm_opts co = comm_opts(&x);
   cli_ranks cb = {&x, run_rank_cb, run_failed_cb};
-  int r = cli_spawn(o.backend, n, &co, &cb, "run");
+  int r = o.backend == SCHEDC_BACKEND_CUDA ? run_cuda(&x, &co, virt) : cli_spawn(o.backend, n, &co, &cb, "run");
   rc = r ? EXIT_REJECTED : report(&x);
   munmap(x.res, (size_t)n * sizeof *x.res);
   schedc_plan_free(x.plan);

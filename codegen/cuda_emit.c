@@ -1,10 +1,12 @@
 /*
- * cuda_emit.c — the CUDA source generator (see cuda_emit.h). One thread block per rank kernel
- * walks the rank's write groups in order: thread 0 spins on the counters the group needs (RAW on
- * source versions, WAR on its own reads) with a clock64 budget, the block computes the chunk with
- * 16-byte vectors, then thread 0 fences, counts its reads and publishes the cell's version. The
- * arithmetic is the CPU kernels': IEEE round-to-nearest, NaN results as the default NaN,
- * min/max with NaN winning and -0 < +0, integers wrapping; compile with --fmad=false.
+ * cuda_emit.c — the CUDA source generator (see cuda_emit.h). A rank runs as one or more thread
+ * blocks; block b of every rank owns part b of every chunk (split at 16-byte boundaries) with its
+ * own counters, so blocks pipeline independently. Each block walks the rank's write groups in
+ * order: thread 0 spins on the counters the group needs (RAW on source versions, WAR on its own
+ * reads) with a clock64 budget, the block computes its part with 16-byte vectors, then thread 0
+ * fences, counts its reads and publishes the cell's version. The arithmetic is the CPU kernels':
+ * IEEE round-to-nearest, NaN results as the default NaN, min/max with NaN winning and -0 < +0,
+ * integers wrapping; compile with --fmad=false.
  */
 #include "cuda_emit.h"
 
@@ -34,8 +36,14 @@ static void put(sb *b, const char *fmt, ...) {
   }
 }
 
-/* Accumulation type spelled in device code, and its element op. */
-static const char *acc_type(int dtype) {
+/* Element type of the working buffer in device code: the accumulation type of a reduction
+ * (f16/bf16 accumulate in f32), or, for a plan that only copies (allgather, broadcast), an
+ * unsigned type of the element's size, so every bit pattern (NaN payloads too) moves untouched. */
+static const char *elem_type(int dtype, int copy_only) {
+  if (copy_only) {
+    size_t sz = schedc_dtype_size((schedc_dtype)dtype);
+    return sz == 2 ? "unsigned short" : sz == 4 ? "unsigned int" : "unsigned long long";
+  }
   switch (dtype) {
   case SCHEDC_F64: return "double";
   case SCHEDC_I32: return "int";
@@ -44,9 +52,13 @@ static const char *acc_type(int dtype) {
   }
 }
 
-static void emit_op(sb *b, int dtype, int op) {
-  int f64 = dtype == SCHEDC_F64, isint = dtype == SCHEDC_I32 || dtype == SCHEDC_I64;
+static void emit_op(sb *b, int dtype, int op, int copy_only) {
+  int f64 = dtype == SCHEDC_F64, isint = copy_only || dtype == SCHEDC_I32 || dtype == SCHEDC_I64;
   put(b, "__device__ __forceinline__ sc_acc sc_op(sc_acc a, sc_acc b) {\n");
+  if (copy_only) {
+    put(b, "  (void)b;\n  return a; /* a copy-only plan never combines */\n}\n\n");
+    return;
+  }
   if (isint) {
     const char *u = dtype == SCHEDC_I32 ? "unsigned int" : "unsigned long long";
     if (op == SCHEDC_PROD) put(b, "  return (sc_acc)((%s)a * (%s)b); /* wraps */\n", u, u);
@@ -69,25 +81,42 @@ static void emit_op(sb *b, int dtype, int op) {
   put(b, "}\n\n");
 }
 
-static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op) {
-  put(b, "typedef unsigned int sc_u32;\ntypedef unsigned long long sc_u64;\ntypedef %s sc_acc;\n", acc_type(dtype));
-  put(b, "#define SC_NCHUNKS %uull\n#define SC_VW (16 / sizeof(sc_acc))\n", ir->nchunks);
+static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_only) {
+  put(b, "typedef unsigned int sc_u32;\ntypedef unsigned long long sc_u64;\ntypedef %s sc_acc;\n",
+      elem_type(dtype, copy_only));
+  put(b, "#define SC_NRANKS %u\n#define SC_NCHUNKS %uull\n#define SC_VW (16 / sizeof(sc_acc))\n", ir->nranks,
+      ir->nchunks);
   put(b, "#define SC_LO(K, c) ((K) * (sc_u64)(c) / SC_NCHUNKS) /* chunk c is [SC_LO(c), SC_LO(c+1)) */\n");
   put(b, "struct alignas(16) sc_vec { sc_acc v[SC_VW]; };\n\n");
-  emit_op(b, dtype, op);
   put(b,
-      "/* Thread 0 waits until *flag >= want (acquire), within `budget` cycles; on timeout or an\n"
-      " * error raised elsewhere it records (rank, step, peer) and the kernel returns. */\n"
-      "__device__ __noinline__ bool sc_wait(const sc_u32 *flag, sc_u32 want, sc_u32 *err, int rank,\n"
-      "                                      int step, int peer, long long budget) {\n"
+      "/* One call, the same for every rank (one fused launch or one launch per rank). Counters are\n"
+      " * per (cell, block): ver[r][c * nblk + b], reads[r][c * nblk + b]; a call's values start at\n"
+      " * `epoch` (call number << 20), so nothing is reset between calls and a stale value from an\n"
+      " * earlier call never satisfies a wait. temp[r] holds tstride elements per (temp slot, block):\n"
+      " * at least the longest part of a chunk plus two vectors. */\n"
+      "struct sc_args {\n"
+      "  sc_acc *buf[SC_NRANKS];\n  sc_acc *temp[SC_NRANKS];\n  sc_u64 *ver[SC_NRANKS];\n  sc_u64 *reads[SC_NRANKS];\n"
+      "  sc_u32 *err;        /* [0] set once by the first failure; [1..3] rank, step, awaited peer */\n"
+      "  sc_u64 count;       /* elements of the working buffer */\n"
+      "  sc_u64 tstride;     /* elements per (temp slot, block), a multiple of SC_VW */\n"
+      "  sc_u64 epoch;\n"
+      "  long long budget;   /* clock64 cycles any one wait may take */\n"
+      "};\n\n");
+  emit_op(b, dtype, op, copy_only);
+  put(b,
+      "/* Thread 0 waits until *ctr >= want (then fences: acquire), within `budget` cycles; on timeout or\n"
+      " * a failure raised elsewhere it records (rank, step, peer) once and every thread of the block\n"
+      " * returns false. */\n"
+      "__device__ __noinline__ bool sc_wait(const sc_u64 *ctr, sc_u64 want, const sc_args &a, int rank, int step,\n"
+      "                                     int peer) {\n"
       "  __shared__ int ok;\n"
       "  if (threadIdx.x == 0) {\n"
       "    ok = 1;\n"
       "    long long t0 = clock64();\n"
-      "    while (*(volatile const sc_u32 *)flag < want) {\n"
-      "      if (*(volatile sc_u32 *)err) { ok = 0; break; }\n"
-      "      if (clock64() - t0 > budget) {\n"
-      "        if (atomicCAS(err, 0u, 1u) == 0u) { err[1] = rank; err[2] = step; err[3] = peer; }\n"
+      "    while (*(volatile const sc_u64 *)ctr < want) {\n"
+      "      if (*(volatile sc_u32 *)a.err) { ok = 0; break; }\n"
+      "      if (clock64() - t0 > a.budget) {\n"
+      "        if (atomicCAS(a.err, 0u, 1u) == 0u) { a.err[1] = rank; a.err[2] = step; a.err[3] = peer; }\n"
       "        ok = 0;\n"
       "        break;\n"
       "      }\n"
@@ -97,38 +126,72 @@ static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op) {
       "  __syncthreads();\n"
       "  return ok;\n"
       "}\n\n"
-      "/* d[i] = a[i] (op) s[0][i] (op) ... (op) s[k-1][i], left to right, 16-byte vectors where\n"
-      " * every pointer is aligned; k == 0 is a copy. */\n"
-      "__device__ __noinline__ void sc_chain(sc_acc *d, const sc_acc *a, const sc_acc *const *s, int k,\n"
-      "                                         sc_u64 n) {\n"
-      "  sc_u64 al = (sc_u64)d | (sc_u64)a;\n"
-      "  for (int j = 0; j < k; j++) al |= (sc_u64)s[j];\n"
-      "  sc_u64 nv = (al & 15) ? 0 : n / SC_VW;\n"
+      "/* This block's part [*x0, *x1) of chunk c: split at 16-byte boundaries (absolute element\n"
+      " * indices), the same on every rank, so block b of a reader reads what block b of the writer wrote. */\n"
+      "__device__ __forceinline__ void sc_part(sc_u64 K, int c, int blk, int nblk, sc_u64 *x0, sc_u64 *x1) {\n"
+      "  sc_u64 lo = SC_LO(K, c), hi = SC_LO(K, c + 1), n = hi - lo;\n"
+      "  sc_u64 s = lo + n * (sc_u64)blk / (sc_u64)nblk, e = lo + n * (sc_u64)(blk + 1) / (sc_u64)nblk;\n"
+      "  s = blk == 0 ? lo : s / SC_VW * SC_VW;\n"
+      "  e = blk == nblk - 1 ? hi : e / SC_VW * SC_VW;\n"
+      "  *x0 = s < lo ? lo : s;\n"
+      "  *x1 = e < *x0 ? *x0 : e;\n"
+      "}\n\n"
+      "/* d[i] = a[i] (op) s[0][i] (op) ... (op) s[k-1][i] for i < n, left to right; k == 0 is a copy.\n"
+      " * All pointers share one offset modulo 16 bytes (checked): a scalar head up to the boundary,\n"
+      " * 16-byte vectors, a scalar tail. */\n"
+      "__device__ __noinline__ void sc_chain(sc_acc *d, const sc_acc *a, const sc_acc *const *s, int k, sc_u64 n) {\n"
+      "  sc_u64 mis = ((sc_u64)d ^ (sc_u64)a) & 15;\n"
+      "  for (int j = 0; j < k; j++) mis |= ((sc_u64)d ^ (sc_u64)s[j]) & 15;\n"
+      "  sc_u64 head = mis ? n : ((16 - ((sc_u64)d & 15)) & 15) / sizeof(sc_acc);\n"
+      "  if (head > n) head = n;\n"
+      "  sc_u64 nv = (n - head) / SC_VW;\n"
+      "  for (sc_u64 i = threadIdx.x; i < head; i += blockDim.x) {\n"
+      "    sc_acc x = a[i];\n"
+      "    for (int j = 0; j < k; j++) x = sc_op(x, s[j][i]);\n"
+      "    d[i] = x;\n"
+      "  }\n"
       "  for (sc_u64 i = threadIdx.x; i < nv; i += blockDim.x) {\n"
-      "    sc_vec x = ((const sc_vec *)a)[i];\n"
+      "    sc_vec x = ((const sc_vec *)(a + head))[i];\n"
       "    for (int j = 0; j < k; j++) {\n"
-      "      sc_vec y = ((const sc_vec *)s[j])[i];\n"
+      "      sc_vec y = ((const sc_vec *)(s[j] + head))[i];\n"
       "      for (int e = 0; e < (int)SC_VW; e++) x.v[e] = sc_op(x.v[e], y.v[e]);\n"
       "    }\n"
-      "    ((sc_vec *)d)[i] = x;\n"
+      "    ((sc_vec *)(d + head))[i] = x;\n"
       "  }\n"
-      "  for (sc_u64 i = nv * SC_VW + threadIdx.x; i < n; i += blockDim.x) {\n"
+      "  for (sc_u64 i = head + nv * SC_VW + threadIdx.x; i < n; i += blockDim.x) {\n"
       "    sc_acc x = a[i];\n"
       "    for (int j = 0; j < k; j++) x = sc_op(x, s[j][i]);\n"
       "    d[i] = x;\n"
       "  }\n"
       "}\n\n"
       "/* After a group: make the data visible, count the reads of the sources, publish. */\n"
-      "__device__ __noinline__ void sc_signal(sc_u32 *const *reads, const int *src, int k, int chunk,\n"
-      "                                          sc_u32 *ver, sc_u32 version) {\n"
+      "__device__ __noinline__ void sc_signal(const sc_args &a, const int *src, int k, sc_u64 cell, sc_u64 *ver,\n"
+      "                                       sc_u64 version) {\n"
       "  __syncthreads();\n"
       "  if (threadIdx.x == 0) {\n"
       "    __threadfence_system();\n"
-      "    for (int j = 0; j < k; j++) atomicAdd(reads[src[j]] + chunk, 1u);\n"
-      "    if (ver) atomicExch(ver + chunk, version);\n"
+      "    for (int j = 0; j < k; j++) atomicAdd(a.reads[src[j]] + cell, 1ull);\n"
+      "    if (ver) atomicExch(ver + cell, version);\n"
       "  }\n"
+      "}\n\n"
+      "/* Entry: this block's cells of `rank` start the call: reads first, then (fenced) the version\n"
+      " * that lets readers in. The previous call drained every read of these cells before it ended. */\n"
+      "__device__ __noinline__ void sc_enter(const sc_args &a, int rank, int blk, int nblk) {\n"
+      "  if (threadIdx.x == 0) {\n"
+      "    for (sc_u64 c = 0; c < SC_NCHUNKS; c++) atomicExch(a.reads[rank] + c * nblk + blk, a.epoch);\n"
+      "    __threadfence_system();\n"
+      "    for (sc_u64 c = 0; c < SC_NCHUNKS; c++) atomicExch(a.ver[rank] + c * nblk + blk, a.epoch);\n"
+      "  }\n"
+      "  __syncthreads();\n"
+      "}\n\n"
+      "/* Drain: the kernel ends only after every read the plan makes of this rank's cells is done, so\n"
+      " * the caller's buffer may be reused as soon as the stream moves on. */\n"
+      "__device__ __noinline__ bool sc_drain(const sc_args &a, int rank, int blk, int nblk, const sc_u32 *fin,\n"
+      "                                      int step) {\n"
+      "  for (sc_u64 c = 0; c < SC_NCHUNKS; c++)\n"
+      "    if (fin[c] && !sc_wait(a.reads[rank] + c * nblk + blk, a.epoch + fin[c], a, rank, step, -1)) return false;\n"
+      "  return true;\n"
       "}\n\n");
-  (void)op;
 }
 
 static void emit_conversions(sb *b, int dtype) {
@@ -181,13 +244,18 @@ static void emit_finish(sb *b, int dtype, int op) {
 
 static const char *phase_name(int ph) { return ph == SC_PH_A ? "A: into a temp" : ph == SC_PH_B ? "B" : "C: write back"; }
 
+/* Rank r's program as a device function over (block blk of nblk); every thread of the block
+ * runs it, thread 0 does the waiting and signalling. Returns early (all threads alike) when a
+ * wait fails. */
 static void emit_rank(sb *b, const sc_ir *ir, const sc_prog *prog, uint32_t r) {
   const sc_rankprog *rp = &prog->rank[r];
-  put(b, "/* rank %u: %u write groups, %u temp chunk(s) */\n", r, rp->ng, rp->ntemp);
-  put(b, "extern \"C\" __global__ void __launch_bounds__(512) schedc_rank%u(\n"
-         "    sc_acc *const *buf, sc_acc *temp, sc_u32 *const *ver, sc_u32 *const *reads, sc_u32 *err,\n"
-         "    sc_u64 count, sc_u64 max_chunk, long long budget) {\n"
-         "  sc_acc *me = buf[%u];\n", r, r);
+  put(b, "/* rank %u: %u write groups, %u temp slot(s) */\n", r, rp->ng, rp->ntemp);
+  put(b, "__device__ const sc_u32 sc_fin%u[SC_NCHUNKS] = {", r);
+  for (uint32_t c = 0; c < ir->nchunks; c++) put(b, "%s%u", c ? ", " : "", rp->final_reads[c]);
+  put(b, "}; /* reads of each cell over the call */\n");
+  put(b, "__device__ __noinline__ void sc_rank%u(const sc_args &a, int blk, int nblk) {\n"
+         "  sc_acc *me = a.buf[%u];\n  sc_u64 x0, x1, cell;\n  (void)x0; (void)x1; (void)cell; (void)me;\n"
+         "  sc_enter(a, %u, blk, nblk);\n", r, r, r);
   uint32_t last_step = UINT32_MAX;
   for (uint32_t gi = 0; gi < rp->ng; gi++) {
     const sc_group *g = &prog->groups[rp->g_off + gi];
@@ -202,37 +270,53 @@ static void emit_rank(sb *b, const sc_ir *ir, const sc_prog *prog, uint32_t r) {
     put(b, "  { /* chunk %u, phase %s, %s", g->chunk, phase_name(g->phase),
         g->phase == SC_PH_C ? "" : g->copy ? "copy from" : "reduce");
     for (uint32_t s = 0; g->phase != SC_PH_C && s < g->nsrc; s++) put(b, " r%u", src[s].rank);
-    put(b, " */\n    const sc_u64 lo = SC_LO(count, %u), n = SC_LO(count, %u) - lo;\n", g->chunk, g->chunk + 1);
+    put(b, " */\n    sc_part(a.count, %u, blk, nblk, &x0, &x1);\n    cell = %uull * nblk + blk;\n", g->chunk,
+        g->chunk);
     if (g->phase != SC_PH_C)
       for (uint32_t s = 0; s < g->nsrc; s++)
-        put(b, "    if (!sc_wait(ver[%u] + %u, %uu, err, %u, %u, %u, budget)) return;\n", src[s].rank, g->chunk,
+        put(b, "    if (!sc_wait(a.ver[%u] + cell, a.epoch + %u, a, %u, %u, %u)) return;\n", src[s].rank,
             src[s].version, r, g->step, src[s].rank);
-    if (g->phase != SC_PH_A)
-      put(b, "    if (!sc_wait(reads[%u] + %u, %uu, err, %u, %u, -1, budget)) return;\n", r, g->chunk, g->wait_reads,
-          r, g->step);
-    const char *dst = g->phase == SC_PH_A ? "tp" : "me + lo";
-    if (g->phase != SC_PH_B) put(b, "    sc_acc *tp = temp + (sc_u64)%u * max_chunk;\n", g->temp);
+    if (g->phase != SC_PH_A && g->wait_reads)
+      put(b, "    if (!sc_wait(a.reads[%u] + cell, a.epoch + %u, a, %u, %u, -1)) return;\n", r, g->wait_reads, r,
+          g->step);
+    /* temp slot t of block blk: its own region (blocks run independently), holding the part at
+     * the part's own offset modulo 16 bytes, so it vectorises alike */
+    const char *dst = g->phase == SC_PH_A ? "tp" : "me + x0";
+    if (g->phase != SC_PH_B)
+      put(b, "    sc_acc *tp = a.temp[%u] + (%uull * nblk + blk) * a.tstride + x0 %% SC_VW;\n", r, g->temp);
     if (g->phase == SC_PH_C) {
-      put(b, "    sc_chain(me + lo, tp, 0, 0, n);\n    sc_signal(reads, 0, 0, %u, ver[%u], %uu);\n  }\n", g->chunk, r,
-          g->version);
+      put(b, "    sc_chain(me + x0, tp, 0, 0, x1 - x0);\n    sc_signal(a, 0, 0, cell, a.ver[%u], a.epoch + %u);\n  }\n",
+          r, g->version);
       continue;
     }
     put(b, "    const int src[%u] = {", g->nsrc);
     for (uint32_t s = 0; s < g->nsrc; s++) put(b, "%s%u", s ? ", " : "", src[s].rank);
     put(b, "};\n");
     if (g->copy) {
-      put(b, "    sc_chain(%s, buf[%u] + lo, 0, 0, n);\n", dst, src[0].rank);
+      put(b, "    sc_chain(%s, a.buf[%u] + x0, 0, 0, x1 - x0);\n", dst, src[0].rank);
     } else {
       put(b, "    const sc_acc *s[%u] = {", g->nsrc);
-      for (uint32_t s = 0; s < g->nsrc; s++) put(b, "%sbuf[%u] + lo", s ? ", " : "", src[s].rank);
-      put(b, "};\n    sc_chain(%s, me + lo, s, %u, n);\n", dst, g->nsrc);
+      for (uint32_t s = 0; s < g->nsrc; s++) put(b, "%sa.buf[%u] + x0", s ? ", " : "", src[s].rank);
+      put(b, "};\n    sc_chain(%s, me + x0, s, %u, x1 - x0);\n", dst, g->nsrc);
     }
     if (g->phase == SC_PH_A) /* reads done; the cell is published by its phase C write-back */
-      put(b, "    sc_signal(reads, src, %u, %u, 0, 0u);\n  }\n", g->nsrc, g->chunk);
+      put(b, "    sc_signal(a, src, %u, cell, 0, 0);\n  }\n", g->nsrc);
     else
-      put(b, "    sc_signal(reads, src, %u, %u, ver[%u], %uu);\n  }\n", g->nsrc, g->chunk, r, g->version);
+      put(b, "    sc_signal(a, src, %u, cell, a.ver[%u], a.epoch + %u);\n  }\n", g->nsrc, r, g->version);
   }
-  put(b, "}\n\n");
+  put(b, "  sc_drain(a, %u, blk, nblk, sc_fin%u, %u);\n}\n", r, r, ir->nsteps);
+  put(b, "extern \"C\" __global__ void __launch_bounds__(512) schedc_rank%u(sc_args a) { sc_rank%u(a, blockIdx.x, gridDim.x); }\n\n",
+      r, r);
+}
+
+/* Every rank in one launch (virtual ranks on one GPU): gridDim.x = nranks * blocks per rank,
+ * block i runs rank i / nblk's part i % nblk. Needs all blocks resident at once (a cooperative
+ * launch guarantees it or fails). */
+static void emit_all(sb *b, const sc_ir *ir) {
+  put(b, "extern \"C\" __global__ void __launch_bounds__(512) schedc_all(sc_args a) {\n"
+         "  int nblk = gridDim.x / SC_NRANKS, r = blockIdx.x / nblk, blk = blockIdx.x %% nblk;\n  switch (r) {\n");
+  for (uint32_t r = 0; r < ir->nranks; r++) put(b, "  case %u: sc_rank%u(a, blk, nblk); break;\n", r, r);
+  put(b, "  }\n}\n");
 }
 
 char *sc_cuda_emit(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, int op) {
@@ -254,11 +338,13 @@ char *sc_cuda_emit(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, in
           " * kernel parameters. Compile with --fmad=false: reductions must be add.rn/mul.rn, never fma. */\n",
       ir->name, sc_ir_collective_name(ir->collective), ir->nranks, ir->nchunks, ir->nsteps, dn[dtype], on[op],
       rank < 0 ? "all ranks" : "one rank");
-  emit_prelude(&b, ir, dtype, op);
-  emit_conversions(&b, dtype);
-  emit_finish(&b, dtype, op);
+  int copy_only = ir->collective == SCHEDC_ALLGATHER || ir->collective == SCHEDC_BROADCAST;
+  emit_prelude(&b, ir, dtype, op, copy_only);
+  if (!copy_only) emit_conversions(&b, dtype);
+  if (!copy_only) emit_finish(&b, dtype, op);
   for (uint32_t r = 0; r < ir->nranks; r++)
     if (rank < 0 || (uint32_t)rank == r) emit_rank(&b, ir, prog, r);
+  if (rank < 0) emit_all(&b, ir);
   if (b.oom) { free(b.p); return NULL; }
   return b.p;
 }

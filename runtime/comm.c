@@ -315,6 +315,8 @@ static schedc_status collective_run(schedc_comm *c, int coll, const void *sendbu
   /* Reductions run in the accumulation type; allgather and broadcast only move the bits. */
   schedc_dtype acc = reduction ? sc_acc_type(dtype) : dtype;
   size_t asz = schedc_dtype_size(acc);
+  if (c->backend == SCHEDC_BACKEND_CUDA)
+    return sc_cuda_collective(c, coll, sendbuf, recvbuf, count, dtype, acc, op, root, plan, prog, K);
   if (c->backend == SCHEDC_BACKEND_MPI) return mpi_collective(c, coll, sendbuf, recvbuf, count, dtype, acc, op, root, plan, K);
   /* Working buffer: the caller's receive buffer when it holds the whole result in the
    * accumulation type and the transport can share it; else a buffer of the transport's. */
@@ -393,7 +395,7 @@ static schedc_status run_plan(schedc_comm *c, const char *cn, const sc_prog *pro
 static schedc_status collective(schedc_comm *c, int coll, const void *sendbuf, void *recvbuf, size_t count,
                                 schedc_dtype dtype, schedc_op op, int root, const schedc_plan *plan) {
   schedc_status st = collective_run(c, coll, sendbuf, recvbuf, count, dtype, op, root, plan);
-  if (st != SCHEDC_OK) return st;
+  if (st != SCHEDC_OK || c->backend == SCHEDC_BACKEND_CUDA) return st; /* stream-ordered: nothing to check yet */
   /* the result every rank holds alike (none for reduce_scatter and reduce) */
   size_t K = !same_bits(coll) ? 0 : coll == SCHEDC_ALLGATHER ? count * (size_t)c->nranks : count;
   return sc_integrity_check(c, schedc_collective_name((schedc_collective)coll), recvbuf, K * schedc_dtype_size(dtype),

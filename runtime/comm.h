@@ -216,6 +216,11 @@ static inline void sc_chunk_range(size_t K, uint32_t C, uint32_t c, size_t *lo, 
   *hi = (size_t)((unsigned __int128)K * (c + 1) / C);
 }
 
+/* cuda_comm.c: the collective on a cuda communicator (after comm.c's argument checks). */
+schedc_status sc_cuda_collective(schedc_comm *c, int coll, const void *sendbuf, void *recvbuf, size_t count,
+                                 schedc_dtype dtype, schedc_dtype acc, schedc_op op, int root,
+                                 const schedc_plan *plan, const sc_prog *prog, size_t K);
+
 /* Transports. */
 extern sc_transport sc_threads_transport;
 extern sc_transport sc_shm_transport;

@@ -1,6 +1,6 @@
 /*
- * nvrtc.c — dlopen'ed NVRTC (see nvrtc.h) and the CUDA driver's device count. The entry points
- * are declared here with the types of the public NVRTC/driver ABI (opaque handles, int status).
+ * nvrtc.c — dlopen'ed NVRTC (see nvrtc.h). The entry points are declared here with the types of
+ * NVRTC's public ABI (opaque handles, int status). The driver is in cuda_driver.c.
  */
 #define _GNU_SOURCE
 #include "nvrtc.h"
@@ -102,16 +102,4 @@ schedc_status sc_nvrtc_compile(const char *src, const char *const *opts, int nop
     return sc_err(r ? SCHEDC_EINTERNAL : SCHEDC_ENOMEM, "NVRTC: cannot fetch the %s", ptx ? "PTX" : "cubin");
   }
   return SCHEDC_OK;
-}
-
-int schedc_cuda_device_count(void) {
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return 0;
-  int (*init)(unsigned) = NULL, (*count)(int *) = NULL;
-  *(void **)&init = dlsym(lib, "cuInit");
-  *(void **)&count = dlsym(lib, "cuDeviceGetCount");
-  int n = 0;
-  if (!init || !count || init(0) != 0 || count(&n) != 0) n = 0;
-  dlclose(lib);
-  return n;
 }

@@ -1,6 +1,6 @@
 /*
- * nvrtc.h — NVRTC and the CUDA driver, loaded with dlopen (declaring only the entry points
- * used), so the build needs no CUDA SDK and a machine without CUDA runs everything else.
+ * nvrtc.h — NVRTC, loaded with dlopen (declaring only the entry points used), so the build
+ * needs no CUDA SDK and a machine without CUDA runs everything else.
  */
 #ifndef SC_NVRTC_H
 #define SC_NVRTC_H

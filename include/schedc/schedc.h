@@ -232,7 +232,8 @@ typedef struct schedc_comm schedc_comm;
 typedef enum schedc_backend {
   SCHEDC_BACKEND_THREADS = 0, /* ranks are threads of one process; peers' buffers read directly */
   SCHEDC_BACKEND_SHM = 1,     /* processes on one host; POSIX shared memory */
-  SCHEDC_BACKEND_MPI = 2      /* any MPI launcher, any number of hosts (if built with MPI) */
+  SCHEDC_BACKEND_MPI = 2,     /* any MPI launcher, any number of hosts (if built with MPI) */
+  SCHEDC_BACKEND_CUDA = 3     /* GPUs driven by one process (schedc_comm_init_cuda) */
 } schedc_backend;
 
 typedef struct schedc_comm_opts {
@@ -359,10 +360,48 @@ typedef struct schedc_cuda_compile_info {
  * NVRTC log, the options and the path where the source was dumped. Thread-safe. */
 schedc_status schedc_cuda_compile(const char *source, const char *arch, int ptx, void **image, size_t *len,
                                   schedc_cuda_compile_info *info);
-/* Number of CUDA devices usable through the driver (0 without a driver or a device). */
+/* Number of CUDA devices usable through the driver (0 without a driver or a device; with
+ * SCHEDC_CUDA_EMULATE=1, the emulated devices). */
 int schedc_cuda_device_count(void);
 /* Free memory schedc returned (sources, images). NULL is a no-op. */
 void schedc_free(void *p);
+
+/* ---- the cuda communicator (docs/cuda.md) ---------------------------------------------------
+ * One process drives nranks ranks on GPUs, like ncclCommInitAll: rank r's buffers live on its
+ * GPU, its kernels (generated per plan, compiled with NVRTC, cached) read peers' buffers through
+ * peer access and synchronise with flags in device memory; the reductions happen in schedc's
+ * kernels in the proven order, so the bits equal the CPU backends'. With SCHEDC_CUDA_VIRTUAL
+ * all ranks share one GPU (one buffer set per rank, one fused launch): the same kernels and
+ * bits on a single GPU. Without a GPU, SCHEDC_CUDA_EMULATE=1 runs the generated kernels on the
+ * host (compiled with $CXX): for tests, not for speed.
+ *
+ * Collectives on a cuda communicator take device pointers and are stream-ordered: a call
+ * returns once the work is enqueued on the rank's stream (schedc_cuda_set_stream); the result
+ * is there when that stream reaches it. The ranks' calls of one collective are collected and
+ * launched when the last rank's call arrives, so the one thread driving the ranks issues the
+ * same collective on every rank before enqueueing other work on those streams (NCCL asks the
+ * same, with ncclGroupStart/End). Verification (SCHEDC_VERIFY) is not available here (init
+ * returns SCHEDC_EUNAVAIL). Failures inside kernels (a wait past the timeout) surface in
+ * schedc_cuda_sync and break the communicator. */
+enum { SCHEDC_CUDA_VIRTUAL = 1 };
+/* Create nranks communicators (comms[r] is rank r's). devices[r] is rank r's CUDA device
+ * (NULL: rank r on device r); with SCHEDC_CUDA_VIRTUAL in flags, every rank on devices[0] (NULL:
+ * device 0). At most 64 ranks. SCHEDC_EUNAVAIL (no driver or device, peer access impossible,
+ * verification asked for), SCHEDC_EINVAL, SCHEDC_ENOMEM. On failure no comm is created. */
+schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, const schedc_comm_opts *opts,
+                                    schedc_comm **comms);
+/* The stream (a CUstream / cudaStream_t of the rank's device) the rank's next collectives are
+ * enqueued on; NULL: the communicator's own stream. SCHEDC_EINVAL if comm is not cuda. */
+schedc_status schedc_cuda_set_stream(schedc_comm *comm, void *stream);
+/* Wait for every rank's enqueued work of comm's group; SCHEDC_ETIMEOUT naming the rank, step
+ * and awaited peer if a kernel's wait ran past the timeout (the communicators are then broken). */
+schedc_status schedc_cuda_sync(schedc_comm *comm);
+/* Device memory on the rank's device (zeroed), freed with schedc_cuda_free; and a synchronous
+ * copy in any direction (host or device pointers). For tools and tests: trainers use their
+ * framework's allocator. SCHEDC_EINVAL, SCHEDC_ENOMEM. */
+schedc_status schedc_cuda_alloc(schedc_comm *comm, size_t bytes, void **ptr);
+void schedc_cuda_free(schedc_comm *comm, void *ptr);
+schedc_status schedc_cuda_copy(schedc_comm *comm, void *dst, const void *src, size_t bytes);
 
 /* ---- canonical leaves: the same bits for any rank count ------------------------------------
  * The canonical sum of L leaves (e.g. the micro-batch gradients of a step) is the balanced tree

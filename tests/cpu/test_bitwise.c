@@ -8,7 +8,10 @@
  * the receiver and the step (found here from the plan's transfer list); with repair, every rank
  * must end with the reference bits. Mode `verified`: the quick sweep with SCHEDC_VERIFY=full
  * (every clean call checked: no false alarm).
- * Usage: test_bitwise SCHEDULES_DIR [quick|shm|flips|verified]
+ * Modes `cuda` (virtual ranks on one GPU) and `cuda-devices` (a GPU per rank): the cuda
+ * backend's generated kernels on the same sweep ([SKIP] without a device; SCHEDC_CUDA_EMULATE=1
+ * runs them on the host, on a smaller sweep since every kernel set is a C++ compile).
+ * Usage: test_bitwise SCHEDULES_DIR [quick|shm|flips|verified|cuda|cuda-devices]
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -34,16 +37,8 @@ typedef struct job {
   char err[512];
 } job;
 
-static void *run_rank(void *arg) {
-  job *j = arg;
-  size_t es = schedc_dtype_size(j->dt);
-  int r = schedc_comm_rank(j->comm);
-  const void *send = j->in;
-  void *recv = j->out;
-  if (j->inplace) {
-    if (j->coll == SCHEDC_ALLGATHER) { memcpy((char *)j->out + (size_t)r * j->count * es, j->in, j->count * es); send = (char *)j->out + (size_t)r * j->count * es; }
-    else if (j->coll != SCHEDC_REDUCE_SCATTER) { memcpy(j->out, j->in, j->count * es); send = j->out; }
-  }
+/* The call itself, on whatever buffers the backend takes. */
+static void call(job *j, const void *send, void *recv) {
   switch (j->coll) {
   case SCHEDC_ALLREDUCE: j->st = schedc_allreduce(send, recv, j->count, j->dt, j->op, j->comm, j->plan); break;
   case SCHEDC_REDUCE_SCATTER: j->st = schedc_reduce_scatter(send, recv, j->count, j->dt, j->op, j->comm, j->plan); break;
@@ -52,10 +47,64 @@ static void *run_rank(void *arg) {
   default: j->st = schedc_reduce(send, recv, j->count, j->dt, j->op, j->root, j->comm, j->plan); break;
   }
   if (j->st) snprintf(j->err, sizeof j->err, "%s", schedc_errmsg());
+}
+
+/* In place: the offset of the input inside the output buffer (*ok = 0: not in place). */
+static size_t inplace_offset(const job *j, int r, int *ok) {
+  size_t es = schedc_dtype_size(j->dt);
+  *ok = j->inplace && j->coll != SCHEDC_REDUCE_SCATTER;
+  return j->coll == SCHEDC_ALLGATHER ? (size_t)r * j->count * es : 0;
+}
+
+static void *run_rank(void *arg) {
+  job *j = arg;
+  size_t es = schedc_dtype_size(j->dt);
+  int r = schedc_comm_rank(j->comm), inplace;
+  size_t off = inplace_offset(j, r, &inplace);
+  const void *send = j->in;
+  if (inplace) {
+    send = (char *)j->out + off;
+    memcpy((char *)send, j->in, j->count * es);
+  }
+  call(j, send, j->out);
   return NULL;
 }
 
+/* The cuda backend: device buffers, every rank's call issued from this thread, one sync. */
+static void run_cuda(job *jobs, int n, size_t inbytes, size_t outbytes) {
+  void *din[64], *dout[64];
+  for (int r = 0; r < n; r++) {
+    job *j = &jobs[r];
+    CHECK(schedc_cuda_alloc(j->comm, inbytes + 16, &din[r]) == SCHEDC_OK);
+    CHECK(schedc_cuda_alloc(j->comm, outbytes + 16, &dout[r]) == SCHEDC_OK);
+    CHECK(schedc_cuda_copy(j->comm, din[r], j->in, inbytes) == SCHEDC_OK);
+    CHECK(schedc_cuda_copy(j->comm, dout[r], j->out, outbytes) == SCHEDC_OK);
+  }
+  for (int r = 0; r < n; r++) {
+    job *j = &jobs[r];
+    int inplace;
+    size_t off = inplace_offset(j, r, &inplace);
+    const void *send = din[r];
+    if (inplace) {
+      send = (char *)dout[r] + off;
+      CHECK(schedc_cuda_copy(j->comm, (char *)send, j->in, j->count * schedc_dtype_size(j->dt)) == SCHEDC_OK);
+    }
+    call(j, send, dout[r]);
+  }
+  schedc_status st = schedc_cuda_sync(jobs[0].comm);
+  for (int r = 0; r < n; r++) {
+    if (st != SCHEDC_OK && jobs[r].st == SCHEDC_OK) {
+      jobs[r].st = st;
+      snprintf(jobs[r].err, sizeof jobs[r].err, "sync: %s", schedc_errmsg());
+    }
+    CHECK(schedc_cuda_copy(jobs[r].comm, jobs[r].out, dout[r], outbytes) == SCHEDC_OK);
+    schedc_cuda_free(jobs[r].comm, din[r]);
+    schedc_cuda_free(jobs[r].comm, dout[r]);
+  }
+}
+
 static int use_shm; /* ranks are forked processes on the shm backend */
+static int use_cuda; /* 1: cuda virtual ranks on one device; 2: a device per rank */
 static size_t shm_slice;
 static int g_verify, g_repair;     /* comm options of the flips / verified modes */
 static const char *expect_err;     /* non-NULL: every rank must fail with ECORRUPT and this text */
@@ -148,6 +197,8 @@ static int run_case(schedc_comm **comms, int n, const schedc_plan *plan, int col
   }
   if (use_shm) {
     run_processes(jobs, n, outcount * es);
+  } else if (use_cuda) {
+    run_cuda(jobs, n, incount * es, outcount * es);
   } else {
     for (int r = 0; r < n; r++) pthread_create(&th[r], NULL, run_rank, &jobs[r]);
     for (int r = 0; r < n; r++) pthread_join(th[r], NULL);
@@ -294,6 +345,14 @@ int main(int argc, char **argv) {
   if (argc > 2 && !strcmp(argv[2], "flips")) return flips(argv[1]);
   if (argc > 2 && !strcmp(argv[2], "verified")) { quick = 1; g_verify = SCHEDC_VERIFY_FULL; }
   if (use_shm) quick = 1;
+  use_cuda = argc > 2 && !strcmp(argv[2], "cuda") ? 1 : argc > 2 && !strcmp(argv[2], "cuda-devices") ? 2 : 0;
+  int emulated = getenv("SCHEDC_CUDA_EMULATE") && !strcmp(getenv("SCHEDC_CUDA_EMULATE"), "1");
+  int ndev = use_cuda ? schedc_cuda_device_count() : 0;
+  if (use_cuda && ndev < (use_cuda == 2 ? 2 : 1)) {
+    printf("[SKIP] no CUDA device%s (SCHEDC_CUDA_EMULATE=1 runs the kernels on the host)\n", use_cuda == 2 ? "s" : "");
+    return 0;
+  }
+  if (use_cuda) quick = 1;
   struct { const char *file; const char *defs[3]; int colls; int nodes2; } sch[] = {
     {"ring.lua", {NULL}, 0x1f, 0},
     {"ring.lua", {"k=2", "reverse=true", NULL}, 0x1f, 0},
@@ -308,7 +367,7 @@ int main(int argc, char **argv) {
   size_t counts[] = {0, 1, 13, 1031};
   size_t slices[] = {256, 4096, 1 << 20};
   int cases = 0, failed = 0;
-  for (int n = 1; n <= (quick ? 5 : 9); n++) {
+  for (int n = 1; n <= (quick ? 5 : 9) && (use_cuda != 2 || n <= ndev); n++) {
     for (size_t si = 0; si < sizeof sch / sizeof sch[0]; si++) {
       if (sch[si].nodes2 && n % 2) continue;
       if (sch[si].nodes2 && sch[si].defs[0] && ((n / 2) & (n / 2 - 1))) continue; /* canonical: aligned power-of-two nodes */
@@ -342,15 +401,23 @@ int main(int argc, char **argv) {
           co.timeout_s = 60;
           co.verify = g_verify;
           if (use_shm && sl == 2) continue;
-          if (!use_shm) CHECK(schedc_comm_init_threads(n, &co, comms) == SCHEDC_OK);
+          if (use_cuda && sl > 0) continue; /* no slices on the GPU: blocks split the chunks */
+          if (use_cuda) CHECK(schedc_comm_init_cuda(n, NULL, use_cuda == 1 ? SCHEDC_CUDA_VIRTUAL : 0, &co, comms) == SCHEDC_OK);
+          else if (!use_shm) CHECK(schedc_comm_init_threads(n, &co, comms) == SCHEDC_OK);
           for (int dt = 0; dt < SCHEDC_DTYPE_COUNT_; dt++) {
             int reduction = coll != SCHEDC_ALLGATHER && coll != SCHEDC_BROADCAST;
             for (int op = 0; op < (reduction ? SCHEDC_OP_COUNT_ : 1); op++) {
               /* every op for f32, bf16 and i32; sum and max elsewhere; one slice size for the rest */
               if (op != SCHEDC_SUM && op != SCHEDC_MAX && dt != SCHEDC_F32 && dt != SCHEDC_BF16 && dt != SCHEDC_I32) continue;
               if (sl > 0 && (dt != SCHEDC_F32 || op != SCHEDC_SUM)) continue;
-              if (use_shm && !((dt == SCHEDC_F32 && op == SCHEDC_SUM) || (dt == SCHEDC_BF16 && op == SCHEDC_AVG) ||
-                               (dt == SCHEDC_I64 && op == SCHEDC_MIN) || (dt == SCHEDC_F16 && !reduction)))
+              int subset = (dt == SCHEDC_F32 && op == SCHEDC_SUM) || (dt == SCHEDC_BF16 && op == SCHEDC_AVG) ||
+                           (dt == SCHEDC_I64 && op == SCHEDC_MIN) || (dt == SCHEDC_F16 && !reduction);
+              if (use_shm && !subset) continue;
+              /* cuda: every (plan, dtype, op) is a compile (NVRTC, or the host compiler when
+               * emulated): f32 sum everywhere, the subset on ring and direct at 3 ranks, and on
+               * a real GPU every dtype and op on the ring at 4 ranks */
+              if (use_cuda && !(dt == SCHEDC_F32 && op == SCHEDC_SUM) && !(subset && n == 3 && (si == 0 || si == 4)) &&
+                  !(!emulated && n == 4 && si == 0))
                 continue;
               for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
                 for (int inplace = 0; inplace < 2; inplace++) {

@@ -52,6 +52,7 @@ int main(int argc, char **argv) {
         CHECK(schedc_cuda_source(plan, -1, (schedc_dtype)dt, (schedc_op)op, &src) == SCHEDC_OK);
         CHECK(!strstr(src, "#include"));
         CHECK(count_substr(src, "extern \"C\" __global__ void __launch_bounds__(512) schedc_rank") == 4);
+        CHECK(strstr(src, "__global__ void __launch_bounds__(512) schedc_all(") != NULL); /* virtual ranks */
         CHECK(strstr(src, files[f]) != NULL); /* groups carry the schedule's file:line */
         for (int a = quick ? 1 : 0; a < 2; a++) {
           int ptx = a == 0 || dt != SCHEDC_F32; /* a cubin (through ptxas) for f32 on sm_90 */
@@ -84,6 +85,34 @@ int main(int argc, char **argv) {
   }
   printf("nvrtc: %d compilations\n", compiled);
   CHECK(compiled >= (quick ? 5 * 6 * 2 : 5 * 6 * 5 * 2));
+
+  /* copy-only collectives (allgather, broadcast) move the bits as unsigned integers of the
+   * element's size, for every dtype: no float arithmetic at all in their PTX */
+  const int copy_colls[] = {SCHEDC_ALLGATHER, SCHEDC_BROADCAST};
+  for (int ci = 0; ci < 2; ci++) {
+    int coll = copy_colls[ci];
+    char path[4096], cdef[48];
+    snprintf(path, sizeof path, "%s/ring.lua", argv[1]);
+    snprintf(cdef, sizeof cdef, "collective=%s", schedc_collective_name((schedc_collective)coll));
+    const char *defs[] = {cdef};
+    schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
+    lo.nranks = 3;
+    lo.defines = defs;
+    lo.ndefines = 1;
+    schedc_plan *plan;
+    CHECK(schedc_plan_from_script(path, &lo, &plan) == SCHEDC_OK);
+    for (int dt = 0; plan && dt < SCHEDC_DTYPE_COUNT_; dt++) {
+      char *src;
+      CHECK(schedc_cuda_source(plan, -1, (schedc_dtype)dt, SCHEDC_SUM, &src) == SCHEDC_OK);
+      CHECK(strstr(src, "typedef unsigned") && strstr(src, " sc_acc;"));
+      CHECK(!strstr(src, "schedc_widen") && !strstr(src, "schedc_avg"));
+      CHECK(schedc_cuda_compile(src, "sm_90", 1, &img, &len, NULL) == SCHEDC_OK);
+      CHECK(!strstr(img, ".f32") && !strstr(img, ".f64") && !strstr(img, ".f16"));
+      schedc_free(img);
+      schedc_free(src);
+    }
+    schedc_plan_free(plan);
+  }
 
   /* cache: the same source again is a hit, from memory and from disk in a fresh process */
   char path[4096];

@@ -1,0 +1,229 @@
+/*
+ * cuda_driver.c — the device table on the CUDA driver API (cuda_dev.h), loaded with dlopen: the
+ * entry points are declared here with the driver's ABI types (int status, opaque handles,
+ * 64-bit device pointers), so the build needs no CUDA SDK. Modules come from NVRTC cubins
+ * through the compile cache (schedc_cuda_compile).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_dev.h"
+#include "err.h"
+
+typedef int CUres;
+typedef uint64_t CUdptr;
+enum { ATTR_CLOCK_KHZ = 13, ATTR_SMS = 16, ATTR_CC_MAJOR = 75, ATTR_CC_MINOR = 76, ATTR_COOP = 95 };
+enum { EVENT_DISABLE_TIMING = 2, STREAM_NON_BLOCKING = 1, ERR_PEER_ALREADY_ENABLED = 704 };
+#define MAX_DEV 64
+
+static struct {
+  void *lib;
+  char why[256];
+  CUres (*Init)(unsigned);
+  CUres (*DeviceGetCount)(int *);
+  CUres (*DeviceGet)(int *, int);
+  CUres (*DeviceGetAttribute)(int *, int, int);
+  CUres (*PrimaryCtxRetain)(void **, int);
+  CUres (*CtxSetCurrent)(void *);
+  CUres (*CtxEnablePeerAccess)(void *, unsigned);
+  CUres (*MemAlloc)(CUdptr *, size_t);
+  CUres (*MemFree)(CUdptr);
+  CUres (*MemsetD8Async)(CUdptr, unsigned char, size_t, void *);
+  CUres (*MemcpyAsync)(CUdptr, CUdptr, size_t, void *);
+  CUres (*ModuleLoadData)(void **, const void *);
+  CUres (*ModuleUnload)(void *);
+  CUres (*ModuleGetFunction)(void **, void *, const char *);
+  CUres (*LaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *, void **,
+                        void **);
+  CUres (*LaunchCooperativeKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
+                                   void **);
+  CUres (*StreamCreate)(void **, unsigned);
+  CUres (*StreamDestroy)(void *);
+  CUres (*StreamSynchronize)(void *);
+  CUres (*StreamWaitEvent)(void *, void *, unsigned);
+  CUres (*EventCreate)(void **, unsigned);
+  CUres (*EventRecord)(void *, void *);
+  CUres (*EventDestroy)(void *);
+  CUres (*GetErrorString)(CUres, const char **);
+  int ndev;
+  void *ctx[MAX_DEV];
+} D;
+static pthread_once_t d_once = PTHREAD_ONCE_INIT;
+static __thread int cur_dev = -1;
+
+static void load(void) {
+  const char *env = getenv("SCHEDC_LIBCUDA");
+  D.lib = dlopen(env && *env ? env : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!D.lib) {
+    snprintf(D.why, sizeof D.why, "no CUDA driver (%s: %s)", env && *env ? env : "libcuda.so.1", dlerror());
+    return;
+  }
+  struct { void **f; const char *name; } syms[] = {
+#define S(f, n) {(void **)&D.f, n}
+      S(Init, "cuInit"), S(DeviceGetCount, "cuDeviceGetCount"), S(DeviceGet, "cuDeviceGet"),
+      S(DeviceGetAttribute, "cuDeviceGetAttribute"), S(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+      S(CtxSetCurrent, "cuCtxSetCurrent"), S(CtxEnablePeerAccess, "cuCtxEnablePeerAccess"),
+      S(MemAlloc, "cuMemAlloc_v2"), S(MemFree, "cuMemFree_v2"), S(MemsetD8Async, "cuMemsetD8Async"),
+      S(MemcpyAsync, "cuMemcpyAsync"), S(ModuleLoadData, "cuModuleLoadData"), S(ModuleUnload, "cuModuleUnload"),
+      S(ModuleGetFunction, "cuModuleGetFunction"), S(LaunchKernel, "cuLaunchKernel"),
+      S(LaunchCooperativeKernel, "cuLaunchCooperativeKernel"), S(StreamCreate, "cuStreamCreate"),
+      S(StreamDestroy, "cuStreamDestroy_v2"), S(StreamSynchronize, "cuStreamSynchronize"),
+      S(StreamWaitEvent, "cuStreamWaitEvent"), S(EventCreate, "cuEventCreate"), S(EventRecord, "cuEventRecord"),
+      S(EventDestroy, "cuEventDestroy_v2"), S(GetErrorString, "cuGetErrorString"),
+#undef S
+  };
+  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
+    if (!(*syms[i].f = dlsym(D.lib, syms[i].name))) {
+      snprintf(D.why, sizeof D.why, "the CUDA driver lacks %s", syms[i].name);
+      dlclose(D.lib);
+      D.lib = NULL;
+      return;
+    }
+  CUres r = D.Init(0);
+  if (r || D.DeviceGetCount(&D.ndev) || D.ndev < 1) {
+    snprintf(D.why, sizeof D.why, "no CUDA device (cuInit: %d)", r);
+    D.ndev = 0;
+  }
+  if (D.ndev > MAX_DEV) D.ndev = MAX_DEV;
+}
+
+/* A driver failure as a status with the entry point and the driver's words. */
+static schedc_status fail(const char *what, CUres r) {
+  const char *s = NULL;
+  if (D.GetErrorString) D.GetErrorString(r, &s);
+  return sc_err(r == 2 ? SCHEDC_ENOMEM : SCHEDC_EINTERNAL, "CUDA %s: %s (error %d)", what, s ? s : "?", r);
+}
+#define CK(what, call) do { CUres r_ = (call); if (r_) return fail(what, r_); } while (0)
+
+static schedc_status drv_init(int *ndev) {
+  pthread_once(&d_once, load);
+  *ndev = D.ndev;
+  if (!D.lib || !D.ndev) return sc_err(SCHEDC_EUNAVAIL, "the cuda backend is unavailable: %s", D.why);
+  return SCHEDC_OK;
+}
+
+static schedc_status drv_info(int dev, char arch[16], int *sms, double *ticks, int *coop, int *threads) {
+  int d, maj = 0, min = 0, khz = 0;
+  CK("cuDeviceGet", D.DeviceGet(&d, dev));
+  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(&maj, ATTR_CC_MAJOR, d));
+  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(&min, ATTR_CC_MINOR, d));
+  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(sms, ATTR_SMS, d));
+  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(&khz, ATTR_CLOCK_KHZ, d));
+  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(coop, ATTR_COOP, d));
+  snprintf(arch, 16, "sm_%d%d", maj, min);
+  *ticks = khz > 0 ? khz * 1e3 : 2e9; /* clock64 counts SM cycles */
+  *threads = 512;                     /* the kernels' __launch_bounds__ */
+  return SCHEDC_OK;
+}
+
+static schedc_status drv_select(int dev) {
+  if (dev < 0 || dev >= D.ndev) return sc_err(SCHEDC_EINVAL, "CUDA device %d out of range [0, %d)", dev, D.ndev);
+  if (!D.ctx[dev]) {
+    int d;
+    CK("cuDeviceGet", D.DeviceGet(&d, dev));
+    CK("cuDevicePrimaryCtxRetain", D.PrimaryCtxRetain(&D.ctx[dev], d)); /* kept for the process */
+  }
+  CK("cuCtxSetCurrent", D.CtxSetCurrent(D.ctx[dev]));
+  cur_dev = dev;
+  return SCHEDC_OK;
+}
+
+static schedc_status drv_peer(int peer) {
+  if (peer == cur_dev) return SCHEDC_OK;
+  if (!D.ctx[peer]) {
+    int keep = cur_dev;
+    schedc_status st = drv_select(peer);
+    if (st == SCHEDC_OK) st = drv_select(keep);
+    if (st != SCHEDC_OK) return st;
+  }
+  CUres r = D.CtxEnablePeerAccess(D.ctx[peer], 0);
+  if (r && r != ERR_PEER_ALREADY_ENABLED) return fail("cuCtxEnablePeerAccess", r);
+  return SCHEDC_OK;
+}
+
+static schedc_status drv_alloc(size_t bytes, void **p) {
+  CUdptr d = 0;
+  CK("cuMemAlloc", D.MemAlloc(&d, bytes ? bytes : 16));
+  CUres r = D.MemsetD8Async(d, 0, bytes, NULL);
+  if (!r) r = D.StreamSynchronize(NULL);
+  if (r) {
+    D.MemFree(d);
+    return fail("cuMemsetD8Async", r);
+  }
+  *p = (void *)(uintptr_t)d;
+  return SCHEDC_OK;
+}
+static void drv_release(void *p) {
+  if (p) D.MemFree((CUdptr)(uintptr_t)p);
+}
+
+static schedc_status drv_copy(void *dst, const void *src, size_t bytes, void *stream) {
+  if (!bytes || dst == src) return SCHEDC_OK;
+  CK("cuMemcpyAsync", D.MemcpyAsync((CUdptr)(uintptr_t)dst, (CUdptr)(uintptr_t)src, bytes, stream));
+  return SCHEDC_OK;
+}
+
+static schedc_status drv_load(const char *source, const char *arch, void **module) {
+  void *img;
+  size_t len;
+  schedc_status st = schedc_cuda_compile(source, arch, 0, &img, &len, NULL);
+  if (st != SCHEDC_OK) return st;
+  CUres r = D.ModuleLoadData(module, img);
+  schedc_free(img);
+  if (r) return fail("cuModuleLoadData", r);
+  return SCHEDC_OK;
+}
+static void drv_unload(void *m) {
+  if (m) D.ModuleUnload(m);
+}
+static schedc_status drv_kernel(void *m, const char *name, void **fn) {
+  CK(name, D.ModuleGetFunction(fn, m, name));
+  return SCHEDC_OK;
+}
+
+static schedc_status drv_launch(void *fn, unsigned grid, unsigned block, void **params, int coop, void *stream) {
+  if (coop) CK("cuLaunchCooperativeKernel", D.LaunchCooperativeKernel(fn, grid, 1, 1, block, 1, 1, 0, stream, params));
+  else CK("cuLaunchKernel", D.LaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, stream, params, NULL));
+  return SCHEDC_OK;
+}
+
+static schedc_status drv_stream_new(void **s) {
+  CK("cuStreamCreate", D.StreamCreate(s, STREAM_NON_BLOCKING));
+  return SCHEDC_OK;
+}
+static void drv_stream_free(void *s) {
+  if (s) D.StreamDestroy(s);
+}
+static schedc_status drv_sync(void *s) {
+  CK("cuStreamSynchronize", D.StreamSynchronize(s));
+  return SCHEDC_OK;
+}
+static schedc_status drv_join(void *waiter, void *stream) {
+  if (waiter == stream) return SCHEDC_OK;
+  void *ev;
+  CK("cuEventCreate", D.EventCreate(&ev, EVENT_DISABLE_TIMING));
+  CUres r = D.EventRecord(ev, stream);
+  if (!r) r = D.StreamWaitEvent(waiter, ev, 0);
+  D.EventDestroy(ev); /* released once the wait has happened */
+  if (r) return fail("cuStreamWaitEvent", r);
+  return SCHEDC_OK;
+}
+
+const sc_cudev sc_cudev_driver = {"CUDA driver", drv_init, drv_info, drv_select, drv_peer, drv_alloc, drv_release,
+                                  drv_copy, drv_load, drv_unload, drv_kernel, drv_launch, drv_stream_new,
+                                  drv_stream_free, drv_sync, drv_join};
+
+const sc_cudev *sc_cudev_get(void) {
+  const char *e = getenv("SCHEDC_CUDA_EMULATE");
+  return e && !strcmp(e, "1") ? &sc_cudev_emu : &sc_cudev_driver;
+}
+
+int schedc_cuda_device_count(void) {
+  int n = 0;
+  return sc_cudev_get()->init(&n) == SCHEDC_OK ? n : 0;
+}

@@ -1,0 +1,204 @@
+/*
+ * cuda_emu.c — the emulated device (SCHEDC_CUDA_EMULATE=1): the generated CUDA source compiled
+ * for the host with the C++ compiler ($CXX, else c++) and cuda_emu_shim.hpp, loaded with dlopen.
+ * Device memory is host memory, a launch runs its blocks as OS threads (started at once, joined
+ * by the next operation on its stream), copies run at once. It checks the generated kernels'
+ * logic, ordering and arithmetic without a GPU; it says nothing about GPU memory ordering or speed.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "codegen/ir.h"
+#include "cuda_dev.h"
+#include "err.h"
+#include "fileio.h"
+
+#ifndef SC_EMU_SHIM_DIR
+#define SC_EMU_SHIM_DIR "runtime"
+#endif
+#define MAX_PENDING 64
+
+typedef struct emu_fn { struct emu_module *m; void *sym; char name[48]; struct emu_fn *next; } emu_fn;
+
+typedef struct emu_module {
+  uint64_t key;
+  emu_fn *fns; /* looked up so far (kept with the module) */
+  void *so;
+  void *(*start)(void *, const char *, unsigned, unsigned, void **);
+  void (*wait)(void *);
+  struct emu_module *next;
+} emu_module;
+
+
+/* A stream: the launches not yet joined (everything else ran when it was enqueued). */
+typedef struct emu_stream {
+  pthread_mutex_t mu;
+  int n;
+  struct { void *h; void (*wait)(void *); } p[MAX_PENDING];
+} emu_stream;
+
+static emu_stream null_stream = {PTHREAD_MUTEX_INITIALIZER, 0, {{0, 0}}};
+static emu_module *modules; /* compiled once per source, kept for the process */
+static pthread_mutex_t mod_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static emu_stream *S(void *s) { return s ? (emu_stream *)s : &null_stream; }
+
+static schedc_status emu_init(int *ndev) {
+  const char *e = getenv("SCHEDC_EMU_DEVICES");
+  *ndev = e && atoi(e) > 0 ? atoi(e) : 8;
+  return SCHEDC_OK;
+}
+static schedc_status emu_info(int dev, char arch[16], int *sms, double *ticks, int *coop, int *threads) {
+  (void)dev;
+  snprintf(arch, 16, "sm_90");
+  *sms = 8;      /* few blocks: each is an OS thread */
+  *ticks = 1e9;  /* the shim's clock64 counts nanoseconds */
+  *coop = 1;
+  *threads = 4;  /* coroutines: enough to exercise the strided loops and barriers */
+  return SCHEDC_OK;
+}
+static schedc_status emu_select(int dev) { (void)dev; return SCHEDC_OK; }
+static schedc_status emu_peer(int peer) { (void)peer; return SCHEDC_OK; }
+static schedc_status emu_alloc(size_t bytes, void **p) {
+  size_t n = (bytes + 255) / 256 * 256;
+  if (!(*p = aligned_alloc(256, n ? n : 256))) return sc_err(SCHEDC_ENOMEM, "emulated device: out of memory (%zu bytes)", bytes);
+  memset(*p, 0, n ? n : 256);
+  return SCHEDC_OK;
+}
+static void emu_release(void *p) { free(p); }
+
+static schedc_status emu_sync(void *s) {
+  emu_stream *st = S(s);
+  pthread_mutex_lock(&st->mu);
+  for (int i = 0; i < st->n; i++) st->p[i].wait(st->p[i].h);
+  st->n = 0;
+  pthread_mutex_unlock(&st->mu);
+  return SCHEDC_OK;
+}
+static schedc_status emu_copy(void *dst, const void *src, size_t bytes, void *s) {
+  emu_sync(s);
+  if (bytes && dst != src) memmove(dst, src, bytes);
+  return SCHEDC_OK;
+}
+
+static schedc_status emu_load(const char *source, const char *arch, void **module) {
+  (void)arch;
+  uint64_t key = sc_fnv(SC_FNV_INIT, source, strlen(source));
+  pthread_mutex_lock(&mod_mu);
+  for (emu_module *m = modules; m; m = m->next)
+    if (m->key == key) {
+      pthread_mutex_unlock(&mod_mu);
+      *module = m;
+      return SCHEDC_OK;
+    }
+  pthread_mutex_unlock(&mod_mu);
+  char dir[] = "/tmp/schedc_emu_XXXXXX";
+  if (!mkdtemp(dir)) return sc_err(SCHEDC_EIO, "emulated device: cannot make a build directory in /tmp");
+  char cu[128], unit[128], so[128], log[128], cmd[2048];
+  snprintf(cu, sizeof cu, "%s/kernels.cu", dir);
+  snprintf(unit, sizeof unit, "%s/unit.cpp", dir);
+  snprintf(so, sizeof so, "%s/kernels.so", dir);
+  snprintf(log, sizeof log, "%s/log", dir);
+  const char *shim = getenv("SCHEDC_EMU_SHIM");
+  char shimbuf[1024];
+  if (!shim || !*shim) { snprintf(shimbuf, sizeof shimbuf, "%s/cuda_emu_shim.hpp", SC_EMU_SHIM_DIR); shim = shimbuf; }
+  char unit_src[1200];
+  int k = snprintf(unit_src, sizeof unit_src, "#include \"%s\"\n#include \"%s\"\n#define SC_EMU_TAIL\n#include \"%s\"\n", shim, cu, shim);
+  if (sc_write_atomic(cu, source, strlen(source)) || sc_write_atomic(unit, unit_src, (size_t)k))
+    return sc_err(SCHEDC_EIO, "emulated device: cannot write %s", dir);
+  const char *cxx = getenv("CXX");
+  snprintf(cmd, sizeof cmd, "'%s' -std=c++17 -O1 -ffp-contract=off -fno-fast-math -fPIC -shared -pthread -w '%s' -o '%s' >'%s' 2>&1",
+           cxx && *cxx ? cxx : "c++", unit, so, log);
+  int rc = system(cmd);
+  schedc_status st = SCHEDC_OK;
+  emu_module *m = NULL;
+  if (rc != 0) {
+    size_t n = 0;
+    char *text = sc_read_file(log, &n);
+    st = sc_err(SCHEDC_EINVAL, "emulated device: the host compiler failed on the generated source (kept in %s; shim %s):\n%.1500s",
+                cu, shim, text ? text : "(no log)");
+    free(text);
+    return st; /* the directory stays for inspection */
+  }
+  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  if (!h || !(m = calloc(1, sizeof *m))) {
+    st = sc_err(SCHEDC_EINTERNAL, "emulated device: cannot load %s: %s", so, h ? "out of memory" : dlerror());
+    if (h) dlclose(h);
+  } else {
+    m->key = key;
+    m->so = h;
+    *(void **)&m->start = dlsym(h, "sc_emu_start");
+    *(void **)&m->wait = dlsym(h, "sc_emu_wait");
+    pthread_mutex_lock(&mod_mu);
+    m->next = modules;
+    modules = m;
+    pthread_mutex_unlock(&mod_mu);
+    *module = m;
+  }
+  unlink(cu); unlink(unit); unlink(so); unlink(log); rmdir(dir); /* dlopen keeps its mapping */
+  return st;
+}
+static void emu_unload(void *m) { (void)m; /* kept: another communicator may load the same source */ }
+
+static schedc_status emu_kernel(void *module, const char *name, void **fn) {
+  emu_module *m = module;
+  pthread_mutex_lock(&mod_mu);
+  emu_fn *f = m->fns;
+  while (f && strcmp(f->name, name)) f = f->next;
+  void *sym = f ? NULL : dlsym(m->so, name);
+  if (!f && sym && (f = calloc(1, sizeof *f))) {
+    f->m = m;
+    f->sym = sym;
+    snprintf(f->name, sizeof f->name, "%s", name);
+    f->next = m->fns;
+    m->fns = f;
+  }
+  pthread_mutex_unlock(&mod_mu);
+  if (!f) return sc_err(SCHEDC_EINTERNAL, "emulated device: no kernel %s", name);
+  *fn = f;
+  return SCHEDC_OK;
+}
+
+static schedc_status emu_launch(void *fn, unsigned grid, unsigned block, void **params, int coop, void *s) {
+  (void)coop; /* every block is an OS thread: all resident */
+  emu_fn *f = fn;
+  emu_stream *st = S(s);
+  emu_sync(s); /* stream order: what came before has finished */
+  void *h = f->m->start(f->sym, f->name, grid, block, params);
+  if (!h) return sc_err(SCHEDC_EINTERNAL, "emulated device: cannot launch %s", f->name);
+  pthread_mutex_lock(&st->mu);
+  st->p[st->n].h = h;
+  st->p[st->n++].wait = f->m->wait;
+  pthread_mutex_unlock(&st->mu);
+  return SCHEDC_OK;
+}
+
+static schedc_status emu_stream_new(void **s) {
+  emu_stream *st = calloc(1, sizeof *st);
+  if (!st) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  pthread_mutex_init(&st->mu, NULL);
+  *s = st;
+  return SCHEDC_OK;
+}
+static void emu_stream_free(void *s) {
+  if (!s) return;
+  emu_sync(s);
+  pthread_mutex_destroy(&((emu_stream *)s)->mu);
+  free(s);
+}
+/* Conservative: the waiter's later work starts only after `stream`'s work has finished. */
+static schedc_status emu_join(void *waiter, void *stream) {
+  (void)waiter;
+  return emu_sync(stream);
+}
+
+const sc_cudev sc_cudev_emu = {"emulated (host C++)", emu_init, emu_info, emu_select, emu_peer, emu_alloc,
+                               emu_release, emu_copy, emu_load, emu_unload, emu_kernel, emu_launch, emu_stream_new,
+                               emu_stream_free, emu_sync, emu_join};

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# test_cuda_cli.sh SCHEDC SCHEDULES_DIR — `schedc run --backend cuda` as a user runs it. Without
+# a GPU the backend is refused with a clear message; on the emulated device (SCHEDC_CUDA_EMULATE=1:
+# the generated kernels compiled for the host) every rank's digest equals the threads backend's,
+# for virtual ranks and for a device per rank, over several schedules, dtypes and ops. With
+# CUDA_REAL=1 (tests/gpu/run_on_device.sh) the same on the real GPU(s): virtual ranks, and a
+# device per rank where there are enough GPUs.
+set -u
+S=$1; D=$2
+pass=0; fail=0
+ok() { if eval "$1"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $2"; fi; }
+digests() { grep '^rank' | sed 's/ (.*//' ; }
+
+# No driver (forced, so this holds on a GPU machine too): a clear refusal, no crash.
+out=$(SCHEDC_CUDA_EMULATE= SCHEDC_LIBCUDA=/nonexistent/libcuda.so.1 "$S" run "$D/ring.lua" --ranks 2 --backend cuda 2>&1); rc=$?
+ok "[ $rc != 0 ] && grep -q 'cuda backend is unavailable: no CUDA driver' <<<'$out'" "no driver: $out"
+out=$("$S" run "$D/ring.lua" --ranks 2 --virtual 2>&1)
+ok "grep -q -- '--virtual needs --backend cuda' <<<\"\$out\"" "--virtual without cuda: $out"
+emu=1; [ "${CUDA_REAL:-}" = 1 ] && emu=
+out=$(SCHEDC_VERIFY=full SCHEDC_CUDA_EMULATE=$emu "$S" run "$D/ring.lua" --ranks 2 --backend cuda --virtual 2>&1)
+ok "grep -q 'verification .* is not available on the cuda backend' <<<\"\$out\"" "verify refused: $out"
+
+export SCHEDC_CUDA_EMULATE=$emu
+ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+while read -r file n extra; do
+  for mode in "--virtual" ""; do
+    [ -z "$mode" ] && [ -z "$emu" ] && [ "$ngpu" -lt "$n" ] && continue # a GPU per rank: not enough here
+    want=$("$S" run "$D/$file" --ranks "$n" $extra | digests)
+    got=$("$S" run "$D/$file" --ranks "$n" $extra --backend cuda $mode --iters 2 2>&1)
+    ok "[ -n '$want' ] && [ \"\$(digests <<<\"\$got\")\" = '$want' ] && grep -q 'identical bits every time: yes' <<<\"\$got\"" \
+      "$file $n $extra cuda $mode: threads gave
+$want
+cuda gave
+$got"
+  done
+done <<'LIST'
+ring.lua 3 --count 10007 --dtype f32 --op sum
+ring.lua 4 --count 4099 --dtype bf16 --op avg
+direct.lua 5 --count 777 --dtype f64 --op max
+tree.lua 6 --count 3001 --dtype f16 --op sum
+halving_doubling.lua 4 --count 2050 --dtype i32 --op prod
+hierarchical.lua 4 --nodes 2 --count 4096 --dtype f32 --op sum
+ring.lua 4 -D collective=reduce_scatter --count 4000 --dtype bf16 --op sum
+ring.lua 3 -D collective=allgather --count 3000 --dtype f16
+tree.lua 5 -D collective=broadcast -D root=2 --count 1000 --dtype i64
+ring.lua 4 -D collective=reduce -D root=1 --count 1000 --dtype f32 --op min
+direct.lua 4 -D order=canonical --count 5000 --dtype f32 --op sum
+LIST
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
