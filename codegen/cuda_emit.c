@@ -128,7 +128,7 @@ static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_onl
       "}\n\n"
       "/* This block's part [*x0, *x1) of chunk c: split at 16-byte boundaries (absolute element\n"
       " * indices), the same on every rank, so block b of a reader reads what block b of the writer wrote. */\n"
-      "__device__ __forceinline__ void sc_part(sc_u64 K, int c, int blk, int nblk, sc_u64 *x0, sc_u64 *x1) {\n"
+      "__device__ __noinline__ void sc_part(sc_u64 K, int c, int blk, int nblk, sc_u64 *x0, sc_u64 *x1) {\n"
       "  sc_u64 lo = SC_LO(K, c), hi = SC_LO(K, c + 1), n = hi - lo;\n"
       "  sc_u64 s = lo + n * (sc_u64)blk / (sc_u64)nblk, e = lo + n * (sc_u64)(blk + 1) / (sc_u64)nblk;\n"
       "  s = blk == 0 ? lo : s / SC_VW * SC_VW;\n"
@@ -247,7 +247,7 @@ static const char *phase_name(int ph) { return ph == SC_PH_A ? "A: into a temp" 
 /* Rank r's program as a device function over (block blk of nblk); every thread of the block
  * runs it, thread 0 does the waiting and signalling. Returns early (all threads alike) when a
  * wait fails. */
-static void emit_rank(sb *b, const sc_ir *ir, const sc_prog *prog, uint32_t r) {
+static void emit_rank(sb *b, const sc_ir *ir, const sc_prog *prog, uint32_t r, int kernel) {
   const sc_rankprog *rp = &prog->rank[r];
   put(b, "/* rank %u: %u write groups, %u temp slot(s) */\n", r, rp->ng, rp->ntemp);
   put(b, "__device__ const sc_u32 sc_fin%u[SC_NCHUNKS] = {", r);
@@ -305,16 +305,20 @@ static void emit_rank(sb *b, const sc_ir *ir, const sc_prog *prog, uint32_t r) {
       put(b, "    sc_signal(a, src, %u, cell, a.ver[%u], a.epoch + %u);\n  }\n", g->nsrc, r, g->version);
   }
   put(b, "  sc_drain(a, %u, blk, nblk, sc_fin%u, %u);\n}\n", r, r, ir->nsteps);
-  put(b, "extern \"C\" __global__ void __launch_bounds__(512) schedc_rank%u(sc_args a) { sc_rank%u(a, blockIdx.x, gridDim.x); }\n\n",
-      r, r);
+  if (kernel)
+    put(b, "extern \"C\" __global__ void __launch_bounds__(512) schedc_rank%u(sc_args a) { sc_rank%u(a, blockIdx.x, gridDim.x); }\n",
+        r, r);
+  put(b, "\n");
 }
 
-/* Every rank in one launch (virtual ranks on one GPU): gridDim.x = nranks * blocks per rank,
- * block i runs rank i / nblk's part i % nblk. Needs all blocks resident at once (a cooperative
- * launch guarantees it or fails). */
+/* The one kernel of the all-ranks unit: ranks [first, first + count) in one launch, gridDim.x =
+ * count * blocks per rank, block i runs rank first + i / nblk's part i % nblk. Virtual ranks on
+ * one GPU launch every rank at once (all blocks must be resident: a cooperative launch
+ * guarantees it or fails); a GPU per rank launches its own rank (count 1). One kernel rather
+ * than one per rank plus this one: ptxas would compile every rank's code twice. */
 static void emit_all(sb *b, const sc_ir *ir) {
-  put(b, "extern \"C\" __global__ void __launch_bounds__(512) schedc_all(sc_args a) {\n"
-         "  int nblk = gridDim.x / SC_NRANKS, r = blockIdx.x / nblk, blk = blockIdx.x %% nblk;\n  switch (r) {\n");
+  put(b, "extern \"C\" __global__ void __launch_bounds__(512) schedc_all(sc_args a, int first, int count) {\n"
+         "  int nblk = gridDim.x / count, r = first + blockIdx.x / nblk, blk = blockIdx.x %% nblk;\n  switch (r) {\n");
   for (uint32_t r = 0; r < ir->nranks; r++) put(b, "  case %u: sc_rank%u(a, blk, nblk); break;\n", r, r);
   put(b, "  }\n}\n");
 }
@@ -343,7 +347,7 @@ char *sc_cuda_emit(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, in
   if (!copy_only) emit_conversions(&b, dtype);
   if (!copy_only) emit_finish(&b, dtype, op);
   for (uint32_t r = 0; r < ir->nranks; r++)
-    if (rank < 0 || (uint32_t)rank == r) emit_rank(&b, ir, prog, r);
+    if (rank < 0 || (uint32_t)rank == r) emit_rank(&b, ir, prog, r, rank >= 0);
   if (rank < 0) emit_all(&b, ir);
   if (b.oom) { free(b.p); return NULL; }
   return b.p;

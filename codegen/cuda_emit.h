@@ -10,8 +10,10 @@
 #include "ir.h"
 #include "prog.h"
 
-/* The source for `rank`'s kernel `schedc_rank<R>`, or every rank's kernels in one unit when
- * rank < 0; plus the conversion kernels for f16/bf16. malloc'd; NULL on OOM or bad dtype/op. */
+/* The source for `rank`'s kernel `schedc_rank<R>(sc_args)`, or, when rank < 0, every rank's
+ * code in one unit behind one kernel `schedc_all(sc_args, first, count)` (what the runtime
+ * launches); plus the conversion kernels for f16/bf16 and avg. malloc'd; NULL on OOM or bad
+ * dtype/op. */
 char *sc_cuda_emit(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, int op);
 
 #endif

@@ -28,8 +28,7 @@
 typedef struct cu_kset {
   uint64_t key;
   void **mod;                /* [nranks]; virtual: only [0] */
-  void **rank_fn;            /* [nranks]: schedc_rank<r> (multi-device) */
-  void *all_fn;              /* schedc_all (virtual) */
+  void **all_fn;             /* [nranks]: schedc_all in rank r's module (virtual: only [0]) */
   void **widen, **narrow, **avg; /* [nranks], NULL where the plan has none */
 } cu_kset;
 
@@ -89,7 +88,7 @@ static void kset_free(cu_group *g, cu_kset *k) {
       g->dv->unload(k->mod[r]);
     }
   free(k->mod);
-  free(k->rank_fn);
+  free(k->all_fn);
   free(k->widen);
   free(k->narrow);
   free(k->avg);
@@ -300,9 +299,9 @@ static schedc_status get_kset(cu_group *g, const schedc_plan *plan, const sc_pro
   cu_kset *k = &g->ks[g->nks];
   memset(k, 0, sizeof *k);
   size_t n = (size_t)g->n;
-  k->mod = calloc(n, sizeof(void *)); k->rank_fn = calloc(n, sizeof(void *)); k->widen = calloc(n, sizeof(void *));
+  k->mod = calloc(n, sizeof(void *)); k->all_fn = calloc(n, sizeof(void *)); k->widen = calloc(n, sizeof(void *));
   k->narrow = calloc(n, sizeof(void *)); k->avg = calloc(n, sizeof(void *));
-  schedc_status st = k->mod && k->rank_fn && k->widen && k->narrow && k->avg ? SCHEDC_OK
+  schedc_status st = k->mod && k->all_fn && k->widen && k->narrow && k->avg ? SCHEDC_OK
                      : sc_err(SCHEDC_ENOMEM, "out of memory");
   int conv = strstr(src, "void schedc_widen(") != NULL, avg = strstr(src, "void schedc_avg(") != NULL;
   for (int r = 0; r < g->n && st == SCHEDC_OK; r++) {
@@ -312,9 +311,7 @@ static schedc_status get_kset(cu_group *g, const schedc_plan *plan, const sc_pro
     }
     if ((st = g->dv->select(g->dev[r])) != SCHEDC_OK) break;
     if ((st = g->dv->load(src, g->arch, &k->mod[r])) != SCHEDC_OK) break;
-    char name[32];
-    snprintf(name, sizeof name, "schedc_rank%d", r);
-    st = g->virt ? g->dv->kernel(k->mod[r], "schedc_all", &k->all_fn) : g->dv->kernel(k->mod[r], name, &k->rank_fn[r]);
+    st = g->dv->kernel(k->mod[r], "schedc_all", &k->all_fn[r]);
     if (st == SCHEDC_OK && conv) st = g->dv->kernel(k->mod[r], "schedc_widen", &k->widen[r]);
     if (st == SCHEDC_OK && conv) st = g->dv->kernel(k->mod[r], "schedc_narrow", &k->narrow[r]);
     if (st == SCHEDC_OK && avg) st = g->dv->kernel(k->mod[r], "schedc_avg", &k->avg[r]);
@@ -409,18 +406,20 @@ static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog 
       st = elementwise(g, r, k->widen[r], pr, K);
     } else st = dv->copy(W[r], in, K * esz, g->stream[r]);
   }
-  /* the plan */
-  void *params[] = {P};
+  /* the plan: schedc_all(args, first rank, rank count) */
+  int first = 0, one = 1;
+  void *params[] = {P, &first, &n};
   if (st == SCHEDC_OK && K) {
     if (g->virt) {
       for (int r = 1; r < n && st == SCHEDC_OK; r++) st = dv->join(g->stream[0], g->stream[r]);
       if (st == SCHEDC_OK)
-        st = dv->launch(k->all_fn, (unsigned)(n * g->nblk), (unsigned)g->threads, params, 1, g->stream[0]);
+        st = dv->launch(k->all_fn[0], (unsigned)(n * g->nblk), (unsigned)g->threads, params, 1, g->stream[0]);
       for (int r = 1; r < n && st == SCHEDC_OK; r++) st = dv->join(g->stream[r], g->stream[0]);
     } else {
-      for (int r = 0; r < n && st == SCHEDC_OK; r++)
-        if ((st = dv->select(g->dev[r])) == SCHEDC_OK)
-          st = dv->launch(k->rank_fn[r], (unsigned)g->nblk, (unsigned)g->threads, params, 0, g->stream[r]);
+      params[2] = &one;
+      for (first = 0; first < n && st == SCHEDC_OK; first++) /* params hold &first: read at launch */
+        if ((st = dv->select(g->dev[first])) == SCHEDC_OK)
+          st = dv->launch(k->all_fn[first], (unsigned)g->nblk, (unsigned)g->threads, params, 0, g->stream[first]);
     }
   }
   /* finish: avg once in the accumulation type, round to the data type once, copy out */

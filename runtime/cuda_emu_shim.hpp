@@ -118,14 +118,14 @@ static void sc_emu_run_block(unsigned nthreads, void (*body)(void *), void *arg)
 
 /* One launch: the kernel, its arguments (copied, as the driver does), a thread per block. */
 struct sc_emu_launch {
-  char kind;   /* 'r': (sc_args), 'w': widen, 'n': narrow, 'a': avg */
+  char kind;   /* 'r': (sc_args), 'A': (sc_args, first, count), 'w': widen, 'n': narrow, 'a': avg */
   void *fn;
   unsigned grid, block;
   sc_args args;
   const void *in;
   void *out;
   sc_u64 n;
-  int nranks;
+  int nranks, first, count;
   pthread_t *th;
   struct sc_emu_blockarg { sc_emu_launch *l; unsigned idx; } *ba;
 };
@@ -134,6 +134,7 @@ static void sc_emu_body(void *p) {
   sc_emu_launch *l = (sc_emu_launch *)p;
   switch (l->kind) {
   case 'r': ((void (*)(sc_args))l->fn)(l->args); break;
+  case 'A': ((void (*)(sc_args, int, int))l->fn)(l->args, l->first, l->count); break;
   case 'w': ((void (*)(const unsigned short *, float *, sc_u64))l->fn)((const unsigned short *)l->in, (float *)l->out, l->n); break;
   case 'n': ((void (*)(const float *, unsigned short *, sc_u64))l->fn)((const float *)l->in, (unsigned short *)l->out, l->n); break;
   case 'a': ((void (*)(sc_acc *, sc_u64, int))l->fn)((sc_acc *)l->out, l->n, l->nranks); break;
@@ -159,9 +160,14 @@ extern "C" void *sc_emu_start(void *fn, const char *name, unsigned grid, unsigne
   l->fn = fn;
   l->grid = grid;
   l->block = block;
-  if (!strncmp(name, "schedc_rank", 11) || !strcmp(name, "schedc_all")) {
+  if (!strncmp(name, "schedc_rank", 11)) {
     l->kind = 'r';
     memcpy(&l->args, params[0], sizeof l->args);
+  } else if (!strcmp(name, "schedc_all")) {
+    l->kind = 'A';
+    memcpy(&l->args, params[0], sizeof l->args);
+    l->first = *(int *)params[1];
+    l->count = *(int *)params[2];
   } else if (!strcmp(name, "schedc_widen") || !strcmp(name, "schedc_narrow")) {
     l->kind = name[7];
     l->in = *(const void **)params[0];

@@ -337,7 +337,8 @@ uint64_t schedc_digest(const void *buf, size_t bytes);
  * functions then return SCHEDC_EUNAVAIL. */
 
 /* CUDA C++ source of `rank`'s kernel (schedc_rank<R>) for this plan, dtype and op, or of every
- * rank's kernels in one unit when rank is -1. No headers inside; compile with --fmad=false.
+ * rank's code in one unit behind one kernel (schedc_all) when rank is -1. No headers inside;
+ * compile with --fmad=false.
  * *source is malloc'd: free it with schedc_free. SCHEDC_EINVAL, SCHEDC_ENOMEM. */
 schedc_status schedc_cuda_source(const schedc_plan *plan, int rank, schedc_dtype dtype, schedc_op op,
                                  char **source);
