@@ -53,7 +53,7 @@ static const char *elem_type(int dtype, int copy_only) {
 }
 
 static void emit_op(sb *b, int dtype, int op, int copy_only) {
-  int f64 = dtype == SCHEDC_F64, isint = copy_only || dtype == SCHEDC_I32 || dtype == SCHEDC_I64;
+  int f64 = dtype == SCHEDC_F64, isint = dtype == SCHEDC_I32 || dtype == SCHEDC_I64;
   put(b, "__device__ __forceinline__ sc_acc sc_op(sc_acc a, sc_acc b) {\n");
   if (copy_only) {
     put(b, "  (void)b;\n  return a; /* a copy-only plan never combines */\n}\n\n");

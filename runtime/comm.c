@@ -214,11 +214,9 @@ static int same_bits(int coll) { return coll != SCHEDC_REDUCE_SCATTER && coll !=
  * digest is wanted and the result is copied as it is, the digest is computed by the copy. */
 static void finish(schedc_comm *c, int coll, char *W, void *recvbuf, size_t count, size_t K,
                    schedc_dtype dtype, schedc_dtype acc, schedc_op op, int root) {
-  size_t asz = schedc_dtype_size(acc), lo = 0, len = K;
-  int reduction = coll != SCHEDC_ALLGATHER && coll != SCHEDC_BROADCAST;
-  if (coll == SCHEDC_REDUCE_SCATTER) { lo = (size_t)c->rank * count; len = count; }
-  if (coll == SCHEDC_REDUCE && c->rank != root) len = 0;
-  if (op == SCHEDC_AVG && reduction && len) sc_divide(acc, W + lo * asz, len, c->nranks);
+  size_t asz = schedc_dtype_size(acc), lo, len;
+  sc_result_part(coll, c->rank, root, count, K, &lo, &len);
+  if (op == SCHEDC_AVG && sc_reduces(coll) && len) sc_divide(acc, W + lo * asz, len, c->nranks);
   c->have_digest = 0;
   if (same_bits(coll) && !c->in_verify && (c->verify & SC_V_DIGEST) && acc == dtype && W + lo * asz != (char *)recvbuf) {
     sc_flipout(c, W + lo * asz, len * asz);
@@ -241,7 +239,7 @@ static schedc_status mpi_collective(schedc_comm *c, int coll, const void *sendbu
                                     const schedc_plan *plan, size_t K) {
   const char *cn = schedc_collective_name((schedc_collective)coll);
   if (!sc_mpi_collective) return sc_err(SCHEDC_EUNAVAIL, "%s: this build has no MPI transport", cn);
-  int reduction = coll != SCHEDC_ALLGATHER && coll != SCHEDC_BROADCAST;
+  int reduction = sc_reduces(coll);
   size_t asz = schedc_dtype_size(acc);
   char *W = sc_scratch(c, K * asz);
   if (!W && K) return SCHEDC_ENOMEM;
@@ -291,7 +289,7 @@ static schedc_status collective_run(schedc_comm *c, int coll, const void *sendbu
   if (!schedc_op_name(op)) return sc_err(SCHEDC_EINVAL, "%s: bad op %d", cn, (int)op);
   if (root < 0 || root >= c->nranks) return sc_err(SCHEDC_EINVAL, "%s: root %d out of range [0, %d)", cn, root, c->nranks);
   int n = c->nranks, me = c->rank;
-  int reduction = coll != SCHEDC_ALLGATHER && coll != SCHEDC_BROADCAST;
+  int reduction = sc_reduces(coll);
   size_t K = coll == SCHEDC_REDUCE_SCATTER || coll == SCHEDC_ALLGATHER ? count * (size_t)n : count;
   if (count && (size_t)n > SIZE_MAX / count) return sc_err(SCHEDC_EINVAL, "%s: count %zu too large", cn, count);
   int needs_send = coll != SCHEDC_BROADCAST || me == root;

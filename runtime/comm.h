@@ -210,6 +210,16 @@ void sc_corrupt_warn(const char *cn, const sc_corrupt *b, const char *file, cons
 void sc_exec_checksum_inputs(schedc_comm *c, const sc_prog *p, schedc_dtype acc, size_t K, const char *W,
                              int parity);
 
+/* Does the collective combine values (allreduce, reduce_scatter, reduce), or only move them? */
+static inline int sc_reduces(int coll) { return coll != SCHEDC_ALLGATHER && coll != SCHEDC_BROADCAST; }
+
+/* The part [*lo, *lo + *len) of the K-element working buffer that is `rank`'s result: its block
+ * for reduce_scatter (count elements each), nothing on a reduce's other ranks, else all of it. */
+static inline void sc_result_part(int coll, int rank, int root, size_t count, size_t K, size_t *lo, size_t *len) {
+  *lo = coll == SCHEDC_REDUCE_SCATTER ? (size_t)rank * count : 0;
+  *len = coll == SCHEDC_REDUCE_SCATTER ? count : coll == SCHEDC_REDUCE && rank != root ? 0 : K;
+}
+
 /* Chunk c of K elements split into C chunks: [lo, hi). */
 static inline void sc_chunk_range(size_t K, uint32_t C, uint32_t c, size_t *lo, size_t *hi) {
   *lo = (size_t)((unsigned __int128)K * c / C);

@@ -42,8 +42,8 @@ typedef struct cu_group {
   int *dev;                  /* [n] */
   void **own_stream;         /* [n] created at init */
   void **stream;             /* [n] in use (user's or own) */
-  uint64_t **ver, **reads;   /* [n] counters: nchunks * nblk cells each */
-  size_t ctr_cells;
+  void **ctr;                /* [n] counters: versions, then read counts, ctr_cells each */
+  size_t ctr_bytes;          /* of each ctr[r]: 2 * ctr_cells * 8 */
   void **temp, **work;       /* [n] */
   size_t temp_bytes, work_bytes;
   uint32_t *err;             /* [4] on dev[0] */
@@ -100,14 +100,13 @@ static void group_free(cu_group *g) {
   for (int i = 0; i < g->nks; i++) kset_free(g, &g->ks[i]);
   for (int r = 0; r < g->n; r++) {
     if (g->dv->select(g->dev[r]) != SCHEDC_OK) continue;
-    if (g->ver) g->dv->release(g->ver[r]);
-    if (g->reads) g->dv->release(g->reads[r]);
+    if (g->ctr) g->dv->release(g->ctr[r]);
     if (g->temp) g->dv->release(g->temp[r]);
     if (g->work) g->dv->release(g->work[r]);
     if (g->own_stream) g->dv->stream_free(g->own_stream[r]);
   }
   if (g->err && g->dv->select(g->dev[0]) == SCHEDC_OK) g->dv->release(g->err);
-  free(g->dev); free(g->own_stream); free(g->stream); free(g->ver); free(g->reads); free(g->temp);
+  free(g->dev); free(g->own_stream); free(g->stream); free(g->ctr); free(g->temp);
   free(g->work); free(g->arrived); free(g->send); free(g->recv);
   pthread_mutex_destroy(&g->mu);
   free(g);
@@ -140,14 +139,14 @@ schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, c
   int ndev = 0;
   schedc_status st = dv->init(&ndev);
   if (st != SCHEDC_OK) return st;
-  int virt = flags & SCHEDC_CUDA_VIRTUAL;
+  int virt = flags & SCHEDC_CUDA_VIRTUAL, dev[CU_MAX_RANKS];
   for (int r = 0; r < nranks; r++) {
-    int d = virt ? (devices ? devices[0] : 0) : devices ? devices[r] : r;
+    int d = dev[r] = virt ? (devices ? devices[0] : 0) : devices ? devices[r] : r;
     if (d < 0 || d >= ndev)
       return sc_err(SCHEDC_EINVAL, "rank %d: CUDA device %d out of range [0, %d)%s", r, d, ndev,
                     !virt && !devices && nranks > ndev ? " (more ranks than GPUs: use SCHEDC_CUDA_VIRTUAL)" : "");
     for (int q = 0; q < r && !virt; q++)
-      if ((devices ? devices[q] : q) == d)
+      if (dev[q] == d)
         return sc_err(SCHEDC_EINVAL, "ranks %d and %d are both on device %d: one rank per GPU, or SCHEDC_CUDA_VIRTUAL", q, r, d);
   }
   schedc_comm *tmp[CU_MAX_RANKS] = {0};
@@ -165,13 +164,13 @@ schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, c
     g->timeout_s = tmp[0]->timeout_s;
     size_t n = (size_t)nranks;
     g->dev = calloc(n, sizeof *g->dev); g->own_stream = calloc(n, sizeof(void *)); g->stream = calloc(n, sizeof(void *));
-    g->ver = calloc(n, sizeof(void *)); g->reads = calloc(n, sizeof(void *)); g->temp = calloc(n, sizeof(void *));
+    g->ctr = calloc(n, sizeof(void *)); g->temp = calloc(n, sizeof(void *));
     g->work = calloc(n, sizeof(void *)); g->arrived = calloc(n, 1); g->send = calloc(n, sizeof(void *));
     g->recv = calloc(n, sizeof(void *));
-    if (!g->dev || !g->own_stream || !g->stream || !g->ver || !g->reads || !g->temp || !g->work || !g->arrived ||
+    if (!g->dev || !g->own_stream || !g->stream || !g->ctr || !g->temp || !g->work || !g->arrived ||
         !g->send || !g->recv)
       st = sc_err(SCHEDC_ENOMEM, "out of memory");
-    for (int r = 0; r < nranks && st == SCHEDC_OK; r++) g->dev[r] = virt ? (devices ? devices[0] : 0) : devices ? devices[r] : r;
+    if (st == SCHEDC_OK) memcpy(g->dev, dev, n * sizeof *dev);
     int coop = 0;
     if (st == SCHEDC_OK) st = dv->info(g->dev[0], g->arch, &g->sms, &g->ticks, &coop, &g->threads);
     if (st == SCHEDC_OK && virt && !coop)
@@ -349,7 +348,7 @@ static schedc_status elementwise(cu_group *g, int r, void *fn, void **params, si
 static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog *prog, schedc_dtype acc, size_t K) {
   const sc_ir *ir = &plan->ir;
   const sc_cudev *dv = g->dv;
-  int n = g->n, coll = g->coll, root = g->root, reduction = coll != SCHEDC_ALLGATHER && coll != SCHEDC_BROADCAST;
+  int n = g->n, coll = g->coll, root = g->root;
   schedc_dtype dtype = (schedc_dtype)g->dtype;
   size_t esz = schedc_dtype_size(acc), count = g->count;
   if (ir->nsteps >= (1u << CU_EPOCH_BITS) || ir->nxfers >= (1u << CU_EPOCH_BITS))
@@ -363,14 +362,9 @@ static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog 
   for (int r = 0; r < n; r++) if (prog->rank[r].ntemp > ntemp) ntemp = prog->rank[r].ntemp;
   size_t vw = 16 / esz, maxchunk = (K + C - 1) / C, part = (maxchunk + (size_t)g->nblk - 1) / (size_t)g->nblk;
   size_t tstride = (part + 2 * vw + vw - 1) / vw * vw;
-  size_t cells = (size_t)C * (size_t)g->nblk;
-  if (cells > g->ctr_cells) {
-    size_t have_v = g->ctr_cells * 8, have_r = have_v;
-    if ((st = grow(g, (void **)g->ver, &have_v, cells * 8)) != SCHEDC_OK ||
-        (st = grow(g, (void **)g->reads, &have_r, cells * 8)) != SCHEDC_OK)
-      return st;
-    g->ctr_cells = cells; /* fresh counters are 0: below every epoch */
-  }
+  /* fresh counters are 0: below every epoch */
+  if ((st = grow(g, g->ctr, &g->ctr_bytes, (size_t)C * (size_t)g->nblk * 16)) != SCHEDC_OK) return st;
+  size_t cells = g->ctr_bytes / 16; /* versions at ctr[r], read counts right after */
   if ((st = grow(g, g->temp, &g->temp_bytes, (size_t)ntemp * (size_t)g->nblk * tstride * esz)) != SCHEDC_OK) return st;
   int direct = acc == dtype && (coll == SCHEDC_ALLREDUCE || coll == SCHEDC_ALLGATHER || coll == SCHEDC_BROADCAST);
   if (!direct)
@@ -384,8 +378,8 @@ static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog 
     if (coll == SCHEDC_REDUCE && r != root && acc == dtype && prog->rank[r].ng == 0) W[r] = (char *)g->send[r];
     P[r] = (uint64_t)(uintptr_t)W[r];
     P[n + r] = (uint64_t)(uintptr_t)g->temp[r];
-    P[2 * n + r] = (uint64_t)(uintptr_t)g->ver[r];
-    P[3 * n + r] = (uint64_t)(uintptr_t)g->reads[r];
+    P[2 * n + r] = (uint64_t)(uintptr_t)g->ctr[r];
+    P[3 * n + r] = (uint64_t)(uintptr_t)((uint64_t *)g->ctr[r] + cells);
   }
   g->epoch++;
   P[4 * n] = (uint64_t)(uintptr_t)g->err;
@@ -424,12 +418,11 @@ static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog 
   }
   /* finish: avg once in the accumulation type, round to the data type once, copy out */
   for (int r = 0; r < n && st == SCHEDC_OK; r++) {
-    size_t lo = 0, len = K;
-    if (coll == SCHEDC_REDUCE_SCATTER) { lo = (size_t)r * count; len = count; }
-    if (coll == SCHEDC_REDUCE && r != root) len = 0;
+    size_t lo, len;
+    sc_result_part(coll, r, root, count, K, &lo, &len);
     if (!len || (st = dv->select(g->dev[r])) != SCHEDC_OK) continue;
     void *at = W[r] + lo * esz, *out = g->recv[r];
-    if (g->op == SCHEDC_AVG && reduction) {
+    if (g->op == SCHEDC_AVG && sc_reduces(coll)) {
       uint64_t nn = len;
       int nr = n;
       void *pr[] = {&at, &nn, &nr};
@@ -453,8 +446,7 @@ schedc_status sc_cuda_collective(schedc_comm *c, int coll, const void *sendbuf, 
   cu_group *g = c->trdata;
   pthread_mutex_lock(&g->mu);
   schedc_status st = SCHEDC_OK;
-  int reduction = coll != SCHEDC_ALLGATHER && coll != SCHEDC_BROADCAST;
-  int op_key = reduction ? (int)op : 0;
+  int op_key = sc_reduces(coll) ? (int)op : 0;
   if (g->broken[0]) {
     st = broken_status(g, cn);
   } else if (g->arrived[c->rank]) {
