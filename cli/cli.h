@@ -25,10 +25,10 @@ double cli_busbw_factor(schedc_collective coll, int n);
  * offending item (or the whole list when there are too many) in bad[64]. */
 int cli_parse_sizes(const char *v, size_t *sizes, int cap, char bad[64]);
 
-/* ranks.c: start n ranks (threads, or forked processes on shm) and call cb->rank in each with
+/* ranks.c: start n ranks (threads, or forked processes: shm, or cuda with rank r on GPU r) and call cb->rank in each with
  * its communicator; cb->failed(ctx, rank, why) reports a rank whose init failed or whose process
  * died (called in the child for init, in this process for a death). -1 if threads could not
- * be created. With shm the callbacks' ctx must live in shared memory to reach this process. */
+ * be created. With processes the callbacks' ctx must live in shared memory to reach this process. */
 typedef struct cli_ranks {
   void *ctx;
   void (*rank)(void *ctx, schedc_comm *comm, int rank);

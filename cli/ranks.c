@@ -1,7 +1,8 @@
 /*
  * ranks.c — what `schedc run` and `schedc bench` share: start N ranks as threads of this
- * process or as forked shm processes (reaped in any order, a death reported, the job's shared
- * segments removed afterwards), and parse counts with K/M/G suffixes.
+ * process or as forked processes (shm, or cuda with a process per GPU; reaped in any order, a
+ * death reported, the job's shared segments removed afterwards), and parse counts with K/M/G
+ * suffixes.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -63,7 +64,8 @@ static int spawn_threads(int n, const schedc_comm_opts *co, const cli_ranks *cb)
   return rc;
 }
 
-static int spawn_shm(int n, const schedc_comm_opts *co, const cli_ranks *cb, const char *prefix) {
+/* Forked processes: shm ranks, or cuda ranks with a process per GPU (rank r on GPU r). */
+static int spawn_procs(int backend, int n, const schedc_comm_opts *co, const cli_ranks *cb, const char *prefix) {
   char job[64];
   snprintf(job, sizeof job, "%s%ld-%ld", prefix, (long)getpid(), (long)time(NULL));
   pid_t *pids = calloc((size_t)n, sizeof *pids);
@@ -75,7 +77,9 @@ static int spawn_shm(int n, const schedc_comm_opts *co, const cli_ranks *cb, con
     if (p < 0) { perror("schedc: fork"); n = r; break; }
     if (p == 0) {
       schedc_comm *comm;
-      if (schedc_comm_init_shm(r, n, job, co, &comm) != SCHEDC_OK) {
+      schedc_status st = backend == SCHEDC_BACKEND_CUDA ? schedc_comm_init_cuda_rank(r, n, r, job, co, &comm)
+                                                        : schedc_comm_init_shm(r, n, job, co, &comm);
+      if (st != SCHEDC_OK) {
         cb->failed(cb->ctx, r, schedc_errmsg());
         _exit(1);
       }
@@ -105,7 +109,7 @@ static int spawn_shm(int n, const schedc_comm_opts *co, const cli_ranks *cb, con
 }
 
 int cli_spawn(int backend, int n, const schedc_comm_opts *co, const cli_ranks *cb, const char *job_prefix) {
-  return backend == SCHEDC_BACKEND_SHM ? spawn_shm(n, co, cb, job_prefix) : spawn_threads(n, co, cb);
+  return backend == SCHEDC_BACKEND_THREADS ? spawn_threads(n, co, cb) : spawn_procs(backend, n, co, cb, job_prefix);
 }
 
 void cli_cleanup_job(const char *job) { cleanup_job(job); }

@@ -232,70 +232,83 @@ static void rank_results(runctx *x, int rank, const char *buf) {
 
 /* ---- backends --------------------------------------------------------------------------- */
 
-/* cuda: this thread drives every rank; buffers on the ranks' devices; an iteration is every
- * rank's call plus one schedc_cuda_sync (the copies in and out are not timed). */
-static int run_cuda(runctx *x, const schedc_comm_opts *co, int virt) {
-  int n = x->info.nranks;
+/* cuda: this thread drives ranks [lo, hi) (comms[r - lo] is rank r's): every rank of a
+ * one-process group, or its own rank in a process per GPU. Buffers on the ranks' devices; an
+ * iteration is every rank's call plus one schedc_cuda_sync (the copies in and out are not
+ * timed). On failure each rank's result says why; returns nothing. */
+static void cuda_ranks(runctx *x, schedc_comm **comms, int lo, int hi) {
+  int k = hi - lo;
   size_t bytes = x->K * x->esz;
-  schedc_comm **comms = calloc((size_t)n, sizeof *comms);
-  char **in = calloc((size_t)n, sizeof *in), **host = calloc((size_t)n, sizeof *host);
-  char **din = calloc((size_t)n, sizeof *din), **dbuf = calloc((size_t)n, sizeof *dbuf);
-  schedc_status st = comms && in && host && din && dbuf ? SCHEDC_OK : SCHEDC_ENOMEM;
-  if (st == SCHEDC_OK) st = schedc_comm_init_cuda(n, NULL, virt ? SCHEDC_CUDA_VIRTUAL : 0, co, comms);
-  if (st != SCHEDC_OK) {
-    fprintf(stderr, "schedc run: %s\n", st == SCHEDC_ENOMEM && !comms ? "out of memory" : schedc_errmsg());
-    free(comms); free(in); free(host); free(din); free(dbuf);
-    return -1;
-  }
-  for (int r = 0; r < n && st == SCHEDC_OK; r++) {
+  char **in = calloc((size_t)k, sizeof *in), **host = calloc((size_t)k, sizeof *host);
+  char **din = calloc((size_t)k, sizeof *din), **dbuf = calloc((size_t)k, sizeof *dbuf);
+  schedc_status st = in && host && din && dbuf ? SCHEDC_OK : SCHEDC_ENOMEM;
+  for (int i = 0; i < k && st == SCHEDC_OK; i++) {
+    int r = lo + i;
     x->res[r].consistent = 1;
-    if (!(in[r] = malloc(bytes + 1)) || !(host[r] = malloc(bytes + 1))) st = SCHEDC_ENOMEM;
-    else if (load_input(x, r, in[r], x->res[r].err, sizeof x->res[r].err)) st = SCHEDC_EIO;
-    else if ((st = schedc_cuda_alloc(comms[r], bytes, (void **)&din[r])) == SCHEDC_OK &&
-             (st = schedc_cuda_alloc(comms[r], bytes, (void **)&dbuf[r])) == SCHEDC_OK)
-      st = schedc_cuda_copy(comms[r], din[r], in[r], bytes);
+    if (!(in[i] = malloc(bytes + 1)) || !(host[i] = malloc(bytes + 1))) st = SCHEDC_ENOMEM;
+    else if (load_input(x, r, in[i], x->res[r].err, sizeof x->res[r].err)) st = SCHEDC_EIO;
+    else if ((st = schedc_cuda_alloc(comms[i], bytes, (void **)&din[i])) == SCHEDC_OK &&
+             (st = schedc_cuda_alloc(comms[i], bytes, (void **)&dbuf[i])) == SCHEDC_OK)
+      st = schedc_cuda_copy(comms[i], din[i], in[i], bytes);
     if (st != SCHEDC_OK && !x->res[r].err[0]) snprintf(x->res[r].err, sizeof x->res[r].err, "%s", schedc_errmsg());
     if (st != SCHEDC_OK) x->res[r].status = st;
   }
   double total = 0;
   for (int it = 0; it < x->o->iters && st == SCHEDC_OK; it++) {
-    for (int r = 0; r < n && st == SCHEDC_OK; r++) st = schedc_cuda_copy(comms[r], dbuf[r], in[r], bytes);
+    for (int i = 0; i < k && st == SCHEDC_OK; i++) st = schedc_cuda_copy(comms[i], dbuf[i], in[i], bytes);
     double t0 = now_s();
-    for (int r = 0; r < n && st == SCHEDC_OK; r++) {
-      if ((st = rank_call(x, comms[r], r, din[r], dbuf[r])) != SCHEDC_OK) {
-        x->res[r].status = st;
-        snprintf(x->res[r].err, sizeof x->res[r].err, "%s", schedc_errmsg());
+    for (int i = 0; i < k && st == SCHEDC_OK; i++) {
+      if ((st = rank_call(x, comms[i], lo + i, din[i], dbuf[i])) != SCHEDC_OK) {
+        x->res[lo + i].status = st;
+        snprintf(x->res[lo + i].err, sizeof x->res[lo + i].err, "%s", schedc_errmsg());
       }
     }
     if (st == SCHEDC_OK && (st = schedc_cuda_sync(comms[0])) != SCHEDC_OK) {
-      x->res[0].status = st;
-      snprintf(x->res[0].err, sizeof x->res[0].err, "%s", schedc_errmsg());
+      x->res[lo].status = st;
+      snprintf(x->res[lo].err, sizeof x->res[lo].err, "%s", schedc_errmsg());
     }
     if (it > 0 || x->o->iters == 1) total += now_s() - t0; /* the first of several is warm-up */
-    for (int r = 0; r < n && st == SCHEDC_OK; r++) {
-      if ((st = schedc_cuda_copy(comms[r], host[r], dbuf[r], bytes)) != SCHEDC_OK) break;
-      uint64_t d = rank_digest(x, r, host[r]);
-      if (it > 0 && d != x->res[r].digest) x->res[r].consistent = 0;
-      x->res[r].digest = d;
+    for (int i = 0; i < k && st == SCHEDC_OK; i++) {
+      if ((st = schedc_cuda_copy(comms[i], host[i], dbuf[i], bytes)) != SCHEDC_OK) break;
+      uint64_t d = rank_digest(x, lo + i, host[i]);
+      if (it > 0 && d != x->res[lo + i].digest) x->res[lo + i].consistent = 0;
+      x->res[lo + i].digest = d;
     }
   }
-  for (int r = 0; r < n; r++) {
+  for (int i = 0; i < k; i++) {
+    int r = lo + i;
     if (st == SCHEDC_OK) {
       x->res[r].seconds = total / (x->o->iters > 1 ? x->o->iters - 1 : 1);
-      rank_results(x, r, host[r]);
+      rank_results(x, r, host[i]);
     } else if (!x->res[r].status) {
       x->res[r].status = SCHEDC_EPEER;
       snprintf(x->res[r].err, sizeof x->res[r].err, "not run: another rank failed");
     }
-    schedc_cuda_free(comms[r], din[r]);
-    schedc_cuda_free(comms[r], dbuf[r]);
-    free(in[r]);
-    free(host[r]);
-    schedc_comm_free(comms[r]);
+    if (din && din[i]) schedc_cuda_free(comms[i], din[i]);
+    if (dbuf && dbuf[i]) schedc_cuda_free(comms[i], dbuf[i]);
+    if (in) free(in[i]);
+    if (host) free(host[i]);
   }
-  free(comms); free(in); free(host); free(din); free(dbuf);
+  free(in); free(host); free(din); free(dbuf);
+}
+
+/* cuda, one process: every rank's communicator here. */
+static int run_cuda(runctx *x, const schedc_comm_opts *co, int virt) {
+  int n = x->info.nranks;
+  schedc_comm **comms = calloc((size_t)n, sizeof *comms);
+  schedc_status st = comms ? schedc_comm_init_cuda(n, NULL, virt ? SCHEDC_CUDA_VIRTUAL : 0, co, comms) : SCHEDC_ENOMEM;
+  if (st != SCHEDC_OK) {
+    fprintf(stderr, "schedc run: %s\n", comms ? schedc_errmsg() : "out of memory");
+    free(comms);
+    return -1;
+  }
+  cuda_ranks(x, comms, 0, n);
+  for (int r = 0; r < n; r++) schedc_comm_free(comms[r]);
+  free(comms);
   return 0;
 }
+/* cuda, a process per GPU: this forked process's own rank (cli_spawn made its communicator). */
+static void run_cuda_rank_cb(void *ctx, schedc_comm *comm, int rank) { cuda_ranks(ctx, &comm, rank, rank + 1); }
 
 static void run_rank_cb(void *ctx, schedc_comm *comm, int rank) { rank_main(ctx, comm, rank); }
 static void run_failed_cb(void *ctx, int rank, const char *why) {
@@ -355,7 +368,8 @@ static int report(runctx *x) {
 static void run_usage(FILE *f) {
   fprintf(f,
           "usage: schedc run FILE|PLAN --ranks N [--nodes M] [--topology T] [--count K] [--dtype T] [--op OP]\n"
-          "                  [--backend threads|shm|mpi|cuda [--virtual]] [--inputs DIR] [--outputs DIR] [--slice BYTES]\n"
+          "                  [--backend threads|shm|mpi|cuda [--virtual|--processes]] [--inputs DIR] [--outputs DIR]\n"
+          "                  [--slice BYTES]\n"
           "                  [--iters I] [--timeout S] [--seed S] [--check] [--verify MODE [--repair]] [-D k=v]...\n\n"
           "Run the plan on N CPU ranks and print each rank's 64-bit digest and whether all ranks agree.\n"
           "  --count K      elements per rank buffer (default 1048576)\n"
@@ -364,6 +378,7 @@ static void run_usage(FILE *f) {
           "  --backend B    threads (default; ranks are threads), shm (forks N processes), mpi (start\n"
           "                 with mpirun -np N; N comes from MPI), cuda (a GPU per rank, driven by this process)\n"
           "  --virtual      with cuda: all N ranks on one GPU (SCHEDC_CUDA_EMULATE=1: on the host, no GPU)\n"
+          "  --processes    with cuda: forks a process per GPU (rank r on GPU r; buffers shared by CUDA IPC)\n"
           "  --inputs DIR   read DIR/rank<r>.bin (K little-endian elements); default: seeded random\n"
           "  --outputs DIR  write each rank's final K-element buffer to DIR/rank<r>.bin\n"
           "  --slice BYTES  pipelining slice (never changes bits)\n"
@@ -389,7 +404,7 @@ int cli_run(int argc, char **argv) {
   o.defines = calloc((size_t)argc + 1, sizeof *o.defines);
   int rc = EXIT_USAGE;
   const char *backend = "threads";
-  int virt = 0;
+  int virt = 0, procs = 0;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     long long ll;
@@ -404,6 +419,7 @@ int cli_run(int argc, char **argv) {
     else if (!strcmp(a, "--op")) { VAL(); if (schedc_op_parse(v, &o.op)) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); goto done; } }
     else if (!strcmp(a, "--backend")) { VAL(); backend = v; }
     else if (!strcmp(a, "--virtual")) virt = 1;
+    else if (!strcmp(a, "--processes")) procs = 1;
     else if (!strcmp(a, "--inputs")) { VAL(); o.inputs = v; }
     else if (!strcmp(a, "--outputs")) { VAL(); o.outputs = v; }
     else if (!strcmp(a, "--slice")) { VAL(); if (cli_parse_count(v, 1, 1LL << 34, &ll)) BAD("is not a byte count"); o.slice = ll; }
@@ -434,7 +450,11 @@ int cli_run(int argc, char **argv) {
   else if (!strcmp(backend, "mpi")) o.backend = SCHEDC_BACKEND_MPI;
   else if (!strcmp(backend, "cuda")) o.backend = SCHEDC_BACKEND_CUDA;
   else { fprintf(stderr, "schedc run: --backend '%s' (choose threads, shm, mpi or cuda)\n", backend); goto done; }
-  if (virt && o.backend != SCHEDC_BACKEND_CUDA) { fprintf(stderr, "schedc run: --virtual needs --backend cuda\n"); goto done; }
+  if ((virt || procs) && o.backend != SCHEDC_BACKEND_CUDA) {
+    fprintf(stderr, "schedc run: %s needs --backend cuda\n", virt ? "--virtual" : "--processes");
+    goto done;
+  }
+  if (virt && procs) { fprintf(stderr, "schedc run: --virtual and --processes exclude each other\n"); goto done; }
   if (o.backend == SCHEDC_BACKEND_MPI) {
     rc = cli_run_mpi(&o);
     goto done;
@@ -466,11 +486,11 @@ int cli_run(int argc, char **argv) {
   if (x.res == MAP_FAILED) { perror("schedc run: mmap"); schedc_plan_free(x.plan); rc = EXIT_REJECTED; goto done; }
   printf("# %s '%s': %s, %d ranks, %d chunks, %lld x %s, op %s, backend %s%s\n", o.file, x.info.name,
          schedc_collective_name(x.info.collective), n, x.info.nchunks, o.count, schedc_dtype_name(o.dtype),
-         schedc_op_name(o.op), backend, virt ? " (virtual ranks on one GPU)" : "");
+         schedc_op_name(o.op), backend, virt ? " (virtual ranks on one GPU)" : procs ? " (a process per GPU)" : "");
   fflush(stdout);
   schedc_comm_opts co = comm_opts(&x);
-  cli_ranks cb = {&x, run_rank_cb, run_failed_cb};
-  int r = o.backend == SCHEDC_BACKEND_CUDA ? run_cuda(&x, &co, virt) : cli_spawn(o.backend, n, &co, &cb, "run");
+  cli_ranks cb = {&x, procs ? run_cuda_rank_cb : run_rank_cb, run_failed_cb};
+  int r = o.backend == SCHEDC_BACKEND_CUDA && !procs ? run_cuda(&x, &co, virt) : cli_spawn(o.backend, n, &co, &cb, "run");
   rc = r ? EXIT_REJECTED : report(&x);
   munmap(x.res, (size_t)n * sizeof *x.res);
   schedc_plan_free(x.plan);

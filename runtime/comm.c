@@ -436,8 +436,15 @@ schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, schedc_comm **o
   if (*e1 || *e2 || !*r || !*n) return sc_err(SCHEDC_EINVAL, "%s='%s/%s' are not integers", src, r, n);
   const char *be = getenv("SCHEDC_BACKEND");
   if (be && !strcmp(be, "mpi")) return schedc_comm_init_mpi(NULL, opts, out);
-  if (be && strcmp(be, "shm"))
-    return sc_err(SCHEDC_EINVAL, "SCHEDC_BACKEND='%s' (choose shm or mpi; threads needs schedc_comm_init_threads)", be);
+  int cuda = be && !strcmp(be, "cuda");
+  if (be && strcmp(be, "shm") && !cuda)
+    return sc_err(SCHEDC_EINVAL, "SCHEDC_BACKEND='%s' (choose shm, mpi or cuda; threads needs schedc_comm_init_threads)", be);
+  /* cuda: the GPU is SCHEDC_CUDA_DEVICE, else torchrun's LOCAL_RANK, else the rank */
+  const char *dv = getenv("SCHEDC_CUDA_DEVICE"), *dsrc = "SCHEDC_CUDA_DEVICE";
+  if (!dv) { dv = getenv("LOCAL_RANK"); dsrc = "LOCAL_RANK"; }
+  long device = rank;
+  if (cuda && dv && ((device = strtol(dv, &e1, 10)), *e1 || !*dv))
+    return sc_err(SCHEDC_EINVAL, "%s='%s' is not an integer", dsrc, dv);
   char jobbuf[64];
   if (!job) job = getenv("TORCHELASTIC_RUN_ID");
   if (!job && getenv("MASTER_PORT")) { snprintf(jobbuf, sizeof jobbuf, "port%s", getenv("MASTER_PORT")); job = jobbuf; }
@@ -446,5 +453,6 @@ schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, schedc_comm **o
     job = jobbuf;
   }
   if (!job) return sc_err(SCHEDC_EINVAL, "no job id in the environment: set SCHEDC_JOB (the same on every rank)");
+  if (cuda) return schedc_comm_init_cuda_rank((int)rank, (int)nranks, (int)device, job, opts, out);
   return schedc_comm_init_shm((int)rank, (int)nranks, job, opts, out);
 }

@@ -49,19 +49,6 @@ static double now_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int cache_dir(char *buf, size_t cap) {
-  const char *d = getenv("SCHEDC_CACHE_DIR");
-  if (d && !strcmp(d, "off")) return 0;
-  if (d && *d) snprintf(buf, cap, "%s", d);
-  else if (getenv("XDG_CACHE_HOME") && *getenv("XDG_CACHE_HOME")) snprintf(buf, cap, "%s/schedc", getenv("XDG_CACHE_HOME"));
-  else if (getenv("HOME")) snprintf(buf, cap, "%s/.cache/schedc", getenv("HOME"));
-  else return 0;
-  /* mkdir -p */
-  for (char *p = buf + 1; *p; p++)
-    if (*p == '/') { *p = 0; mkdir(buf, 0755); *p = '/'; }
-  mkdir(buf, 0755);
-  return 1;
-}
 
 static void *dup_img(const void *p, size_t n) {
   char *d = malloc(n + 1);
@@ -102,7 +89,7 @@ schedc_status schedc_cuda_compile(const char *source, const char *arch, int ptx,
     }
   pthread_mutex_unlock(&cache_mu);
   char dir[512], path[600] = "";
-  int disk = cache_dir(dir, sizeof dir);
+  int disk = sc_cache_dir(dir, sizeof dir);
   if (disk) snprintf(path, sizeof path, "%s/%016llx.%s", dir, (unsigned long long)key, ptx ? "ptx" : "cubin");
   if (!*image && disk) *image = sc_read_file(path, len);
   if (*image) {

@@ -4,7 +4,8 @@
  * per rank: copy in (widening f16/bf16 to f32) on the rank's stream, the plan's generated
  * kernels (one fused cooperative launch for virtual ranks, one launch per device otherwise),
  * finish (avg, narrowing, copy out). Everything is stream-ordered; the host never waits except
- * in schedc_cuda_sync and when buffers must grow.
+ * in schedc_cuda_sync and when buffers must grow. The group, the kernel sets and the per-rank
+ * steps here serve the process-per-GPU communicator too (cuda_proc.c).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -14,59 +15,15 @@
 #include <string.h>
 
 #include "codegen/cuda_emit.h"
-#include "comm.h"
-#include "cuda_dev.h"
+#include "cuda_group.h"
 #include "err.h"
 #include "kernels.h"
-#include "plan.h"
 
-#define CU_MAX_RANKS 64 /* the kernel parameter block holds four pointer tables of nranks */
-#define CU_MODULES 8
-#define CU_EPOCH_BITS 20 /* versions and read counts per call stay below 2^20 */
-
-/* Kernels of one (plan, dtype, op): per rank, the module on its device and the functions. */
-typedef struct cu_kset {
-  uint64_t key;
-  void **mod;                /* [nranks]; virtual: only [0] */
-  void **all_fn;             /* [nranks]: schedc_all in rank r's module (virtual: only [0]) */
-  void **widen, **narrow, **avg; /* [nranks], NULL where the plan has none */
-} cu_kset;
-
-typedef struct cu_group {
-  const sc_cudev *dv;
-  pthread_mutex_t mu;
-  int n, virt, nblk, threads, refs, sms;
-  char arch[16];
-  double ticks;
-  double timeout_s;
-  int *dev;                  /* [n] */
-  void **own_stream;         /* [n] created at init */
-  void **stream;             /* [n] in use (user's or own) */
-  void **ctr;                /* [n] counters: versions, then read counts, ctr_cells each */
-  size_t ctr_bytes;          /* of each ctr[r]: 2 * ctr_cells * 8 */
-  void **temp, **work;       /* [n] */
-  size_t temp_bytes, work_bytes;
-  uint32_t *err;             /* [4] on dev[0] */
-  uint64_t epoch;
-  cu_kset ks[CU_MODULES];
-  int nks;
-  /* the collective being collected */
-  int narrived;
-  uint8_t *arrived;          /* [n] */
-  const void **send;         /* [n] */
-  void **recv;               /* [n] */
-  int coll, dtype, op, root;
-  size_t count;
-  uint64_t plan_hash;
-  char broken[SC_FAILMSG];
-} cu_group;
-
-static schedc_status broken_status(const cu_group *g, const char *cn) {
+schedc_status sc_cu_broken(const cu_group *g, const char *cn) {
   return sc_err(SCHEDC_EPEER, "%s: the cuda communicator is broken by an earlier failure: %s", cn, g->broken);
 }
 
-/* Record the failure for every rank of the group; returns st. */
-static schedc_status breaks(cu_group *g, schedc_status st) {
+schedc_status sc_cu_breaks(cu_group *g, schedc_status st) {
   if (!g->broken[0]) snprintf(g->broken, sizeof g->broken, "%s", schedc_errmsg());
   return st;
 }
@@ -81,6 +38,19 @@ static schedc_status sync_all(cu_group *g) {
   return st;
 }
 
+schedc_status sc_cu_err_status(cu_group *g) {
+  uint32_t e[4] = {0};
+  schedc_status st = SCHEDC_OK;
+  if (g->err && (st = g->dv->select(g->dev[0])) == SCHEDC_OK &&
+      (st = g->dv->copy(e, g->err, sizeof e, g->stream[0])) == SCHEDC_OK)
+    st = g->dv->sync(g->stream[0]);
+  if (st != SCHEDC_OK || !e[0]) return st;
+  char who[32] = "a peer";
+  if ((int)e[3] >= 0) snprintf(who, sizeof who, "rank %d", (int)e[3]);
+  return sc_err(SCHEDC_ETIMEOUT, "cuda: rank %u waited more than %g s at step %u for %s (timeout; SCHEDC_TIMEOUT)",
+                e[1], g->timeout_s, e[2], (int)e[3] >= 0 ? who : "a reader of its buffer");
+}
+
 static void kset_free(cu_group *g, cu_kset *k) {
   for (int r = 0; r < g->n && k->mod; r++)
     if (k->mod[r] && (!g->virt || r == 0)) {
@@ -88,16 +58,17 @@ static void kset_free(cu_group *g, cu_kset *k) {
       g->dv->unload(k->mod[r]);
     }
   free(k->mod);
-  free(k->all_fn);
+  free(k->run_fn);
   free(k->widen);
   free(k->narrow);
   free(k->avg);
   memset(k, 0, sizeof *k);
 }
 
-static void group_free(cu_group *g) {
+void sc_cu_group_free(cu_group *g) {
   sync_all(g);
   for (int i = 0; i < g->nks; i++) kset_free(g, &g->ks[i]);
+  if (g->proc) sc_cu_proc_free(g);
   for (int r = 0; r < g->n; r++) {
     if (g->dv->select(g->dev[r]) != SCHEDC_OK) continue;
     if (g->ctr) g->dv->release(g->ctr[r]);
@@ -105,7 +76,7 @@ static void group_free(cu_group *g) {
     if (g->work) g->dv->release(g->work[r]);
     if (g->own_stream) g->dv->stream_free(g->own_stream[r]);
   }
-  if (g->err && g->dv->select(g->dev[0]) == SCHEDC_OK) g->dv->release(g->err);
+  if (g->err && g->me < 0 && g->dv->select(g->dev[0]) == SCHEDC_OK) g->dv->release(g->err);
   free(g->dev); free(g->own_stream); free(g->stream); free(g->ctr); free(g->temp);
   free(g->work); free(g->arrived); free(g->send); free(g->recv);
   pthread_mutex_destroy(&g->mu);
@@ -118,15 +89,63 @@ static void cuda_destroy(schedc_comm *c) {
   pthread_mutex_lock(&g->mu);
   int last = --g->refs == 0;
   pthread_mutex_unlock(&g->mu);
-  if (last) group_free(g);
+  if (last) sc_cu_group_free(g);
 }
 
-static sc_transport cuda_transport = {NULL, NULL, NULL, cuda_destroy};
+sc_transport sc_cuda_transport = {NULL, NULL, NULL, cuda_destroy};
 
 static int env_int(const char *name, int dflt, int lo, int hi) {
   const char *v = getenv(name);
   int x = v && *v ? atoi(v) : dflt;
   return x < lo ? lo : x > hi ? hi : x;
+}
+
+cu_group *sc_cu_group_alloc(const sc_cudev *dv, int n, int N, int me, int virt) {
+  cu_group *g = calloc(1, sizeof *g);
+  if (!g) return NULL;
+  pthread_mutex_init(&g->mu, NULL);
+  g->dv = dv;
+  g->n = n;
+  g->N = N;
+  g->me = me;
+  g->virt = virt;
+  size_t k = (size_t)n;
+  g->dev = calloc(k, sizeof *g->dev); g->own_stream = calloc(k, sizeof(void *)); g->stream = calloc(k, sizeof(void *));
+  g->ctr = calloc(k, sizeof(void *)); g->temp = calloc(k, sizeof(void *));
+  g->work = calloc(k, sizeof(void *)); g->arrived = calloc(k, 1); g->send = calloc(k, sizeof(void *));
+  g->recv = calloc(k, sizeof(void *));
+  if (!g->dev || !g->own_stream || !g->stream || !g->ctr || !g->temp || !g->work || !g->arrived || !g->send ||
+      !g->recv) {
+    sc_cu_group_free(g);
+    return NULL;
+  }
+  return g;
+}
+
+schedc_status sc_cu_group_setup(cu_group *g) {
+  const sc_cudev *dv = g->dv;
+  int coop = 0, n = g->n;
+  schedc_status st = dv->info(g->dev[0], g->arch, &g->sms, &g->ticks, &coop, &g->threads);
+  if (st == SCHEDC_OK && g->virt && !coop)
+    st = sc_err(SCHEDC_EUNAVAIL, "device %d cannot launch cooperative kernels (needed for virtual ranks)", g->dev[0]);
+  /* Blocks per rank: virtual ranks share the GPU's multiprocessors (and must all be resident);
+   * a rank on its own GPU uses a share of them, leaving room for the trainer's work. */
+  int dflt = g->virt ? (g->sms / n > 0 ? g->sms / n : 1) : (g->sms / 4 > 0 ? g->sms / 4 : 1);
+  g->nblk = env_int("SCHEDC_CUDA_BLOCKS", dflt > 32 ? 32 : dflt, 1, 1024);
+  if (g->virt && g->nblk * n > g->sms * 2 && st == SCHEDC_OK)
+    st = sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_BLOCKS=%d: %d virtual ranks need %d resident blocks; the device has %d "
+                "multiprocessors", g->nblk, n, g->nblk * n, g->sms);
+  g->threads = env_int("SCHEDC_CUDA_THREADS", g->threads, 1, 512);
+  for (int r = 0; r < n && st == SCHEDC_OK; r++) {
+    if ((st = dv->select(g->dev[r])) != SCHEDC_OK) break;
+    for (int q = 0; q < n && !g->virt && st == SCHEDC_OK; q++)
+      if (q != r) st = dv->peer(g->dev[q]);
+    if (st == SCHEDC_OK) st = dv->stream_new(&g->own_stream[r]);
+    g->stream[r] = g->own_stream[r];
+  }
+  if (st == SCHEDC_OK && g->me < 0 && (st = dv->select(g->dev[0])) == SCHEDC_OK)
+    st = dv->alloc(4 * sizeof(uint32_t), (void **)&g->err);
+  return st;
 }
 
 schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, const schedc_comm_opts *opts,
@@ -154,53 +173,22 @@ schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, c
     if ((st = sc_comm_new(SCHEDC_BACKEND_CUDA, r, nranks, opts, &tmp[r])) != SCHEDC_OK) break;
   if (st == SCHEDC_OK && tmp[0]->verify)
     st = sc_err(SCHEDC_EUNAVAIL, "verification (SCHEDC_VERIFY / opts.verify) is not available on the cuda backend");
-  cu_group *g = st == SCHEDC_OK ? calloc(1, sizeof *g) : NULL;
+  cu_group *g = st == SCHEDC_OK ? sc_cu_group_alloc(dv, nranks, nranks, -1, virt) : NULL;
   if (st == SCHEDC_OK && !g) st = sc_err(SCHEDC_ENOMEM, "out of memory");
   if (g) {
-    pthread_mutex_init(&g->mu, NULL);
-    g->dv = dv;
-    g->n = nranks;
-    g->virt = virt;
     g->timeout_s = tmp[0]->timeout_s;
-    size_t n = (size_t)nranks;
-    g->dev = calloc(n, sizeof *g->dev); g->own_stream = calloc(n, sizeof(void *)); g->stream = calloc(n, sizeof(void *));
-    g->ctr = calloc(n, sizeof(void *)); g->temp = calloc(n, sizeof(void *));
-    g->work = calloc(n, sizeof(void *)); g->arrived = calloc(n, 1); g->send = calloc(n, sizeof(void *));
-    g->recv = calloc(n, sizeof(void *));
-    if (!g->dev || !g->own_stream || !g->stream || !g->ctr || !g->temp || !g->work || !g->arrived ||
-        !g->send || !g->recv)
-      st = sc_err(SCHEDC_ENOMEM, "out of memory");
-    if (st == SCHEDC_OK) memcpy(g->dev, dev, n * sizeof *dev);
-    int coop = 0;
-    if (st == SCHEDC_OK) st = dv->info(g->dev[0], g->arch, &g->sms, &g->ticks, &coop, &g->threads);
-    if (st == SCHEDC_OK && virt && !coop)
-      st = sc_err(SCHEDC_EUNAVAIL, "device %d cannot launch cooperative kernels (needed for virtual ranks)", g->dev[0]);
-    /* Blocks per rank: virtual ranks share the GPU's multiprocessors (and must all be resident);
-     * a rank on its own GPU uses a share of them, leaving room for the trainer's work. */
-    int dflt = virt ? (g->sms / nranks > 0 ? g->sms / nranks : 1) : (g->sms / 4 > 0 ? g->sms / 4 : 1);
-    g->nblk = env_int("SCHEDC_CUDA_BLOCKS", dflt > 32 ? 32 : dflt, 1, 1024);
-    if (virt && g->nblk * nranks > g->sms * 2 && st == SCHEDC_OK)
-      st = sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_BLOCKS=%d: %d virtual ranks need %d resident blocks; the device has %d "
-                  "multiprocessors", g->nblk, nranks, g->nblk * nranks, g->sms);
-    g->threads = env_int("SCHEDC_CUDA_THREADS", g->threads, 1, 512);
-    for (int r = 0; r < nranks && st == SCHEDC_OK; r++) {
-      if ((st = dv->select(g->dev[r])) != SCHEDC_OK) break;
-      for (int q = 0; q < nranks && !virt && st == SCHEDC_OK; q++)
-        if (q != r) st = dv->peer(g->dev[q]);
-      if (st == SCHEDC_OK) st = dv->stream_new(&g->own_stream[r]);
-      g->stream[r] = g->own_stream[r];
-    }
-    if (st == SCHEDC_OK && (st = dv->select(g->dev[0])) == SCHEDC_OK) st = dv->alloc(4 * sizeof(uint32_t), (void **)&g->err);
+    memcpy(g->dev, dev, (size_t)nranks * sizeof *dev);
+    st = sc_cu_group_setup(g);
   }
   if (st != SCHEDC_OK) {
-    if (g) group_free(g);
+    if (g) sc_cu_group_free(g);
     for (int r = 0; r < nranks; r++)
       if (tmp[r]) sc_comm_release(tmp[r]);
     return st;
   }
   g->refs = nranks;
   for (int r = 0; r < nranks; r++) {
-    tmp[r]->tr = &cuda_transport;
+    tmp[r]->tr = &sc_cuda_transport;
     tmp[r]->trdata = g;
     comms[r] = tmp[r];
   }
@@ -210,12 +198,15 @@ schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, c
 static cu_group *group_of(schedc_comm *c) {
   return c && c->backend == SCHEDC_BACKEND_CUDA ? c->trdata : NULL;
 }
+/* The slot of comm's rank in its group. */
+static int slot(const cu_group *g, const schedc_comm *c) { return g->me < 0 ? c->rank : 0; }
 
 schedc_status schedc_cuda_set_stream(schedc_comm *c, void *stream) {
   cu_group *g = group_of(c);
   if (!g) return sc_err(SCHEDC_EINVAL, "schedc_cuda_set_stream: comm is %s", c ? "not a cuda communicator" : "NULL");
   pthread_mutex_lock(&g->mu);
-  g->stream[c->rank] = stream ? stream : g->own_stream[c->rank];
+  int s = slot(g, c);
+  g->stream[s] = stream ? stream : g->own_stream[s];
   pthread_mutex_unlock(&g->mu);
   return SCHEDC_OK;
 }
@@ -225,21 +216,9 @@ schedc_status schedc_cuda_sync(schedc_comm *c) {
   if (!g) return sc_err(SCHEDC_EINVAL, "schedc_cuda_sync: comm is %s", c ? "not a cuda communicator" : "NULL");
   pthread_mutex_lock(&g->mu);
   schedc_status st = sync_all(g);
-  uint32_t e[4] = {0};
-  if (st == SCHEDC_OK && (st = g->dv->select(g->dev[0])) == SCHEDC_OK &&
-      (st = g->dv->copy(e, g->err, sizeof e, g->stream[0])) == SCHEDC_OK)
-    st = g->dv->sync(g->stream[0]);
-  if (st != SCHEDC_OK) {
-    breaks(g, st);
-  } else if (e[0]) {
-    char who[32] = "a peer";
-    if ((int)e[3] >= 0) snprintf(who, sizeof who, "rank %d", (int)e[3]);
-    st = sc_err(SCHEDC_ETIMEOUT, "cuda: rank %u waited more than %g s at step %u for %s (timeout; SCHEDC_TIMEOUT)",
-                e[1], g->timeout_s, e[2], (int)e[3] >= 0 ? who : "a reader of its buffer");
-    breaks(g, st);
-  } else if (g->broken[0]) {
-    st = broken_status(g, "cuda sync");
-  }
+  if (st == SCHEDC_OK) st = sc_cu_err_status(g);
+  if (st != SCHEDC_OK) sc_cu_breaks(g, st);
+  else if (g->broken[0]) st = sc_cu_broken(g, "cuda sync");
   pthread_mutex_unlock(&g->mu);
   return st;
 }
@@ -250,7 +229,7 @@ schedc_status schedc_cuda_alloc(schedc_comm *c, size_t bytes, void **ptr) {
   *ptr = NULL;
   if (!g) return sc_err(SCHEDC_EINVAL, "schedc_cuda_alloc: comm is %s", c ? "not a cuda communicator" : "NULL");
   pthread_mutex_lock(&g->mu);
-  schedc_status st = g->dv->select(g->dev[c->rank]);
+  schedc_status st = g->dv->select(g->dev[slot(g, c)]);
   if (st == SCHEDC_OK) st = g->dv->alloc(bytes, ptr);
   pthread_mutex_unlock(&g->mu);
   return st;
@@ -260,7 +239,7 @@ void schedc_cuda_free(schedc_comm *c, void *ptr) {
   cu_group *g = group_of(c);
   if (!g || !ptr) return;
   pthread_mutex_lock(&g->mu);
-  if (g->dv->select(g->dev[c->rank]) == SCHEDC_OK) g->dv->release(ptr);
+  if (g->dv->select(g->dev[slot(g, c)]) == SCHEDC_OK) g->dv->release(ptr);
   pthread_mutex_unlock(&g->mu);
 }
 
@@ -269,8 +248,8 @@ schedc_status schedc_cuda_copy(schedc_comm *c, void *dst, const void *src, size_
   if (!g) return sc_err(SCHEDC_EINVAL, "schedc_cuda_copy: comm is %s", c ? "not a cuda communicator" : "NULL");
   if (bytes && (!dst || !src)) return sc_err(SCHEDC_EINVAL, "schedc_cuda_copy: %s is NULL", dst ? "src" : "dst");
   pthread_mutex_lock(&g->mu);
-  void *s = g->stream[c->rank];
-  schedc_status st = g->dv->select(g->dev[c->rank]);
+  void *s = g->stream[slot(g, c)];
+  schedc_status st = g->dv->select(g->dev[slot(g, c)]);
   if (st == SCHEDC_OK) st = g->dv->copy(dst, src, bytes, s);
   if (st == SCHEDC_OK) st = g->dv->sync(s);
   pthread_mutex_unlock(&g->mu);
@@ -279,10 +258,10 @@ schedc_status schedc_cuda_copy(schedc_comm *c, void *dst, const void *src, size_
 
 /* ---- one collective ---- */
 
-/* The kernels for (plan, dtype, op): emitted once, compiled (cached by schedc_cuda_compile),
- * loaded on every device the group uses. */
-static schedc_status get_kset(cu_group *g, const schedc_plan *plan, const sc_prog *prog, int dtype, int op,
-                              cu_kset **out) {
+/* Emitted once, compiled (cached by schedc_cuda_compile), loaded on every device the group
+ * uses: the all-ranks unit (schedc_all) when one process drives every rank, only this rank's
+ * code (schedc_rank<me>: a smaller, faster compile) for a process per GPU. */
+schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, const sc_prog *prog, int dtype, int op, cu_kset **out) {
   uint64_t key = plan->hash ^ ((uint64_t)(dtype + 1) << 56) ^ ((uint64_t)(op + 1) << 48);
   for (int i = 0; i < g->nks; i++)
     if (g->ks[i].key == key) { *out = &g->ks[i]; return SCHEDC_OK; }
@@ -293,14 +272,15 @@ static schedc_status get_kset(cu_group *g, const schedc_plan *plan, const sc_pro
     memmove(g->ks, g->ks + 1, sizeof g->ks[0] * (CU_MODULES - 1));
     g->nks--;
   }
-  char *src = sc_cuda_emit(&plan->ir, prog, -1, dtype, op);
+  char *src = sc_cuda_emit(&plan->ir, prog, g->me, dtype, op), fn[32] = "schedc_all";
   if (!src) return sc_err(SCHEDC_ENOMEM, "out of memory emitting the CUDA source");
+  if (g->me >= 0) snprintf(fn, sizeof fn, "schedc_rank%d", g->me);
   cu_kset *k = &g->ks[g->nks];
   memset(k, 0, sizeof *k);
   size_t n = (size_t)g->n;
-  k->mod = calloc(n, sizeof(void *)); k->all_fn = calloc(n, sizeof(void *)); k->widen = calloc(n, sizeof(void *));
+  k->mod = calloc(n, sizeof(void *)); k->run_fn = calloc(n, sizeof(void *)); k->widen = calloc(n, sizeof(void *));
   k->narrow = calloc(n, sizeof(void *)); k->avg = calloc(n, sizeof(void *));
-  schedc_status st = k->mod && k->all_fn && k->widen && k->narrow && k->avg ? SCHEDC_OK
+  schedc_status st = k->mod && k->run_fn && k->widen && k->narrow && k->avg ? SCHEDC_OK
                      : sc_err(SCHEDC_ENOMEM, "out of memory");
   int conv = strstr(src, "void schedc_widen(") != NULL, avg = strstr(src, "void schedc_avg(") != NULL;
   for (int r = 0; r < g->n && st == SCHEDC_OK; r++) {
@@ -310,7 +290,7 @@ static schedc_status get_kset(cu_group *g, const schedc_plan *plan, const sc_pro
     }
     if ((st = g->dv->select(g->dev[r])) != SCHEDC_OK) break;
     if ((st = g->dv->load(src, g->arch, &k->mod[r])) != SCHEDC_OK) break;
-    st = g->dv->kernel(k->mod[r], "schedc_all", &k->all_fn[r]);
+    st = g->dv->kernel(k->mod[r], fn, &k->run_fn[r]);
     if (st == SCHEDC_OK && conv) st = g->dv->kernel(k->mod[r], "schedc_widen", &k->widen[r]);
     if (st == SCHEDC_OK && conv) st = g->dv->kernel(k->mod[r], "schedc_narrow", &k->narrow[r]);
     if (st == SCHEDC_OK && avg) st = g->dv->kernel(k->mod[r], "schedc_avg", &k->avg[r]);
@@ -321,6 +301,25 @@ static schedc_status get_kset(cu_group *g, const schedc_plan *plan, const sc_pro
   g->nks++;
   *out = k;
   return SCHEDC_OK;
+}
+
+void sc_cu_layout(const cu_group *g, const sc_prog *prog, size_t esz, size_t K, uint32_t *ntemp, size_t *tstride) {
+  uint32_t C = prog->nchunks, nt = 0;
+  for (int r = 0; r < g->N; r++) if (prog->rank[r].ntemp > nt) nt = prog->rank[r].ntemp;
+  size_t vw = 16 / esz, maxchunk = (K + C - 1) / C, part = (maxchunk + (size_t)g->nblk - 1) / (size_t)g->nblk;
+  *ntemp = nt;
+  *tstride = (part + 2 * vw + vw - 1) / vw * vw;
+}
+
+void sc_cu_args_tail(cu_group *g, uint64_t *P, size_t K, size_t tstride) {
+  int N = g->N;
+  g->epoch++;
+  P[4 * N] = (uint64_t)(uintptr_t)g->err;
+  P[4 * N + 1] = K;
+  P[4 * N + 2] = tstride;
+  P[4 * N + 3] = g->epoch << CU_EPOCH_BITS;
+  double budget = g->timeout_s * g->ticks;
+  P[4 * N + 4] = (uint64_t)(budget > 9e18 ? 9e18 : budget);
 }
 
 /* Per-rank device buffers of at least the given sizes (all streams drained before a regrow). */
@@ -337,11 +336,42 @@ static schedc_status grow(cu_group *g, void **bufs, size_t *have, size_t want) {
   return st;
 }
 
-/* An elementwise kernel (widen, narrow, avg) over n elements on rank r's stream. */
-static schedc_status elementwise(cu_group *g, int r, void *fn, void **params, size_t n) {
+/* An elementwise kernel (widen, narrow, avg) over n elements on slot s's stream. */
+static schedc_status elementwise(cu_group *g, int s, void *fn, void **params, size_t n) {
   if (!n) return SCHEDC_OK;
   size_t grid = (n + (size_t)g->threads - 1) / (size_t)g->threads, cap = (size_t)g->sms * 2;
-  return g->dv->launch(fn, (unsigned)(grid < cap ? grid : cap), (unsigned)g->threads, params, 0, g->stream[r]);
+  return g->dv->launch(fn, (unsigned)(grid < cap ? grid : cap), (unsigned)g->threads, params, 0, g->stream[s]);
+}
+
+schedc_status sc_cu_copy_in(cu_group *g, const cu_kset *k, int s, int r, char *W, schedc_dtype acc, size_t K) {
+  size_t esz = schedc_dtype_size(acc);
+  const void *in = g->send[s];
+  schedc_status st = g->dv->select(g->dev[s]);
+  if (st != SCHEDC_OK) return st;
+  if (g->coll == SCHEDC_ALLGATHER) return g->dv->copy(W + (size_t)r * g->count * esz, in, g->count * esz, g->stream[s]);
+  if (g->coll == SCHEDC_BROADCAST && r != g->root) return SCHEDC_OK;
+  if (acc == (schedc_dtype)g->dtype) return g->dv->copy(W, in, K * esz, g->stream[s]);
+  uint64_t nn = K;
+  void *pr[] = {&in, &W, &nn};
+  return elementwise(g, s, k->widen[s], pr, K);
+}
+
+/* avg once in the accumulation type, round to the data type once, copy out */
+schedc_status sc_cu_finish(cu_group *g, const cu_kset *k, int s, int r, char *W, schedc_dtype acc, size_t K) {
+  size_t lo, len, esz = schedc_dtype_size(acc);
+  sc_result_part(g->coll, r, g->root, g->count, K, &lo, &len);
+  schedc_status st = SCHEDC_OK;
+  if (!len || (st = g->dv->select(g->dev[s])) != SCHEDC_OK) return st;
+  void *at = W + lo * esz, *out = g->recv[s];
+  uint64_t nn = len;
+  if (g->op == SCHEDC_AVG && sc_reduces(g->coll)) {
+    int nr = g->N;
+    void *pr[] = {&at, &nn, &nr};
+    if ((st = elementwise(g, s, k->avg[s], pr, len)) != SCHEDC_OK) return st;
+  }
+  if (acc == (schedc_dtype)g->dtype) return g->dv->copy(out, at, len * esz, g->stream[s]);
+  void *pr[] = {&at, &out, &nn};
+  return elementwise(g, s, k->narrow[s], pr, len);
 }
 
 /* Everything after the last rank's call: copy in, run the plan, finish; on every rank. */
@@ -350,20 +380,15 @@ static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog 
   const sc_cudev *dv = g->dv;
   int n = g->n, coll = g->coll, root = g->root;
   schedc_dtype dtype = (schedc_dtype)g->dtype;
-  size_t esz = schedc_dtype_size(acc), count = g->count;
-  if (ir->nsteps >= (1u << CU_EPOCH_BITS) || ir->nxfers >= (1u << CU_EPOCH_BITS))
-    return sc_err(SCHEDC_EUNAVAIL, "plan '%s' has %u steps and %u transfers; the cuda backend takes fewer than %u of each",
-                  ir->name, ir->nsteps, ir->nxfers, 1u << CU_EPOCH_BITS);
+  size_t esz = schedc_dtype_size(acc);
   cu_kset *k = NULL;
-  schedc_status st = get_kset(g, plan, prog, g->dtype, g->op, &k);
+  schedc_status st = sc_cu_kset(g, plan, prog, g->dtype, g->op, &k);
   if (st != SCHEDC_OK) return st;
-  /* counters, temps, working buffers */
-  uint32_t C = ir->nchunks, ntemp = 0;
-  for (int r = 0; r < n; r++) if (prog->rank[r].ntemp > ntemp) ntemp = prog->rank[r].ntemp;
-  size_t vw = 16 / esz, maxchunk = (K + C - 1) / C, part = (maxchunk + (size_t)g->nblk - 1) / (size_t)g->nblk;
-  size_t tstride = (part + 2 * vw + vw - 1) / vw * vw;
-  /* fresh counters are 0: below every epoch */
-  if ((st = grow(g, g->ctr, &g->ctr_bytes, (size_t)C * (size_t)g->nblk * 16)) != SCHEDC_OK) return st;
+  /* counters, temps, working buffers; fresh counters are 0: below every epoch */
+  uint32_t ntemp;
+  size_t tstride;
+  sc_cu_layout(g, prog, esz, K, &ntemp, &tstride);
+  if ((st = grow(g, g->ctr, &g->ctr_bytes, (size_t)ir->nchunks * (size_t)g->nblk * 16)) != SCHEDC_OK) return st;
   size_t cells = g->ctr_bytes / 16; /* versions at ctr[r], read counts right after */
   if ((st = grow(g, g->temp, &g->temp_bytes, (size_t)ntemp * (size_t)g->nblk * tstride * esz)) != SCHEDC_OK) return st;
   int direct = acc == dtype && (coll == SCHEDC_ALLREDUCE || coll == SCHEDC_ALLGATHER || coll == SCHEDC_BROADCAST);
@@ -381,25 +406,9 @@ static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog 
     P[2 * n + r] = (uint64_t)(uintptr_t)g->ctr[r];
     P[3 * n + r] = (uint64_t)(uintptr_t)((uint64_t *)g->ctr[r] + cells);
   }
-  g->epoch++;
-  P[4 * n] = (uint64_t)(uintptr_t)g->err;
-  P[4 * n + 1] = K;
-  P[4 * n + 2] = tstride;
-  P[4 * n + 3] = g->epoch << CU_EPOCH_BITS;
-  double budget = g->timeout_s * g->ticks;
-  P[4 * n + 4] = (uint64_t)(budget > 9e18 ? 9e18 : budget);
-  /* copy in, rank by rank on its stream */
-  for (int r = 0; r < n && st == SCHEDC_OK; r++) {
-    if ((st = dv->select(g->dev[r])) != SCHEDC_OK) break;
-    const void *in = g->send[r];
-    if (coll == SCHEDC_ALLGATHER) st = dv->copy(W[r] + (size_t)r * count * esz, in, count * esz, g->stream[r]);
-    else if (coll == SCHEDC_BROADCAST && r != root) continue;
-    else if (acc != dtype) {
-      uint64_t nn = K;
-      void *pr[] = {&in, &W[r], &nn};
-      st = elementwise(g, r, k->widen[r], pr, K);
-    } else st = dv->copy(W[r], in, K * esz, g->stream[r]);
-  }
+  sc_cu_args_tail(g, P, K, tstride);
+  for (int r = 0; r < n && st == SCHEDC_OK; r++)
+    if (W[r] != (char *)g->send[r]) st = sc_cu_copy_in(g, k, r, r, W[r], acc, K);
   /* the plan: schedc_all(args, first rank, rank count) */
   int first = 0, one = 1;
   void *params[] = {P, &first, &n};
@@ -407,35 +416,16 @@ static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog 
     if (g->virt) {
       for (int r = 1; r < n && st == SCHEDC_OK; r++) st = dv->join(g->stream[0], g->stream[r]);
       if (st == SCHEDC_OK)
-        st = dv->launch(k->all_fn[0], (unsigned)(n * g->nblk), (unsigned)g->threads, params, 1, g->stream[0]);
+        st = dv->launch(k->run_fn[0], (unsigned)(n * g->nblk), (unsigned)g->threads, params, 1, g->stream[0]);
       for (int r = 1; r < n && st == SCHEDC_OK; r++) st = dv->join(g->stream[r], g->stream[0]);
     } else {
       params[2] = &one;
       for (first = 0; first < n && st == SCHEDC_OK; first++) /* params hold &first: read at launch */
         if ((st = dv->select(g->dev[first])) == SCHEDC_OK)
-          st = dv->launch(k->all_fn[first], (unsigned)g->nblk, (unsigned)g->threads, params, 0, g->stream[first]);
+          st = dv->launch(k->run_fn[first], (unsigned)g->nblk, (unsigned)g->threads, params, 0, g->stream[first]);
     }
   }
-  /* finish: avg once in the accumulation type, round to the data type once, copy out */
-  for (int r = 0; r < n && st == SCHEDC_OK; r++) {
-    size_t lo, len;
-    sc_result_part(coll, r, root, count, K, &lo, &len);
-    if (!len || (st = dv->select(g->dev[r])) != SCHEDC_OK) continue;
-    void *at = W[r] + lo * esz, *out = g->recv[r];
-    if (g->op == SCHEDC_AVG && sc_reduces(coll)) {
-      uint64_t nn = len;
-      int nr = n;
-      void *pr[] = {&at, &nn, &nr};
-      if ((st = elementwise(g, r, k->avg[r], pr, len)) != SCHEDC_OK) break;
-    }
-    if (acc != dtype) {
-      uint64_t nn = len;
-      void *pr[] = {&at, &out, &nn};
-      st = elementwise(g, r, k->narrow[r], pr, len);
-    } else {
-      st = dv->copy(out, at, len * esz, g->stream[r]);
-    }
-  }
+  for (int r = 0; r < n && st == SCHEDC_OK; r++) st = sc_cu_finish(g, k, r, r, W[r], acc, K);
   return st;
 }
 
@@ -444,11 +434,17 @@ schedc_status sc_cuda_collective(schedc_comm *c, int coll, const void *sendbuf, 
                                  const schedc_plan *plan, const sc_prog *prog, size_t K) {
   const char *cn = schedc_collective_name((schedc_collective)coll);
   cu_group *g = c->trdata;
+  const sc_ir *ir = &plan->ir;
+  if (ir->nsteps >= (1u << CU_EPOCH_BITS) || ir->nxfers >= (1u << CU_EPOCH_BITS))
+    return sc_err(SCHEDC_EUNAVAIL, "%s: plan '%s' has %u steps and %u transfers; the cuda backend takes fewer than %u of each",
+                  cn, ir->name, ir->nsteps, ir->nxfers, 1u << CU_EPOCH_BITS);
   pthread_mutex_lock(&g->mu);
   schedc_status st = SCHEDC_OK;
   int op_key = sc_reduces(coll) ? (int)op : 0;
   if (g->broken[0]) {
-    st = broken_status(g, cn);
+    st = sc_cu_broken(g, cn);
+  } else if (g->me >= 0) {
+    st = sc_cu_proc_collective(g, coll, sendbuf, recvbuf, count, dtype, acc, op, root, plan, prog, K);
   } else if (g->arrived[c->rank]) {
     st = sc_err(SCHEDC_EINVAL, "%s: rank %d already issued a %s that waits for the other ranks' calls (%d of %d "
                 "arrived): issue each collective on every rank before the next", cn, c->rank,
@@ -463,16 +459,16 @@ schedc_status sc_cuda_collective(schedc_comm *c, int coll, const void *sendbuf, 
                   "count %zu plan %016llx; rank %d: %s count %zu plan %016llx)", cn, c->rank, what,
                   schedc_collective_name((schedc_collective)g->coll), g->count, (unsigned long long)g->plan_hash,
                   c->rank, cn, count, (unsigned long long)plan->hash);
-      breaks(g, st);
+      sc_cu_breaks(g, st);
     }
   }
-  if (st == SCHEDC_OK) {
+  if (st == SCHEDC_OK && g->me < 0) {
     g->arrived[c->rank] = 1;
     g->send[c->rank] = sendbuf;
     g->recv[c->rank] = recvbuf;
     if (++g->narrived == g->n) {
       st = launch(g, plan, prog, acc, K);
-      if (st != SCHEDC_OK) breaks(g, st);
+      if (st != SCHEDC_OK) sc_cu_breaks(g, st);
       memset(g->arrived, 0, (size_t)g->n);
       g->narrived = 0;
     }

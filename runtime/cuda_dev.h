@@ -11,6 +11,9 @@
 
 #include "schedc/schedc.h"
 
+/* An interprocess handle to a device allocation (the size of a CUipcMemHandle). */
+typedef struct sc_ipc { unsigned char b[64]; } sc_ipc;
+
 typedef struct sc_cudev {
   const char *name;
   /* Load the driver and count the devices. SCHEDC_EUNAVAIL (no driver or no device). */
@@ -39,6 +42,15 @@ typedef struct sc_cudev {
   schedc_status (*sync)(void *stream);
   /* Work enqueued on `waiter` from now on waits for what `stream` holds now. */
   schedc_status (*join)(void *waiter, void *stream);
+  /* The device's identity on this host (PCI domain, bus, device), so that two processes never
+   * take one GPU even when their device numbers differ (CUDA_VISIBLE_DEVICES). */
+  schedc_status (*ident)(int dev, unsigned long long *id);
+  /* Interprocess sharing of device memory (one process per GPU): a handle to an allocation of
+   * this process, mapped by a peer process with ipc_open (peer access enabled as needed) and
+   * unmapped with ipc_close. The owner keeps the allocation until every peer has unmapped it. */
+  schedc_status (*ipc_get)(void *p, sc_ipc *h);
+  schedc_status (*ipc_open)(const sc_ipc *h, void **p);
+  void (*ipc_close)(void *p);
 } sc_cudev;
 
 extern const sc_cudev sc_cudev_driver;

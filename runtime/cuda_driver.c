@@ -17,7 +17,9 @@
 
 typedef int CUres;
 typedef uint64_t CUdptr;
-enum { ATTR_CLOCK_KHZ = 13, ATTR_SMS = 16, ATTR_CC_MAJOR = 75, ATTR_CC_MINOR = 76, ATTR_COOP = 95 };
+enum { ATTR_CLOCK_KHZ = 13, ATTR_SMS = 16, ATTR_PCI_BUS = 33, ATTR_PCI_DEVICE = 34, ATTR_PCI_DOMAIN = 50,
+       ATTR_CC_MAJOR = 75, ATTR_CC_MINOR = 76, ATTR_COOP = 95 };
+enum { IPC_LAZY_ENABLE_PEER_ACCESS = 1 };
 enum { EVENT_DISABLE_TIMING = 2, STREAM_NON_BLOCKING = 1, ERR_PEER_ALREADY_ENABLED = 704 };
 #define MAX_DEV 64
 
@@ -50,6 +52,9 @@ static struct {
   CUres (*EventRecord)(void *, void *);
   CUres (*EventDestroy)(void *);
   CUres (*GetErrorString)(CUres, const char **);
+  CUres (*IpcGetMemHandle)(sc_ipc *, CUdptr);
+  CUres (*IpcOpenMemHandle)(CUdptr *, sc_ipc, unsigned); /* the handle goes by value (64 bytes) */
+  CUres (*IpcCloseMemHandle)(CUdptr);
   int ndev;
   void *ctx[MAX_DEV];
 } D;
@@ -75,6 +80,8 @@ static void load(void) {
       S(StreamDestroy, "cuStreamDestroy_v2"), S(StreamSynchronize, "cuStreamSynchronize"),
       S(StreamWaitEvent, "cuStreamWaitEvent"), S(EventCreate, "cuEventCreate"), S(EventRecord, "cuEventRecord"),
       S(EventDestroy, "cuEventDestroy_v2"), S(GetErrorString, "cuGetErrorString"),
+      S(IpcGetMemHandle, "cuIpcGetMemHandle"), S(IpcOpenMemHandle, "cuIpcOpenMemHandle_v2"),
+      S(IpcCloseMemHandle, "cuIpcCloseMemHandle"),
 #undef S
   };
   for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
@@ -214,9 +221,34 @@ static schedc_status drv_join(void *waiter, void *stream) {
   return SCHEDC_OK;
 }
 
+static schedc_status drv_ident(int dev, unsigned long long *id) {
+  int d, dom = 0, bus = 0, slot = 0;
+  CK("cuDeviceGet", D.DeviceGet(&d, dev));
+  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(&dom, ATTR_PCI_DOMAIN, d));
+  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(&bus, ATTR_PCI_BUS, d));
+  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(&slot, ATTR_PCI_DEVICE, d));
+  *id = (unsigned long long)(unsigned)dom << 32 | (unsigned long long)(unsigned)bus << 8 | (unsigned)slot;
+  return SCHEDC_OK;
+}
+
+static schedc_status drv_ipc_get(void *p, sc_ipc *h) {
+  CK("cuIpcGetMemHandle", D.IpcGetMemHandle(h, (CUdptr)(uintptr_t)p));
+  return SCHEDC_OK;
+}
+static schedc_status drv_ipc_open(const sc_ipc *h, void **p) {
+  CUdptr d = 0;
+  CK("cuIpcOpenMemHandle", D.IpcOpenMemHandle(&d, *h, IPC_LAZY_ENABLE_PEER_ACCESS));
+  *p = (void *)(uintptr_t)d;
+  return SCHEDC_OK;
+}
+static void drv_ipc_close(void *p) {
+  if (p) D.IpcCloseMemHandle((CUdptr)(uintptr_t)p);
+}
+
 const sc_cudev sc_cudev_driver = {"CUDA driver", drv_init, drv_info, drv_select, drv_peer, drv_alloc, drv_release,
                                   drv_copy, drv_load, drv_unload, drv_kernel, drv_launch, drv_stream_new,
-                                  drv_stream_free, drv_sync, drv_join};
+                                  drv_stream_free, drv_sync, drv_join, drv_ident, drv_ipc_get, drv_ipc_open,
+                                  drv_ipc_close};
 
 const sc_cudev *sc_cudev_get(void) {
   const char *e = getenv("SCHEDC_CUDA_EMULATE");

@@ -2,16 +2,21 @@
  * cuda_emu.c — the emulated device (SCHEDC_CUDA_EMULATE=1): the generated CUDA source compiled
  * for the host with the C++ compiler ($CXX, else c++) and cuda_emu_shim.hpp, loaded with dlopen.
  * Device memory is host memory, a launch runs its blocks as OS threads (started at once, joined
- * by the next operation on its stream), copies run at once. It checks the generated kernels'
- * logic, ordering and arithmetic without a GPU; it says nothing about GPU memory ordering or speed.
+ * by the next operation on its stream), copies run at once. Allocations are memfd mappings, so
+ * another process maps them through /proc/PID/fd (the IPC handles of one process per GPU). It
+ * checks the generated kernels' logic, ordering and arithmetic without a GPU; it says nothing
+ * about GPU memory ordering or speed.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -66,13 +71,78 @@ static schedc_status emu_info(int dev, char arch[16], int *sms, double *ticks, i
 }
 static schedc_status emu_select(int dev) { (void)dev; return SCHEDC_OK; }
 static schedc_status emu_peer(int peer) { (void)peer; return SCHEDC_OK; }
-static schedc_status emu_alloc(size_t bytes, void **p) {
-  size_t n = (bytes + 255) / 256 * 256;
-  if (!(*p = aligned_alloc(256, n ? n : 256))) return sc_err(SCHEDC_ENOMEM, "emulated device: out of memory (%zu bytes)", bytes);
-  memset(*p, 0, n ? n : 256);
+/* Device memory: shared mappings of memfds (fresh ones are zero), listed with their size and fd
+ * (fd -1: a peer's allocation mapped by ipc_open). */
+typedef struct emu_mem { char *p; size_t size; int fd; struct emu_mem *next; } emu_mem;
+static emu_mem *mems;
+static pthread_mutex_t mem_mu = PTHREAD_MUTEX_INITIALIZER;
+#define EMU_IPC_MAGIC 0x5343454du /* "SCEM" */
+typedef struct emu_handle { uint32_t magic; int32_t pid, fd; uint64_t size; } emu_handle;
+
+static schedc_status emu_map(int fd, size_t size, int own, void **p) {
+  emu_mem *m = calloc(1, sizeof *m);
+  void *q = m ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  if (q == MAP_FAILED) {
+    free(m);
+    if (own) close(fd);
+    return sc_err(SCHEDC_ENOMEM, "emulated device: cannot map %zu bytes", size);
+  }
+  *m = (emu_mem){q, size, own ? fd : -1, NULL};
+  if (!own) close(fd);
+  pthread_mutex_lock(&mem_mu);
+  m->next = mems;
+  mems = m;
+  pthread_mutex_unlock(&mem_mu);
+  *p = q;
   return SCHEDC_OK;
 }
-static void emu_release(void *p) { free(p); }
+/* Remove p from the list; the entry (NULL if p is unknown) is the caller's. */
+static emu_mem *emu_unlist(const void *p) {
+  pthread_mutex_lock(&mem_mu);
+  emu_mem **at = &mems;
+  while (*at && (*at)->p != p) at = &(*at)->next;
+  emu_mem *m = *at;
+  if (m) *at = m->next;
+  pthread_mutex_unlock(&mem_mu);
+  return m;
+}
+static schedc_status emu_alloc(size_t bytes, void **p) {
+  size_t n = bytes ? (bytes + 4095) / 4096 * 4096 : 4096;
+  int fd = memfd_create("schedc-emu", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, (off_t)n) != 0) {
+    if (fd >= 0) close(fd);
+    return sc_err(SCHEDC_ENOMEM, "emulated device: out of memory (%zu bytes)", bytes);
+  }
+  return emu_map(fd, n, 1, p);
+}
+static void emu_release(void *p) {
+  emu_mem *m = p ? emu_unlist(p) : NULL;
+  if (!m) return;
+  munmap(m->p, m->size);
+  if (m->fd >= 0) close(m->fd);
+  free(m);
+}
+static schedc_status emu_ipc_get(void *p, sc_ipc *h) {
+  pthread_mutex_lock(&mem_mu);
+  emu_mem *m = mems;
+  while (m && m->p != p) m = m->next;
+  emu_handle e = {EMU_IPC_MAGIC, (int32_t)getpid(), m ? m->fd : -1, m ? m->size : 0};
+  pthread_mutex_unlock(&mem_mu);
+  if (!m || m->fd < 0) return sc_err(SCHEDC_EINVAL, "emulated device: %p is not an allocation of this process", p);
+  memset(h, 0, sizeof *h);
+  memcpy(h->b, &e, sizeof e);
+  return SCHEDC_OK;
+}
+static schedc_status emu_ipc_open(const sc_ipc *h, void **p) {
+  emu_handle e;
+  memcpy(&e, h->b, sizeof e);
+  if (e.magic != EMU_IPC_MAGIC) return sc_err(SCHEDC_EINVAL, "emulated device: not an emulated IPC handle");
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)e.pid, (int)e.fd);
+  int fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return sc_err(SCHEDC_EIO, "emulated device: cannot open process %d's memory (%s): %s", (int)e.pid, path, strerror(errno));
+  return emu_map(fd, (size_t)e.size, 0, p);
+}
 
 static schedc_status emu_sync(void *s) {
   emu_stream *st = S(s);
@@ -88,9 +158,37 @@ static schedc_status emu_copy(void *dst, const void *src, size_t bytes, void *s)
   return SCHEDC_OK;
 }
 
+/* A module: kept in memory per process, and its shared object in the kernel cache directory
+ * (keyed by the source, the shim's text and the compiler), so forked ranks and later runs load
+ * it instead of compiling again. */
+static schedc_status emu_register(void *h, uint64_t key, void **module) {
+  emu_module *m = calloc(1, sizeof *m);
+  if (!m) { dlclose(h); return sc_err(SCHEDC_ENOMEM, "out of memory"); }
+  m->key = key;
+  m->so = h;
+  *(void **)&m->start = dlsym(h, "sc_emu_start");
+  *(void **)&m->wait = dlsym(h, "sc_emu_wait");
+  pthread_mutex_lock(&mod_mu);
+  m->next = modules;
+  modules = m;
+  pthread_mutex_unlock(&mod_mu);
+  *module = m;
+  return SCHEDC_OK;
+}
+
 static schedc_status emu_load(const char *source, const char *arch, void **module) {
   (void)arch;
+  const char *shim = getenv("SCHEDC_EMU_SHIM"), *cxx = getenv("CXX");
+  char shimbuf[1024], flags[] = "-std=c++17 -O1 -ffp-contract=off -fno-fast-math -fPIC -shared -pthread -w";
+  if (!shim || !*shim) { snprintf(shimbuf, sizeof shimbuf, "%s/cuda_emu_shim.hpp", SC_EMU_SHIM_DIR); shim = shimbuf; }
+  if (!cxx || !*cxx) cxx = "c++";
+  size_t shim_len = 0;
+  char *shim_text = sc_read_file(shim, &shim_len);
+  if (!shim_text) return sc_err(SCHEDC_EIO, "emulated device: cannot read the shim %s: %s", shim, strerror(errno));
   uint64_t key = sc_fnv(SC_FNV_INIT, source, strlen(source));
+  key = sc_fnv(key, shim_text, shim_len);
+  key = sc_fnv(sc_fnv(key, cxx, strlen(cxx)), flags, strlen(flags));
+  free(shim_text);
   pthread_mutex_lock(&mod_mu);
   for (emu_module *m = modules; m; m = m->next)
     if (m->key == key) {
@@ -99,6 +197,12 @@ static schedc_status emu_load(const char *source, const char *arch, void **modul
       return SCHEDC_OK;
     }
   pthread_mutex_unlock(&mod_mu);
+  char cached[1200] = "";
+  if (sc_cache_dir(cached, 1024)) {
+    snprintf(cached + strlen(cached), sizeof cached - strlen(cached), "/emu-%016llx.so", (unsigned long long)key);
+    void *h = access(cached, R_OK) == 0 ? dlopen(cached, RTLD_NOW | RTLD_LOCAL) : NULL;
+    if (h) return emu_register(h, key, module);
+  }
   char dir[] = "/tmp/schedc_emu_XXXXXX";
   if (!mkdtemp(dir)) return sc_err(SCHEDC_EIO, "emulated device: cannot make a build directory in /tmp");
   char cu[128], unit[128], so[128], log[128], cmd[2048];
@@ -106,41 +210,29 @@ static schedc_status emu_load(const char *source, const char *arch, void **modul
   snprintf(unit, sizeof unit, "%s/unit.cpp", dir);
   snprintf(so, sizeof so, "%s/kernels.so", dir);
   snprintf(log, sizeof log, "%s/log", dir);
-  const char *shim = getenv("SCHEDC_EMU_SHIM");
-  char shimbuf[1024];
-  if (!shim || !*shim) { snprintf(shimbuf, sizeof shimbuf, "%s/cuda_emu_shim.hpp", SC_EMU_SHIM_DIR); shim = shimbuf; }
   char unit_src[1200];
   int k = snprintf(unit_src, sizeof unit_src, "#include \"%s\"\n#include \"%s\"\n#define SC_EMU_TAIL\n#include \"%s\"\n", shim, cu, shim);
   if (sc_write_atomic(cu, source, strlen(source)) || sc_write_atomic(unit, unit_src, (size_t)k))
     return sc_err(SCHEDC_EIO, "emulated device: cannot write %s", dir);
-  const char *cxx = getenv("CXX");
-  snprintf(cmd, sizeof cmd, "'%s' -std=c++17 -O1 -ffp-contract=off -fno-fast-math -fPIC -shared -pthread -w '%s' -o '%s' >'%s' 2>&1",
-           cxx && *cxx ? cxx : "c++", unit, so, log);
-  int rc = system(cmd);
-  schedc_status st = SCHEDC_OK;
-  emu_module *m = NULL;
-  if (rc != 0) {
+  snprintf(cmd, sizeof cmd, "'%s' %s '%s' -o '%s' >'%s' 2>&1", cxx, flags, unit, so, log);
+  if (system(cmd) != 0) {
     size_t n = 0;
     char *text = sc_read_file(log, &n);
-    st = sc_err(SCHEDC_EINVAL, "emulated device: the host compiler failed on the generated source (kept in %s; shim %s):\n%.1500s",
-                cu, shim, text ? text : "(no log)");
+    schedc_status st = sc_err(SCHEDC_EINVAL, "emulated device: the host compiler failed on the generated source (kept in %s; shim %s):\n%.1500s",
+                              cu, shim, text ? text : "(no log)");
     free(text);
     return st; /* the directory stays for inspection */
   }
+  schedc_status st;
   void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-  if (!h || !(m = calloc(1, sizeof *m))) {
-    st = sc_err(SCHEDC_EINTERNAL, "emulated device: cannot load %s: %s", so, h ? "out of memory" : dlerror());
-    if (h) dlclose(h);
+  if (!h) {
+    st = sc_err(SCHEDC_EINTERNAL, "emulated device: cannot load %s: %s", so, dlerror());
   } else {
-    m->key = key;
-    m->so = h;
-    *(void **)&m->start = dlsym(h, "sc_emu_start");
-    *(void **)&m->wait = dlsym(h, "sc_emu_wait");
-    pthread_mutex_lock(&mod_mu);
-    m->next = modules;
-    modules = m;
-    pthread_mutex_unlock(&mod_mu);
-    *module = m;
+    st = emu_register(h, key, module);
+    size_t n = 0;
+    char *img = cached[0] ? sc_read_file(so, &n) : NULL;
+    if (img) sc_write_atomic(cached, img, n); /* best effort: a cache that cannot be written only costs time */
+    free(img);
   }
   unlink(cu); unlink(unit); unlink(so); unlink(log); rmdir(dir); /* dlopen keeps its mapping */
   return st;
@@ -170,6 +262,9 @@ static schedc_status emu_launch(void *fn, unsigned grid, unsigned block, void **
   (void)coop; /* every block is an OS thread: all resident */
   emu_fn *f = fn;
   emu_stream *st = S(s);
+  /* Fault hook for tests: a process that dies after the host rendezvous, before its plan kernel runs. */
+  const char *ex = getenv("SCHEDC_EMU_EXIT_AT_LAUNCH");
+  if (ex && !strcmp(ex, "1") && !strncmp(f->name, "schedc_rank", 11)) _exit(0);
   emu_sync(s); /* stream order: what came before has finished */
   void *h = f->m->start(f->sym, f->name, grid, block, params);
   if (!h) return sc_err(SCHEDC_EINTERNAL, "emulated device: cannot launch %s", f->name);
@@ -199,6 +294,13 @@ static schedc_status emu_join(void *waiter, void *stream) {
   return emu_sync(stream);
 }
 
+/* Emulated device d is the same "GPU" in every process. */
+static schedc_status emu_ident(int dev, unsigned long long *id) {
+  *id = (unsigned long long)dev;
+  return SCHEDC_OK;
+}
+
 const sc_cudev sc_cudev_emu = {"emulated (host C++)", emu_init, emu_info, emu_select, emu_peer, emu_alloc,
                                emu_release, emu_copy, emu_load, emu_unload, emu_kernel, emu_launch, emu_stream_new,
-                               emu_stream_free, emu_sync, emu_join};
+                               emu_stream_free, emu_sync, emu_join, emu_ident, emu_ipc_get, emu_ipc_open,
+                               emu_release};

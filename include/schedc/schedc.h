@@ -233,7 +233,8 @@ typedef enum schedc_backend {
   SCHEDC_BACKEND_THREADS = 0, /* ranks are threads of one process; peers' buffers read directly */
   SCHEDC_BACKEND_SHM = 1,     /* processes on one host; POSIX shared memory */
   SCHEDC_BACKEND_MPI = 2,     /* any MPI launcher, any number of hosts (if built with MPI) */
-  SCHEDC_BACKEND_CUDA = 3     /* GPUs driven by one process (schedc_comm_init_cuda) */
+  SCHEDC_BACKEND_CUDA = 3     /* GPUs: one process drives them all (schedc_comm_init_cuda) or
+                                 one process per GPU (schedc_comm_init_cuda_rank) */
 } schedc_backend;
 
 typedef struct schedc_comm_opts {
@@ -280,8 +281,9 @@ schedc_status schedc_comm_init_shm(int rank, int nranks, const char *job, const 
 schedc_status schedc_comm_init_mpi(const void *mpi_comm, const schedc_comm_opts *opts, schedc_comm **out);
 /* From the environment: SCHEDC_RANK/SCHEDC_NRANKS/SCHEDC_JOB, else torchrun's RANK/WORLD_SIZE
  * (job from MASTER_PORT or TORCHELASTIC_RUN_ID), else Open MPI's OMPI_COMM_WORLD_RANK/SIZE.
- * SCHEDC_BACKEND=shm|mpi picks the backend (default shm; mpi under an MPI launcher when
- * built with MPI). SCHEDC_EINVAL names the missing variable. */
+ * SCHEDC_BACKEND=shm|mpi|cuda picks the backend (default shm; mpi under an MPI launcher when
+ * built with MPI; cuda: one process per GPU, schedc_comm_init_cuda_rank, on device
+ * SCHEDC_CUDA_DEVICE, else LOCAL_RANK, else the rank). SCHEDC_EINVAL names the missing variable. */
 schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, schedc_comm **out);
 /* Destroy; NULL is a no-op. Safe after any error, including a dead peer. */
 void schedc_comm_free(schedc_comm *comm);
@@ -391,6 +393,21 @@ enum { SCHEDC_CUDA_VIRTUAL = 1 };
  * verification asked for), SCHEDC_EINVAL, SCHEDC_ENOMEM. On failure no comm is created. */
 schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, const schedc_comm_opts *opts,
                                     schedc_comm **comms);
+/* One process per GPU (as trainers run): this process is `rank` of `nranks` on this host and
+ * drives CUDA device `device` (one rank per GPU: two ranks on one GPU are refused). `job` names
+ * the host rendezvous exactly as for schedc_comm_init_shm (same on every rank, unique among
+ * running jobs); through it the ranks exchange CUDA IPC handles of their device memory, and at
+ * every call they check that they agree (collective, dtype, op, root, count, plan), so a call
+ * returns once every rank has issued it and the work is enqueued on this rank's stream (the GPU
+ * work is not waited for). The collective runs through a working buffer of schedc's that the
+ * peers map (copy in, plan, copy out on the stream). Waits (up to the timeout) for all ranks to
+ * join. SCHEDC_EUNAVAIL (no driver or device, verification asked for), SCHEDC_EINVAL (bad
+ * arguments, two ranks on one GPU, SCHEDC_CUDA_BLOCKS differing between ranks),
+ * SCHEDC_ETIMEOUT, SCHEDC_EIO, SCHEDC_ENOMEM. The stream, sync and memory calls below work on
+ * it as on the others (schedc_cuda_sync waits for this rank's stream and reports a timeout of
+ * any rank's kernel). */
+schedc_status schedc_comm_init_cuda_rank(int rank, int nranks, int device, const char *job,
+                                         const schedc_comm_opts *opts, schedc_comm **out);
 /* The stream (a CUstream / cudaStream_t of the rank's device) the rank's next collectives are
  * enqueued on; NULL: the communicator's own stream. SCHEDC_EINVAL if comm is not cuda. */
 schedc_status schedc_cuda_set_stream(schedc_comm *comm, void *stream);

@@ -8,10 +8,11 @@
  * the receiver and the step (found here from the plan's transfer list); with repair, every rank
  * must end with the reference bits. Mode `verified`: the quick sweep with SCHEDC_VERIFY=full
  * (every clean call checked: no false alarm).
- * Modes `cuda` (virtual ranks on one GPU) and `cuda-devices` (a GPU per rank): the cuda
- * backend's generated kernels on the same sweep ([SKIP] without a device; SCHEDC_CUDA_EMULATE=1
- * runs them on the host, on a smaller sweep since every kernel set is a C++ compile).
- * Usage: test_bitwise SCHEDULES_DIR [quick|shm|flips|verified|cuda|cuda-devices]
+ * Modes `cuda` (virtual ranks on one GPU), `cuda-devices` (a GPU per rank, one process) and
+ * `cuda-procs` (a forked process per GPU, buffers shared by CUDA IPC): the cuda backend's
+ * generated kernels on the same sweep ([SKIP] without a device; SCHEDC_CUDA_EMULATE=1 runs them
+ * on the host, on a smaller sweep since every kernel set is a C++ compile).
+ * Usage: test_bitwise SCHEDULES_DIR [quick|shm|flips|verified|cuda|cuda-devices|cuda-procs]
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -83,7 +84,7 @@ static void run_cuda(job *jobs, int n, size_t inbytes, size_t outbytes) {
   for (int r = 0; r < n; r++) {
     job *j = &jobs[r];
     int inplace;
-    size_t off = inplace_offset(j, r, &inplace);
+    size_t off = inplace_offset(j, schedc_comm_rank(j->comm), &inplace);
     const void *send = din[r];
     if (inplace) {
       send = (char *)dout[r] + off;
@@ -104,15 +105,16 @@ static void run_cuda(job *jobs, int n, size_t inbytes, size_t outbytes) {
 }
 
 static int use_shm; /* ranks are forked processes on the shm backend */
-static int use_cuda; /* 1: cuda virtual ranks on one device; 2: a device per rank */
+static int use_cuda; /* 1: cuda virtual ranks on one device; 2: a device per rank; 3: a process per device */
+static int use_procs; /* ranks are forked processes (shm, or cuda with a process per device) */
 static size_t shm_slice;
 static int g_verify, g_repair;     /* comm options of the flips / verified modes */
 static const char *expect_err;     /* non-NULL: every rank must fail with ECORRUPT and this text */
 static int case_no;
 
-/* shm: every rank a forked child with its own communicator; outputs come back through a shared
- * mapping. Returns after all children exit. */
-static void run_processes(job *jobs, int n, size_t outbytes) {
+/* shm or a process per GPU: every rank a forked child with its own communicator; outputs come
+ * back through a shared mapping. Returns after all children exit. */
+static void run_processes(job *jobs, int n, size_t inbytes, size_t outbytes) {
   char *shared = mmap(NULL, (size_t)n * (outbytes + 8 + 512), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   char jobid[64];
   snprintf(jobid, sizeof jobid, "bw%d-%d", (int)getpid(), case_no++);
@@ -126,17 +128,23 @@ static void run_processes(job *jobs, int n, size_t outbytes) {
       co.slice_bytes = shm_slice;
       co.verify = g_verify;
       co.repair = g_repair;
-      schedc_status st = schedc_comm_init_shm(r, n, jobid, &co, &comm);
+      schedc_status st = use_cuda ? schedc_comm_init_cuda_rank(r, n, r, jobid, &co, &comm)
+                                  : schedc_comm_init_shm(r, n, jobid, &co, &comm);
       char *mine = shared + (size_t)r * (outbytes + 8 + 512);
       if (st == SCHEDC_OK) {
         jobs[r].comm = comm;
-        run_rank(&jobs[r]);
+        if (use_cuda) run_cuda(&jobs[r], 1, inbytes, outbytes);
+        else run_rank(&jobs[r]);
         st = jobs[r].st;
+        if (st == SCHEDC_OK && tc_fail) { /* a CHECK failed in this child: its counts stay here */
+          st = SCHEDC_EINTERNAL;
+          snprintf(jobs[r].err, sizeof jobs[r].err, "a CHECK failed in rank %d's process (see stderr)", r);
+        }
         memcpy(mine + 8 + 512, jobs[r].out, outbytes);
         schedc_comm_free(comm);
       }
       memcpy(mine, &st, sizeof st);
-      snprintf(mine + 8, 512, "%s", schedc_errmsg());
+      snprintf(mine + 8, 512, "%s", jobs[r].err[0] ? jobs[r].err : schedc_errmsg());
       _exit(0);
     }
     pids[r] = p;
@@ -195,8 +203,8 @@ static int run_case(schedc_comm **comms, int n, const schedc_plan *plan, int col
     if (coll == SCHEDC_ALLGATHER) memcpy((char *)inputs[r] + (size_t)r * count * es, jobs[r].in, count * es);
     else memcpy(inputs[r], jobs[r].in, K * es);
   }
-  if (use_shm) {
-    run_processes(jobs, n, outcount * es);
+  if (use_procs) {
+    run_processes(jobs, n, incount * es, outcount * es);
   } else if (use_cuda) {
     run_cuda(jobs, n, incount * es, outcount * es);
   } else {
@@ -345,11 +353,13 @@ int main(int argc, char **argv) {
   if (argc > 2 && !strcmp(argv[2], "flips")) return flips(argv[1]);
   if (argc > 2 && !strcmp(argv[2], "verified")) { quick = 1; g_verify = SCHEDC_VERIFY_FULL; }
   if (use_shm) quick = 1;
-  use_cuda = argc > 2 && !strcmp(argv[2], "cuda") ? 1 : argc > 2 && !strcmp(argv[2], "cuda-devices") ? 2 : 0;
+  use_cuda = argc > 2 && !strcmp(argv[2], "cuda") ? 1 : argc > 2 && !strcmp(argv[2], "cuda-devices") ? 2
+             : argc > 2 && !strcmp(argv[2], "cuda-procs") ? 3 : 0;
+  use_procs = use_shm || use_cuda == 3;
   int emulated = getenv("SCHEDC_CUDA_EMULATE") && !strcmp(getenv("SCHEDC_CUDA_EMULATE"), "1");
   int ndev = use_cuda ? schedc_cuda_device_count() : 0;
-  if (use_cuda && ndev < (use_cuda == 2 ? 2 : 1)) {
-    printf("[SKIP] no CUDA device%s (SCHEDC_CUDA_EMULATE=1 runs the kernels on the host)\n", use_cuda == 2 ? "s" : "");
+  if (use_cuda && ndev < (use_cuda >= 2 ? 2 : 1)) {
+    printf("[SKIP] no CUDA device%s (SCHEDC_CUDA_EMULATE=1 runs the kernels on the host)\n", use_cuda >= 2 ? "s" : "");
     return 0;
   }
   if (use_cuda) quick = 1;
@@ -367,7 +377,7 @@ int main(int argc, char **argv) {
   size_t counts[] = {0, 1, 13, 1031};
   size_t slices[] = {256, 4096, 1 << 20};
   int cases = 0, failed = 0;
-  for (int n = 1; n <= (quick ? 5 : 9) && (use_cuda != 2 || n <= ndev); n++) {
+  for (int n = 1; n <= (quick ? 5 : 9) && (use_cuda < 2 || n <= ndev); n++) {
     for (size_t si = 0; si < sizeof sch / sizeof sch[0]; si++) {
       if (sch[si].nodes2 && n % 2) continue;
       if (sch[si].nodes2 && sch[si].defs[0] && ((n / 2) & (n / 2 - 1))) continue; /* canonical: aligned power-of-two nodes */
@@ -402,8 +412,8 @@ int main(int argc, char **argv) {
           co.verify = g_verify;
           if (use_shm && sl == 2) continue;
           if (use_cuda && sl > 0) continue; /* no slices on the GPU: blocks split the chunks */
-          if (use_cuda) CHECK(schedc_comm_init_cuda(n, NULL, use_cuda == 1 ? SCHEDC_CUDA_VIRTUAL : 0, &co, comms) == SCHEDC_OK);
-          else if (!use_shm) CHECK(schedc_comm_init_threads(n, &co, comms) == SCHEDC_OK);
+          if (use_cuda && !use_procs) CHECK(schedc_comm_init_cuda(n, NULL, use_cuda == 1 ? SCHEDC_CUDA_VIRTUAL : 0, &co, comms) == SCHEDC_OK);
+          else if (!use_procs) CHECK(schedc_comm_init_threads(n, &co, comms) == SCHEDC_OK);
           for (int dt = 0; dt < SCHEDC_DTYPE_COUNT_; dt++) {
             int reduction = coll != SCHEDC_ALLGATHER && coll != SCHEDC_BROADCAST;
             for (int op = 0; op < (reduction ? SCHEDC_OP_COUNT_ : 1); op++) {
@@ -434,7 +444,7 @@ int main(int argc, char **argv) {
               }
             }
           }
-          if (!use_shm) for (int r = 0; r < n; r++) schedc_comm_free(comms[r]);
+          if (!use_procs) for (int r = 0; r < n; r++) schedc_comm_free(comms[r]);
         }
         schedc_plan_free(plan);
       }

@@ -3,16 +3,195 @@
  * SCHEDC_CUDA_EMULATE=1): bad init arguments named, verification refused, a rank calling twice
  * before the others, ranks disagreeing (EMISMATCH, then the group is broken), a kernel wait past
  * the timeout reported by schedc_cuda_sync (ETIMEOUT naming rank and step), and the calls on a
- * CPU communicator refused.
+ * CPU communicator refused. With a process per GPU (forked ranks, CUDA IPC): bad arguments, two
+ * ranks on one GPU, disagreement, results across calls whose buffers grow (every regrow remaps
+ * the peers), a peer process dying before and during a call (reported, never a hang), and
+ * schedc_comm_init_env with SCHEDC_BACKEND=cuda.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../check.h"
 #include "schedc/schedc.h"
 
 static void free_all(schedc_comm **c, int n) {
   for (int r = 0; r < n; r++) schedc_comm_free(c[r]);
+}
+
+/* ---- a process per GPU ---- */
+
+static char job[64];
+
+/* fn(rank) in n forked processes; 1 if every child exited 0 (its CHECKs all passed). */
+static int in_processes(int n, void (*fn)(int rank)) {
+  static int seq;
+  snprintf(job, sizeof job, "capi%d-%d", (int)getpid(), seq++);
+  pid_t pid[8];
+  fflush(stdout);
+  fflush(stderr);
+  for (int r = 0; r < n; r++)
+    if ((pid[r] = fork()) == 0) {
+      fn(r);
+      fflush(stdout);
+      _exit(tc_fail ? 1 : 0);
+    }
+  int ok = 1;
+  for (int r = 0; r < n; r++) {
+    int ws = 0;
+    waitpid(pid[r], &ws, 0);
+    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
+      fprintf(stderr, "rank %d's process failed (status 0x%x)\n", r, ws);
+      ok = 0;
+    }
+  }
+  return ok;
+}
+
+static void same_gpu(int r) {
+  schedc_comm *c = NULL;
+  CHECK(schedc_comm_init_cuda_rank(r, 2, 0, job, NULL, &c) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "ranks 0 and 1 are on the same GPU");
+  CHECK(c == NULL);
+}
+
+static void disagree(int r) {
+  schedc_comm *c = NULL;
+  CHECK(schedc_comm_init_cuda_rank(r, 2, r, job, NULL, &c) == SCHEDC_OK);
+  void *b = NULL;
+  CHECK(schedc_cuda_alloc(c, 4096, &b) == SCHEDC_OK);
+  CHECK(schedc_allreduce(b, b, 100 + (size_t)r, SCHEDC_F32, SCHEDC_SUM, c, NULL) == SCHEDC_EMISMATCH);
+  CHECK_CONTAINS(schedc_errmsg(), "ranks 0 and 1 disagree on the count");
+  CHECK(schedc_allreduce(b, b, 100, SCHEDC_F32, SCHEDC_SUM, c, NULL) == SCHEDC_EPEER);
+  CHECK_CONTAINS(schedc_errmsg(), "broken by an earlier failure");
+  schedc_cuda_free(c, b);
+  schedc_comm_free(c);
+}
+
+/* Small integers in f32: every order of the sum is exact, so a + b + c is the answer. */
+static float val(int r, size_t i) { return (float)((i * 7 + (size_t)r * 3) % 11); }
+
+static void grows(int r) {
+  schedc_comm *c = NULL;
+  CHECK(schedc_comm_init_cuda_rank(r, 3, r, job, NULL, &c) == SCHEDC_OK);
+  size_t sizes[] = {1000, 10, 300000, 7, 300001};
+  size_t max = 300001 * 3;
+  float *h = malloc(max * sizeof *h), *out = malloc(max * sizeof *out);
+  void *din = NULL, *dout = NULL;
+  CHECK(schedc_cuda_alloc(c, max * sizeof(float), &din) == SCHEDC_OK);
+  CHECK(schedc_cuda_alloc(c, max * sizeof(float), &dout) == SCHEDC_OK);
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    size_t n = sizes[k];
+    int rs = k % 2 == 1; /* every other call a reduce_scatter of n per rank (3n in) */
+    size_t nin = rs ? 3 * n : n;
+    for (size_t i = 0; i < nin; i++) h[i] = val(r, i);
+    CHECK(schedc_cuda_copy(c, din, h, nin * sizeof(float)) == SCHEDC_OK);
+    schedc_status st = rs ? schedc_reduce_scatter(din, dout, n, SCHEDC_F32, SCHEDC_SUM, c, NULL)
+                          : schedc_allreduce(din, dout, n, SCHEDC_F32, SCHEDC_SUM, c, NULL);
+    CHECK(st == SCHEDC_OK);
+    CHECK(schedc_cuda_sync(c) == SCHEDC_OK);
+    CHECK(schedc_cuda_copy(c, out, dout, n * sizeof(float)) == SCHEDC_OK);
+    size_t bad = 0, lo = rs ? (size_t)r * n : 0;
+    for (size_t i = 0; i < n; i++) bad += out[i] != val(0, lo + i) + val(1, lo + i) + val(2, lo + i);
+    if (bad) fprintf(stderr, "rank %d call %zu (%zu elements): %zu wrong\n", r, k, n, bad);
+    CHECK(bad == 0);
+  }
+  schedc_cuda_free(c, din);
+  schedc_cuda_free(c, dout);
+  free(h);
+  free(out);
+  schedc_comm_free(c);
+}
+
+static schedc_comm_opts short_timeout(void) {
+  schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
+  o.timeout_s = 2;
+  return o;
+}
+
+/* Rank 1 leaves without calling: rank 0's call fails at the host exchange, naming it. */
+static void dies_before(int r) {
+  schedc_comm *c = NULL;
+  schedc_comm_opts o = short_timeout();
+  CHECK(schedc_comm_init_cuda_rank(r, 2, r, job, &o, &c) == SCHEDC_OK);
+  if (r == 1) _exit(0);
+  void *b = NULL;
+  CHECK(schedc_cuda_alloc(c, 4096, &b) == SCHEDC_OK);
+  schedc_status st = schedc_allreduce(b, b, 100, SCHEDC_F32, SCHEDC_SUM, c, NULL);
+  CHECK(st == SCHEDC_EPEER || st == SCHEDC_ETIMEOUT);
+  CHECK_CONTAINS(schedc_errmsg(), "host exchange with the other ranks failed");
+  CHECK_CONTAINS(schedc_errmsg(), "rank 1");
+  schedc_cuda_free(c, b);
+  schedc_comm_free(c);
+}
+
+/* Rank 1 dies after the call's host rendezvous, before its kernel runs (the emulated device's
+ * SCHEDC_EMU_EXIT_AT_LAUNCH): rank 0's kernel stops at the timeout and schedc_cuda_sync says
+ * where it waited. */
+static void dies_during(int r) {
+  schedc_comm *c = NULL;
+  schedc_comm_opts o = short_timeout();
+  CHECK(schedc_comm_init_cuda_rank(r, 2, r, job, &o, &c) == SCHEDC_OK);
+  size_t n = 1000;
+  void *b = NULL;
+  CHECK(schedc_cuda_alloc(c, n * sizeof(float), &b) == SCHEDC_OK);
+  if (r == 1) setenv("SCHEDC_EMU_EXIT_AT_LAUNCH", "1", 1);
+  CHECK(schedc_allreduce(b, b, n, SCHEDC_F32, SCHEDC_SUM, c, NULL) == SCHEDC_OK);
+  CHECK(r == 0); /* rank 1 never gets here */
+  CHECK(schedc_cuda_sync(c) == SCHEDC_ETIMEOUT);
+  CHECK_CONTAINS(schedc_errmsg(), "rank 0 waited more than 2 s at step 0 for rank 1");
+  CHECK(schedc_allreduce(b, b, n, SCHEDC_F32, SCHEDC_SUM, c, NULL) == SCHEDC_EPEER);
+  schedc_cuda_free(c, b);
+  schedc_comm_free(c);
+}
+
+/* schedc_comm_init_env with SCHEDC_BACKEND=cuda: the rank's GPU from LOCAL_RANK (torchrun's). */
+static void from_env(int r) {
+  char v[16];
+  snprintf(v, sizeof v, "%d", r);
+  setenv("RANK", v, 1);
+  setenv("LOCAL_RANK", v, 1);
+  setenv("WORLD_SIZE", "2", 1);
+  setenv("SCHEDC_JOB", job, 1);
+  setenv("SCHEDC_BACKEND", "cuda", 1);
+  schedc_comm *c = NULL;
+  CHECK(schedc_comm_init_env(NULL, &c) == SCHEDC_OK);
+  CHECK(c && schedc_comm_rank(c) == r && schedc_comm_nranks(c) == 2);
+  float h[5] = {1, 2, 3, 4, (float)r}, out[5] = {0};
+  void *b = NULL;
+  CHECK(schedc_cuda_alloc(c, sizeof h, &b) == SCHEDC_OK);
+  CHECK(schedc_cuda_copy(c, b, h, sizeof h) == SCHEDC_OK);
+  CHECK(schedc_allreduce(b, b, 5, SCHEDC_F32, SCHEDC_SUM, c, NULL) == SCHEDC_OK);
+  CHECK(schedc_cuda_sync(c) == SCHEDC_OK);
+  CHECK(schedc_cuda_copy(c, out, b, sizeof out) == SCHEDC_OK);
+  CHECK(out[0] == 2 && out[3] == 8 && out[4] == 1);
+  schedc_cuda_free(c, b);
+  schedc_comm_free(c);
+  setenv("LOCAL_RANK", "x", 1);
+  CHECK(schedc_comm_init_env(NULL, &c) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "LOCAL_RANK='x' is not an integer");
+}
+
+static void processes(void) {
+  schedc_comm *c = NULL;
+  CHECK(schedc_comm_init_cuda_rank(0, 1, 99, "capi", NULL, &c) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "CUDA device 99 out of range");
+  CHECK(schedc_comm_init_cuda_rank(2, 2, 0, "capi", NULL, &c) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "rank 2 out of range");
+  CHECK(schedc_comm_init_cuda_rank(0, 65, 0, "capi", NULL, &c) == SCHEDC_EINVAL);
+  schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
+  o.verify = SCHEDC_VERIFY_CHECKSUM;
+  CHECK(schedc_comm_init_cuda_rank(0, 1, 0, "capi", &o, &c) == SCHEDC_EUNAVAIL);
+  CHECK(schedc_comm_init_cuda_rank(0, 2, 0, "bad job!", NULL, &c) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "job id 'bad job!'");
+  CHECK(c == NULL);
+  CHECK(in_processes(2, same_gpu));
+  CHECK(in_processes(2, disagree));
+  CHECK(in_processes(3, grows));
+  CHECK(in_processes(2, dies_before));
+  CHECK(in_processes(2, dies_during));
+  CHECK(in_processes(2, from_env));
 }
 
 int main(void) {
@@ -75,5 +254,6 @@ int main(void) {
   CHECK(schedc_allreduce(b[0], b[0], 10, SCHEDC_F32, SCHEDC_SUM, c[0], NULL) == SCHEDC_EPEER);
   for (int r = 0; r < 4; r++) schedc_cuda_free(c[r], b[r]);
   free_all(c, 4);
+  processes();
   return DONE();
 }

@@ -2,9 +2,9 @@
 # test_cuda_cli.sh SCHEDC SCHEDULES_DIR — `schedc run --backend cuda` as a user runs it. Without
 # a GPU the backend is refused with a clear message; on the emulated device (SCHEDC_CUDA_EMULATE=1:
 # the generated kernels compiled for the host) every rank's digest equals the threads backend's,
-# for virtual ranks and for a device per rank, over several schedules, dtypes and ops. With
-# CUDA_REAL=1 (tests/gpu/run_on_device.sh) the same on the real GPU(s): virtual ranks, and a
-# device per rank where there are enough GPUs.
+# for virtual ranks, for a device per rank and for a process per device (--processes), over
+# several schedules, dtypes and ops. With CUDA_REAL=1 (tests/gpu/run_on_device.sh) the same on
+# the real GPU(s): virtual ranks, and a device (or process) per rank where there are enough GPUs.
 set -u
 S=$1; D=$2
 pass=0; fail=0
@@ -16,6 +16,8 @@ out=$(SCHEDC_CUDA_EMULATE= SCHEDC_LIBCUDA=/nonexistent/libcuda.so.1 "$S" run "$D
 ok "[ $rc != 0 ] && grep -q 'cuda backend is unavailable: no CUDA driver' <<<'$out'" "no driver: $out"
 out=$("$S" run "$D/ring.lua" --ranks 2 --virtual 2>&1)
 ok "grep -q -- '--virtual needs --backend cuda' <<<\"\$out\"" "--virtual without cuda: $out"
+out=$("$S" run "$D/ring.lua" --ranks 2 --processes 2>&1)
+ok "grep -q -- '--processes needs --backend cuda' <<<\"\$out\"" "--processes without cuda: $out"
 emu=1; [ "${CUDA_REAL:-}" = 1 ] && emu=
 out=$(SCHEDC_VERIFY=full SCHEDC_CUDA_EMULATE=$emu "$S" run "$D/ring.lua" --ranks 2 --backend cuda --virtual 2>&1)
 ok "grep -q 'verification .* is not available on the cuda backend' <<<\"\$out\"" "verify refused: $out"
@@ -23,8 +25,8 @@ ok "grep -q 'verification .* is not available on the cuda backend' <<<\"\$out\""
 export SCHEDC_CUDA_EMULATE=$emu
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 while read -r file n extra; do
-  for mode in "--virtual" ""; do
-    [ -z "$mode" ] && [ -z "$emu" ] && [ "$ngpu" -lt "$n" ] && continue # a GPU per rank: not enough here
+  for mode in "--virtual" "" "--processes"; do
+    [ "$mode" != --virtual ] && [ -z "$emu" ] && [ "$ngpu" -lt "$n" ] && continue # a GPU per rank: not enough here
     want=$("$S" run "$D/$file" --ranks "$n" $extra | digests)
     got=$("$S" run "$D/$file" --ranks "$n" $extra --backend cuda $mode --iters 2 2>&1)
     ok "[ -n '$want' ] && [ \"\$(digests <<<\"\$got\")\" = '$want' ] && grep -q 'identical bits every time: yes' <<<\"\$got\"" \
@@ -46,5 +48,8 @@ tree.lua 5 -D collective=broadcast -D root=2 --count 1000 --dtype i64
 ring.lua 4 -D collective=reduce -D root=1 --count 1000 --dtype f32 --op min
 direct.lua 4 -D order=canonical --count 5000 --dtype f32 --op sum
 LIST
+# --processes: more ranks than (emulated) GPUs is refused, naming the device
+out=$(SCHEDC_EMU_DEVICES=2 "$S" run "$D/ring.lua" --ranks 3 --backend cuda --processes --timeout 5 2>&1)
+[ -n "$emu" ] && ok "grep -q 'rank 2: error: rank 2: CUDA device 2 out of range \[0, 2)' <<<\"\$out\"" "--processes, too few GPUs: $out"
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

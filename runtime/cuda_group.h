@@ -1,0 +1,93 @@
+/*
+ * cuda_group.h — the state a cuda communicator's ranks share, and the steps of a collective that
+ * both ways of running one use: one process driving every rank (cuda_comm.c) and one process per
+ * GPU with the ranks' buffers shared by CUDA IPC (cuda_proc.c). Internal to runtime/.
+ */
+#ifndef SC_CUDA_GROUP_H
+#define SC_CUDA_GROUP_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "comm.h"
+#include "cuda_dev.h"
+#include "plan.h"
+
+#define CU_MAX_RANKS 64 /* the kernel parameter block holds four pointer tables of nranks */
+#define CU_MODULES 8
+#define CU_EPOCH_BITS 20 /* versions and read counts per call stay below 2^20 */
+
+/* Kernels of one (plan, dtype, op): per slot, the module on its device and the functions. */
+typedef struct cu_kset {
+  uint64_t key;
+  void **mod;                /* [n]; virtual: only [0] */
+  void **run_fn;             /* [n]: schedc_all (one process) or schedc_rank<me> (a process per GPU) */
+  void **widen, **narrow, **avg; /* [n], NULL where the plan has none */
+} cu_kset;
+
+/* Slots are the ranks this process drives: all N of them (me < 0), or only its own rank me in
+ * slot 0 (n == 1). Arrays marked [n] are per slot. */
+typedef struct cu_group {
+  const sc_cudev *dv;
+  pthread_mutex_t mu;
+  int n, N, me, virt, nblk, threads, refs, sms;
+  char arch[16];
+  double ticks;
+  double timeout_s;
+  int *dev;                  /* [n] */
+  void **own_stream;         /* [n] created at init */
+  void **stream;             /* [n] in use (user's or own) */
+  void **ctr;                /* [n] counters: versions, then read counts, ctr_cells each */
+  size_t ctr_bytes;          /* of each ctr[r]: 2 * ctr_cells * 8 */
+  void **temp, **work;       /* [n] */
+  size_t temp_bytes, work_bytes;
+  uint32_t *err;             /* [4]: the kernels' failure record (one process: on dev[0]; a
+                                process per GPU: in rank 0's arena, mapped) */
+  uint64_t epoch;
+  cu_kset ks[CU_MODULES];
+  int nks;
+  /* the collective being collected (one process), or the current one (a process per GPU) */
+  int narrived;
+  uint8_t *arrived;          /* [n] */
+  const void **send;         /* [n] */
+  void **recv;               /* [n] */
+  int coll, dtype, op, root;
+  size_t count;
+  uint64_t plan_hash;
+  char broken[SC_FAILMSG];
+  struct cu_proc *proc;      /* a process per GPU: the IPC state (cuda_proc.c); NULL otherwise */
+} cu_group;
+
+/* Record the failure for every rank of the group; returns st. */
+schedc_status sc_cu_breaks(cu_group *g, schedc_status st);
+/* SCHEDC_EPEER naming the failure that broke the group. */
+schedc_status sc_cu_broken(const cu_group *g, const char *cn);
+/* The kernels' failure record, read after the streams are drained: SCHEDC_ETIMEOUT naming rank,
+ * step and peer if a wait timed out, else SCHEDC_OK. */
+schedc_status sc_cu_err_status(cu_group *g);
+/* The kernels for (plan, dtype, op), emitted, compiled and loaded once per group. */
+schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, const sc_prog *prog, int dtype, int op, cu_kset **out);
+
+/* One call's sizes: temp slots (the most any rank uses) and elements per (slot, block). */
+void sc_cu_layout(const cu_group *g, const sc_prog *prog, size_t esz, size_t K, uint32_t *ntemp, size_t *tstride);
+/* The scalar tail of the kernel parameter block P (after the four pointer tables of N). */
+void sc_cu_args_tail(cu_group *g, uint64_t *P, size_t K, size_t tstride);
+/* Slot s (rank r) before the plan: its input into the working buffer W on its stream (widened). */
+schedc_status sc_cu_copy_in(cu_group *g, const cu_kset *k, int s, int r, char *W, schedc_dtype acc, size_t K);
+/* Slot s (rank r) after the plan: avg, narrowing, its result part of W out to recv[s]. */
+schedc_status sc_cu_finish(cu_group *g, const cu_kset *k, int s, int r, char *W, schedc_dtype acc, size_t K);
+
+/* cuda_proc.c: a collective of a process-per-GPU group (called with g->mu held), and the
+ * release of its IPC state. */
+schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, void *recvbuf, size_t count,
+                                    schedc_dtype dtype, schedc_dtype acc, schedc_op op, int root,
+                                    const schedc_plan *plan, const sc_prog *prog, size_t K);
+void sc_cu_proc_free(cu_group *g);
+/* cuda_comm.c: a group of n slots with its streams; the caller fills dev[] first through
+ * sc_cu_group_alloc, then calls sc_cu_group_setup. */
+cu_group *sc_cu_group_alloc(const sc_cudev *dv, int n, int N, int me, int virt);
+schedc_status sc_cu_group_setup(cu_group *g);
+void sc_cu_group_free(cu_group *g);
+extern struct sc_transport sc_cuda_transport;
+
+#endif

@@ -1,0 +1,234 @@
+/*
+ * cuda_proc.c — the cuda communicator with one process per GPU (schedc_comm_init_cuda_rank), the
+ * way trainers run: each process owns its rank's device memory in one "arena" (counters, temps,
+ * working buffer) that its peers map through CUDA IPC; a shared-memory communicator on the host
+ * (the bootstrap) exchanges the IPC handles and checks at every call that the ranks agree.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_group.h"
+#include "err.h"
+
+#define ARENA_HEAD 256 /* rank 0's arena starts with the kernels' failure record (err[4]) */
+
+/* Arena layout, the same on every rank: [head][versions, read counts: 16 bytes per cell]
+ * [temps][working buffer]. The three capacities only grow, and grow on every rank at the same
+ * call (they follow from the call, which all ranks agree on), so the layout agrees too; a grown
+ * arena is a fresh allocation, so its counters start at 0, below every epoch. */
+typedef struct cu_proc {
+  schedc_comm *boot;         /* shm communicator of the same ranks (host side only) */
+  void *arena;
+  size_t cells, temp_bytes, work_bytes; /* capacities */
+  void **base;               /* [N]: every rank's arena as mapped here (own: arena) */
+  void *last_stream;         /* the stream of the last call (drained before a regrow) */
+} cu_proc;
+
+static size_t up256(size_t x) { return (x + 255) / 256 * 256; }
+static size_t off_ctr(void) { return ARENA_HEAD; }
+static size_t off_temp(const cu_proc *p) { return ARENA_HEAD + up256(p->cells * 16); }
+static size_t off_work(const cu_proc *p) { return off_temp(p) + up256(p->temp_bytes); }
+
+static void unmap_peers(cu_group *g) {
+  cu_proc *p = g->proc;
+  for (int q = 0; q < g->N && p->base; q++) {
+    if (q != g->me && p->base[q]) g->dv->ipc_close(p->base[q]);
+    p->base[q] = NULL;
+  }
+  g->err = NULL;
+}
+
+/* Host-side exchange: every rank's `words` 64-bit words, in rank order, into all. */
+static schedc_status exchange(cu_group *g, const uint64_t *mine, uint64_t *all, size_t words) {
+  schedc_status st = schedc_allgather(mine, all, words, SCHEDC_I64, g->proc->boot, NULL);
+  if (st != SCHEDC_OK)
+    st = sc_err(st, "cuda rank %d: the host exchange with the other ranks failed: %s", g->me, schedc_errmsg());
+  return st;
+}
+
+/* CUDA forbids freeing exported memory a peer still maps: this rank unmaps its peers, then
+ * waits (up to the timeout) until every rank has done so, then frees its arena. A broken group
+ * skips the wait (a peer may be dead) and leaves the arena to the process's exit. */
+void sc_cu_proc_free(cu_group *g) {
+  cu_proc *p = g->proc;
+  if (!p) return;
+  if (g->dv->select(g->dev[0]) == SCHEDC_OK) {
+    unmap_peers(g);
+    uint64_t one = 1, *all = malloc((size_t)g->N * sizeof one);
+    if (p->arena && !g->broken[0] && all && exchange(g, &one, all, 1) == SCHEDC_OK) g->dv->release(p->arena);
+    free(all);
+  }
+  schedc_comm_free(p->boot);
+  free(p->base);
+  free(p);
+  g->proc = NULL;
+}
+
+/* A new arena of the given capacities, its IPC handle to every rank, theirs mapped here. Every
+ * kernel of every rank has finished and every rank has unmapped its peers (each did both before
+ * the exchange that agreed on the regrow), so the old arena may go. No rank frees the new one
+ * before every rank has mapped it: that takes the next call's exchange or the barrier of
+ * schedc_comm_free, which each rank reaches only after mapping. */
+static schedc_status regrow(cu_group *g, size_t cells, size_t temp_bytes, size_t work_bytes) {
+  cu_proc *p = g->proc;
+  const sc_cudev *dv = g->dv;
+  schedc_status st = dv->select(g->dev[0]);
+  if (st != SCHEDC_OK) return st;
+  if (p->arena) dv->release(p->arena);
+  p->arena = NULL;
+  p->cells = cells > p->cells ? cells : p->cells;
+  p->temp_bytes = temp_bytes > p->temp_bytes ? temp_bytes : p->temp_bytes;
+  p->work_bytes = work_bytes > p->work_bytes ? work_bytes : p->work_bytes;
+  if ((st = dv->alloc(off_work(p) + up256(p->work_bytes), &p->arena)) != SCHEDC_OK) {
+    p->cells = p->temp_bytes = p->work_bytes = 0;
+    return st;
+  }
+  sc_ipc h;
+  if ((st = dv->ipc_get(p->arena, &h)) != SCHEDC_OK) return st;
+  uint64_t mine[8], *all = malloc((size_t)g->N * sizeof mine);
+  if (!all) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  memcpy(mine, h.b, sizeof mine);
+  st = exchange(g, mine, all, 8);
+  for (int q = 0; q < g->N && st == SCHEDC_OK; q++) {
+    if (q == g->me) { p->base[q] = p->arena; continue; }
+    memcpy(h.b, all + 8 * (size_t)q, sizeof h.b);
+    if ((st = dv->ipc_open(&h, &p->base[q])) != SCHEDC_OK)
+      st = sc_err(st, "cuda rank %d: cannot map rank %d's device memory: %s", g->me, q, schedc_errmsg());
+  }
+  free(all);
+  if (st == SCHEDC_OK) g->err = p->base[0];
+  return st;
+}
+
+/* What every rank must agree on at a call; words of the host exchange. */
+enum { D_SEQ, D_COLL, D_DTYPE, D_OP, D_ROOT, D_COUNT, D_PLAN, D_NBLK, D_GROW, D_WORDS };
+static const char *const d_name[D_WORDS] = {"call number", "collective", "dtype", "op", "root", "count", "plan",
+                                            "blocks per rank (SCHEDC_CUDA_BLOCKS)", "buffer growth"};
+
+schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, void *recvbuf, size_t count,
+                                    schedc_dtype dtype, schedc_dtype acc, schedc_op op, int root,
+                                    const schedc_plan *plan, const sc_prog *prog, size_t K) {
+  const char *cn = schedc_collective_name((schedc_collective)coll);
+  cu_proc *p = g->proc;
+  const sc_cudev *dv = g->dv;
+  int N = g->N, me = g->me;
+  size_t esz = schedc_dtype_size(acc);
+  g->coll = coll; g->dtype = (int)dtype; g->op = sc_reduces(coll) ? (int)op : 0; g->root = root; g->count = count;
+  g->send[0] = sendbuf;
+  g->recv[0] = recvbuf;
+  uint32_t ntemp;
+  size_t tstride;
+  sc_cu_layout(g, prog, esz, K, &ntemp, &tstride);
+  size_t cells = (size_t)prog->nchunks * (size_t)g->nblk, tbytes = (size_t)ntemp * (size_t)g->nblk * tstride * esz;
+  int grow = !p->arena || cells > p->cells || tbytes > p->temp_bytes || K * esz > p->work_bytes;
+  schedc_status st = SCHEDC_OK;
+  /* A regrow frees memory peers' kernels use and peers map: before the exchange, drain this
+   * rank's kernels and unmap the peers (so after it, every rank has done both). */
+  if (grow && p->last_stream && (st = dv->select(g->dev[0])) == SCHEDC_OK && (st = dv->sync(p->last_stream)) == SCHEDC_OK)
+    st = sc_cu_err_status(g); /* a timeout of an earlier call not yet seen by schedc_cuda_sync */
+  if (st != SCHEDC_OK) return sc_cu_breaks(g, st);
+  if (grow) unmap_peers(g);
+  uint64_t d[D_WORDS] = {g->epoch, (uint64_t)coll, (uint64_t)dtype, (uint64_t)g->op, (uint64_t)root, count,
+                         plan->hash, (uint64_t)g->nblk, (uint64_t)grow};
+  uint64_t *all = malloc((size_t)N * sizeof d);
+  if (!all) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  st = exchange(g, d, all, D_WORDS);
+  for (int q = 0; q < N && st == SCHEDC_OK; q++)
+    for (int w = 0; w < D_WORDS && st == SCHEDC_OK; w++)
+      if (all[(size_t)q * D_WORDS + w] != d[w])
+        st = sc_err(SCHEDC_EMISMATCH, "%s: ranks %d and %d disagree on the %s (rank %d: %llu, rank %d: %llu; every "
+                    "rank issues the same collectives in the same order with the same arguments)", cn,
+                    q < me ? q : me, q < me ? me : q, d_name[w], me, (unsigned long long)d[w], q,
+                    (unsigned long long)all[(size_t)q * D_WORDS + w]);
+  free(all);
+  if (st == SCHEDC_OK && grow) st = regrow(g, cells, tbytes, K * esz);
+  cu_kset *k = NULL;
+  if (st == SCHEDC_OK) st = sc_cu_kset(g, plan, prog, g->dtype, g->op, &k);
+  if (st != SCHEDC_OK) return sc_cu_breaks(g, st);
+  /* parameter block: peers' working buffers and counters as mapped here; only this rank's temps */
+  uint64_t P[4 * CU_MAX_RANKS + 5] = {0};
+  for (int q = 0; q < N; q++) {
+    char *b = p->base[q];
+    P[q] = (uint64_t)(uintptr_t)(b + off_work(p));
+    P[2 * N + q] = (uint64_t)(uintptr_t)(b + off_ctr());
+    P[3 * N + q] = (uint64_t)(uintptr_t)((uint64_t *)(b + off_ctr()) + p->cells);
+  }
+  P[N + me] = (uint64_t)(uintptr_t)((char *)p->arena + off_temp(p));
+  sc_cu_args_tail(g, P, K, tstride);
+  char *W = (char *)p->arena + off_work(p);
+  void *params[] = {P};
+  if ((st = sc_cu_copy_in(g, k, 0, me, W, acc, K)) == SCHEDC_OK && K)
+    st = dv->launch(k->run_fn[0], (unsigned)g->nblk, (unsigned)g->threads, params, 0, g->stream[0]);
+  if (st == SCHEDC_OK) st = sc_cu_finish(g, k, 0, me, W, acc, K);
+  p->last_stream = g->stream[0];
+  return st == SCHEDC_OK ? st : sc_cu_breaks(g, st);
+}
+
+schedc_status schedc_comm_init_cuda_rank(int rank, int nranks, int device, const char *job,
+                                         const schedc_comm_opts *opts, schedc_comm **out) {
+  if (!out) return sc_err(SCHEDC_EINVAL, "out is NULL");
+  *out = NULL;
+  if (nranks < 1 || nranks > CU_MAX_RANKS)
+    return sc_err(SCHEDC_EINVAL, "nranks %d out of range [1, %d] for the cuda backend", nranks, CU_MAX_RANKS);
+  if (rank < 0 || rank >= nranks) return sc_err(SCHEDC_EINVAL, "rank %d out of range [0, %d)", rank, nranks);
+  const sc_cudev *dv = sc_cudev_get();
+  schedc_comm *c = NULL;
+  schedc_status st = sc_comm_new(SCHEDC_BACKEND_CUDA, rank, nranks, opts, &c);
+  if (st != SCHEDC_OK) return st;
+  if (c->verify) {
+    sc_comm_release(c);
+    return sc_err(SCHEDC_EUNAVAIL, "verification (SCHEDC_VERIFY / opts.verify) is not available on the cuda backend");
+  }
+  cu_group *g = sc_cu_group_alloc(dv, 1, nranks, rank, 0);
+  if (g && (!(g->proc = calloc(1, sizeof *g->proc)) || !(g->proc->base = calloc((size_t)nranks, sizeof(void *))))) {
+    sc_cu_group_free(g);
+    g = NULL;
+  }
+  if (!g) {
+    sc_comm_release(c);
+    return sc_err(SCHEDC_ENOMEM, "out of memory");
+  }
+  g->timeout_s = c->timeout_s;
+  g->dev[0] = device;
+  /* The bootstrap first: the same ranks over shared memory, unverified, without injections or a
+   * default plan of the caller's (its only collective is an allgather of a few words). Joined
+   * before anything else can fail, so that a rank failing below leaves it and its peers learn
+   * so at once instead of at the timeout. */
+  schedc_comm_opts bo = SCHEDC_COMM_OPTS_INIT;
+  bo.timeout_s = c->timeout_s;
+  bo.verify = SCHEDC_VERIFY_NONE;
+  st = schedc_comm_init_shm(rank, nranks, job, &bo, &g->proc->boot);
+  if (st == SCHEDC_OK) sc_inject_parse(NULL, &g->proc->boot->inj);
+  int ndev = 0;
+  if (st == SCHEDC_OK && (st = dv->init(&ndev)) == SCHEDC_OK && (device < 0 || device >= ndev))
+    st = sc_err(SCHEDC_EINVAL, "rank %d: CUDA device %d out of range [0, %d)", rank, device, ndev);
+  if (st == SCHEDC_OK) st = sc_cu_group_setup(g);
+  /* one GPU per process, and the same blocks per rank everywhere (the counters' layout) */
+  unsigned long long id = 0;
+  if (st == SCHEDC_OK) st = dv->ident(device, &id);
+  uint64_t mine[2] = {id, (uint64_t)g->nblk}, *all = st == SCHEDC_OK ? malloc((size_t)nranks * sizeof mine) : NULL;
+  if (st == SCHEDC_OK && !all) st = sc_err(SCHEDC_ENOMEM, "out of memory");
+  if (st == SCHEDC_OK) st = exchange(g, mine, all, 2);
+  for (int q = 0; q < nranks && st == SCHEDC_OK; q++) {
+    if (q != rank && all[2 * q] == id)
+      st = sc_err(SCHEDC_EINVAL, "ranks %d and %d are on the same GPU (device %d of rank %d, PCI id %llx): one "
+                  "process per GPU", q < rank ? q : rank, q < rank ? rank : q, device, rank, id);
+    else if (all[2 * q + 1] != mine[1])
+      st = sc_err(SCHEDC_EINVAL, "ranks %d and %d use %llu and %llu blocks per rank: set SCHEDC_CUDA_BLOCKS alike on "
+                  "every rank", rank, q, (unsigned long long)mine[1], (unsigned long long)all[2 * q + 1]);
+  }
+  free(all);
+  if (st != SCHEDC_OK) {
+    sc_cu_group_free(g);
+    sc_comm_release(c);
+    return st;
+  }
+  g->refs = 1;
+  c->tr = &sc_cuda_transport;
+  c->trdata = g;
+  *out = c;
+  return SCHEDC_OK;
+}
