@@ -4,7 +4,8 @@
 # ./gpu-out): device.txt, tests.log, bench.md. Checks, each printed PASS/FAIL:
 #   - virtual ranks (every rank on this GPU): the bitwise sweep against the tests' independent
 #     evaluation of the proven trees (test_bitwise cuda), and a device per rank where there are
-#     two or more GPUs (test_bitwise cuda-devices; [SKIP] with one);
+#     two or more GPUs (test_bitwise cuda-devices, and a process per GPU sharing memory by CUDA
+#     IPC: test_bitwise cuda-procs; [SKIP] with one);
 #   - `schedc run --backend cuda --virtual`: digests equal the CPU threads backend's;
 #   - NVRTC: every shipped schedule compiles for sm_80/sm_90 (test_nvrtc quick);
 # then bench/gpu_bench (copy bandwidth, reduce kernel bandwidth, virtual-rank allreduce, NVRTC
@@ -29,6 +30,7 @@ check() { # NAME CMD...
 echo "== $(date -u)" > "$OUT/tests.log"; : > "$OUT/summary.txt"
 check "bitwise, virtual ranks" timeout 300 $B/tests/test_bitwise schedules cuda
 check "bitwise, a GPU per rank" timeout 60 $B/tests/test_bitwise schedules cuda-devices
+check "bitwise, a process per GPU (CUDA IPC)" timeout 120 $B/tests/test_bitwise schedules cuda-procs
 check "schedc run --backend cuda --virtual digests" env CUDA_REAL=1 timeout 60 bash tests/cuda/test_cuda_cli.sh $PWD/$B/schedc $PWD/schedules
 check "nvrtc compiles every shipped schedule" timeout 90 $B/tests/test_nvrtc schedules quick
 timeout 90 $B/gpu_bench schedules 1024 > "$OUT/bench.md" 2>&1 || { echo "FAIL gpu_bench" | tee -a "$OUT/summary.txt"; fails=$((fails + 1)); }
