@@ -108,6 +108,14 @@ enum { D_SEQ, D_COLL, D_DTYPE, D_OP, D_ROOT, D_COUNT, D_PLAN, D_NBLK, D_GROW, D_
 static const char *const d_name[D_WORDS] = {"call number", "collective", "dtype", "op", "root", "count", "plan",
                                             "blocks per rank (SCHEDC_CUDA_BLOCKS)", "buffer growth"};
 
+/* Word w of a descriptor as a reader wants it: names for the enumerations, hex for the plan. */
+static void d_word(int w, uint64_t v, char *buf, size_t cap) {
+  const char *name = w == D_COLL ? schedc_collective_name((schedc_collective)v)
+                     : w == D_DTYPE ? schedc_dtype_name((schedc_dtype)v) : w == D_OP ? schedc_op_name((schedc_op)v) : NULL;
+  if (name) snprintf(buf, cap, "%s", name);
+  else snprintf(buf, cap, w == D_PLAN ? "%016llx" : "%llu", (unsigned long long)v);
+}
+
 schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, void *recvbuf, size_t count,
                                     schedc_dtype dtype, schedc_dtype acc, schedc_op op, int root,
                                     const schedc_plan *plan, const sc_prog *prog, size_t K) {
@@ -134,15 +142,18 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   uint64_t d[D_WORDS] = {g->epoch, (uint64_t)coll, (uint64_t)dtype, (uint64_t)g->op, (uint64_t)root, count,
                          plan->hash, (uint64_t)g->nblk, (uint64_t)grow};
   uint64_t *all = malloc((size_t)N * sizeof d);
-  if (!all) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  if (!all) return sc_cu_breaks(g, sc_err(SCHEDC_ENOMEM, "out of memory"));
   st = exchange(g, d, all, D_WORDS);
   for (int q = 0; q < N && st == SCHEDC_OK; q++)
     for (int w = 0; w < D_WORDS && st == SCHEDC_OK; w++)
-      if (all[(size_t)q * D_WORDS + w] != d[w])
-        st = sc_err(SCHEDC_EMISMATCH, "%s: ranks %d and %d disagree on the %s (rank %d: %llu, rank %d: %llu; every "
-                    "rank issues the same collectives in the same order with the same arguments)", cn,
-                    q < me ? q : me, q < me ? me : q, d_name[w], me, (unsigned long long)d[w], q,
-                    (unsigned long long)all[(size_t)q * D_WORDS + w]);
+      if (all[(size_t)q * D_WORDS + w] != d[w]) {
+        char mine[32], theirs[32];
+        d_word(w, d[w], mine, sizeof mine);
+        d_word(w, all[(size_t)q * D_WORDS + w], theirs, sizeof theirs);
+        st = sc_err(SCHEDC_EMISMATCH, "%s: ranks %d and %d disagree on the %s (rank %d: %s, rank %d: %s; every rank "
+                    "issues the same collectives in the same order with the same arguments)", cn, q < me ? q : me,
+                    q < me ? me : q, d_name[w], me, mine, q, theirs);
+      }
   free(all);
   if (st == SCHEDC_OK && grow) st = regrow(g, cells, tbytes, K * esz);
   cu_kset *k = NULL;

@@ -67,6 +67,16 @@ static void disagree(int r) {
   CHECK_CONTAINS(schedc_errmsg(), "broken by an earlier failure");
   schedc_cuda_free(c, b);
   schedc_comm_free(c);
+  /* a second group: the dtypes differ, and the message names them */
+  char job2[80];
+  snprintf(job2, sizeof job2, "%s-b", job);
+  CHECK(schedc_comm_init_cuda_rank(r, 2, r, job2, NULL, &c) == SCHEDC_OK);
+  CHECK(schedc_cuda_alloc(c, 4096, &b) == SCHEDC_OK);
+  CHECK(schedc_allreduce(b, b, 100, r ? SCHEDC_BF16 : SCHEDC_F32, SCHEDC_SUM, c, NULL) == SCHEDC_EMISMATCH);
+  CHECK_CONTAINS(schedc_errmsg(), r ? "disagree on the dtype (rank 1: bf16, rank 0: f32;"
+                                    : "disagree on the dtype (rank 0: f32, rank 1: bf16;");
+  schedc_cuda_free(c, b);
+  schedc_comm_free(c);
 }
 
 /* Small integers in f32: every order of the sum is exact, so a + b + c is the answer. */
