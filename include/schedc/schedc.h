@@ -370,6 +370,8 @@ int schedc_cuda_device_count(void);
 void schedc_free(void *p);
 
 /* ---- the cuda communicator (docs/cuda.md) ---------------------------------------------------
+ * Two ways to make one: schedc_comm_init_cuda (one process drives every rank, described here)
+ * and schedc_comm_init_cuda_rank (one process per GPU, below it).
  * One process drives nranks ranks on GPUs, like ncclCommInitAll: rank r's buffers live on its
  * GPU, its kernels (generated per plan, compiled with NVRTC, cached) read peers' buffers through
  * peer access and synchronise with flags in device memory; the reductions happen in schedc's
