@@ -443,8 +443,10 @@ schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, schedc_comm **o
   const char *dv = getenv("SCHEDC_CUDA_DEVICE"), *dsrc = "SCHEDC_CUDA_DEVICE";
   if (!dv) { dv = getenv("LOCAL_RANK"); dsrc = "LOCAL_RANK"; }
   long device = rank;
-  if (cuda && dv && ((device = strtol(dv, &e1, 10)), *e1 || !*dv))
-    return sc_err(SCHEDC_EINVAL, "%s='%s' is not an integer", dsrc, dv);
+  if (cuda && dv) {
+    device = strtol(dv, &e1, 10);
+    if (*e1 || !*dv) return sc_err(SCHEDC_EINVAL, "%s='%s' is not an integer", dsrc, dv);
+  }
   char jobbuf[64];
   if (!job) job = getenv("TORCHELASTIC_RUN_ID");
   if (!job && getenv("MASTER_PORT")) { snprintf(jobbuf, sizeof jobbuf, "port%s", getenv("MASTER_PORT")); job = jobbuf; }

@@ -57,9 +57,8 @@ void sc_cu_proc_free(cu_group *g) {
   if (!p) return;
   if (g->dv->select(g->dev[0]) == SCHEDC_OK) {
     unmap_peers(g);
-    uint64_t one = 1, *all = malloc((size_t)g->N * sizeof one);
-    if (p->arena && !g->broken[0] && all && exchange(g, &one, all, 1) == SCHEDC_OK) g->dv->release(p->arena);
-    free(all);
+    uint64_t one = 1, all[CU_MAX_RANKS];
+    if (p->arena && !g->broken[0] && exchange(g, &one, all, 1) == SCHEDC_OK) g->dv->release(p->arena);
   }
   schedc_comm_free(p->boot);
   free(p->base);
@@ -88,8 +87,7 @@ static schedc_status regrow(cu_group *g, size_t cells, size_t temp_bytes, size_t
   }
   sc_ipc h;
   if ((st = dv->ipc_get(p->arena, &h)) != SCHEDC_OK) return st;
-  uint64_t mine[8], *all = malloc((size_t)g->N * sizeof mine);
-  if (!all) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  uint64_t mine[8], all[CU_MAX_RANKS * 8];
   memcpy(mine, h.b, sizeof mine);
   st = exchange(g, mine, all, 8);
   for (int q = 0; q < g->N && st == SCHEDC_OK; q++) {
@@ -98,7 +96,6 @@ static schedc_status regrow(cu_group *g, size_t cells, size_t temp_bytes, size_t
     if ((st = dv->ipc_open(&h, &p->base[q])) != SCHEDC_OK)
       st = sc_err(st, "cuda rank %d: cannot map rank %d's device memory: %s", g->me, q, schedc_errmsg());
   }
-  free(all);
   if (st == SCHEDC_OK) g->err = p->base[0];
   return st;
 }
@@ -141,8 +138,7 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   if (grow) unmap_peers(g);
   uint64_t d[D_WORDS] = {g->epoch, (uint64_t)coll, (uint64_t)dtype, (uint64_t)g->op, (uint64_t)root, count,
                          plan->hash, (uint64_t)g->nblk, (uint64_t)grow};
-  uint64_t *all = malloc((size_t)N * sizeof d);
-  if (!all) return sc_cu_breaks(g, sc_err(SCHEDC_ENOMEM, "out of memory"));
+  uint64_t all[CU_MAX_RANKS * D_WORDS]; /* the exchange tables: at most 64 ranks, so on the stack */
   st = exchange(g, d, all, D_WORDS);
   for (int q = 0; q < N && st == SCHEDC_OK; q++)
     for (int w = 0; w < D_WORDS && st == SCHEDC_OK; w++)
@@ -154,7 +150,6 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
                     "issues the same collectives in the same order with the same arguments)", cn, q < me ? q : me,
                     q < me ? me : q, d_name[w], me, mine, q, theirs);
       }
-  free(all);
   if (st == SCHEDC_OK && grow) st = regrow(g, cells, tbytes, K * esz);
   cu_kset *k = NULL;
   if (st == SCHEDC_OK) st = sc_cu_kset(g, plan, prog, g->dtype, g->op, &k);
@@ -220,8 +215,7 @@ schedc_status schedc_comm_init_cuda_rank(int rank, int nranks, int device, const
   /* one GPU per process, and the same blocks per rank everywhere (the counters' layout) */
   unsigned long long id = 0;
   if (st == SCHEDC_OK) st = dv->ident(device, &id);
-  uint64_t mine[2] = {id, (uint64_t)g->nblk}, *all = st == SCHEDC_OK ? malloc((size_t)nranks * sizeof mine) : NULL;
-  if (st == SCHEDC_OK && !all) st = sc_err(SCHEDC_ENOMEM, "out of memory");
+  uint64_t mine[2] = {id, (uint64_t)g->nblk}, all[CU_MAX_RANKS * 2];
   if (st == SCHEDC_OK) st = exchange(g, mine, all, 2);
   for (int q = 0; q < nranks && st == SCHEDC_OK; q++) {
     if (q != rank && all[2 * q] == id)
@@ -231,7 +225,6 @@ schedc_status schedc_comm_init_cuda_rank(int rank, int nranks, int device, const
       st = sc_err(SCHEDC_EINVAL, "ranks %d and %d use %llu and %llu blocks per rank: set SCHEDC_CUDA_BLOCKS alike on "
                   "every rank", rank, q, (unsigned long long)mine[1], (unsigned long long)all[2 * q + 1]);
   }
-  free(all);
   if (st != SCHEDC_OK) {
     sc_cu_group_free(g);
     sc_comm_release(c);
