@@ -108,6 +108,11 @@ static emu_mem *emu_unlist(const void *p) {
 }
 static schedc_status emu_alloc(size_t bytes, void **p) {
   size_t n = bytes ? (bytes + 4095) / 4096 * 4096 : 4096;
+  /* Fault hook for tests: SCHEDC_EMU_MAX_ALLOC=B fails every allocation above B bytes, as a GPU
+   * short of memory would. */
+  const char *lim = getenv("SCHEDC_EMU_MAX_ALLOC");
+  if (lim && *lim && bytes > strtoull(lim, NULL, 10))
+    return sc_err(SCHEDC_ENOMEM, "emulated device: out of memory (%zu bytes; SCHEDC_EMU_MAX_ALLOC=%s)", bytes, lim);
   int fd = memfd_create("schedc-emu", MFD_CLOEXEC);
   if (fd < 0 || ftruncate(fd, (off_t)n) != 0) {
     if (fd >= 0) close(fd);

@@ -68,9 +68,10 @@ void sc_cu_proc_free(cu_group *g) {
 
 /* A new arena of the given capacities, its IPC handle to every rank, theirs mapped here. Every
  * kernel of every rank has finished and every rank has unmapped its peers (each did both before
- * the exchange that agreed on the regrow), so the old arena may go. No rank frees the new one
- * before every rank has mapped it: that takes the next call's exchange or the barrier of
- * schedc_comm_free, which each rank reaches only after mapping. */
+ * the exchange that agreed on the regrow), so the old arena may go. A second exchange after the
+ * mapping ends the regrow: no rank launches, frees its arena or exits (whose memory goes with it)
+ * before every rank has mapped every peer, and a rank that could not map fails every rank's call
+ * at once instead of leaving its peers' kernels to the timeout. Only calls that regrow pay it. */
 static schedc_status regrow(cu_group *g, size_t cells, size_t temp_bytes, size_t work_bytes) {
   cu_proc *p = g->proc;
   const sc_cudev *dv = g->dv;
@@ -81,21 +82,33 @@ static schedc_status regrow(cu_group *g, size_t cells, size_t temp_bytes, size_t
   p->cells = cells > p->cells ? cells : p->cells;
   p->temp_bytes = temp_bytes > p->temp_bytes ? temp_bytes : p->temp_bytes;
   p->work_bytes = work_bytes > p->work_bytes ? work_bytes : p->work_bytes;
-  if ((st = dv->alloc(off_work(p) + up256(p->work_bytes), &p->arena)) != SCHEDC_OK) {
-    p->cells = p->temp_bytes = p->work_bytes = 0;
-    return st;
-  }
+  /* A rank whose allocation fails still takes part in the handle exchange (word 8 says it has no
+   * handle), so its peers fail at once, naming it, instead of waiting for it until the timeout. */
   sc_ipc h;
-  if ((st = dv->ipc_get(p->arena, &h)) != SCHEDC_OK) return st;
-  uint64_t mine[8], all[CU_MAX_RANKS * 8];
-  memcpy(mine, h.b, sizeof mine);
-  st = exchange(g, mine, all, 8);
+  memset(&h, 0, sizeof h);
+  if ((st = dv->alloc(off_work(p) + up256(p->work_bytes), &p->arena)) != SCHEDC_OK)
+    p->cells = p->temp_bytes = p->work_bytes = 0;
+  else if ((st = dv->ipc_get(p->arena, &h)) != SCHEDC_OK)
+    memset(&h, 0, sizeof h);
+  uint64_t mine[9], all[CU_MAX_RANKS * 9];
+  memcpy(mine, h.b, sizeof h.b);
+  mine[8] = st == SCHEDC_OK;
+  schedc_status xs = exchange(g, mine, all, 9);
+  if (st != SCHEDC_OK || (st = xs) != SCHEDC_OK) return st;
+  for (int q = 0; q < g->N; q++) /* every rank sees the same table, so all leave here or none */
+    if (!all[9 * (size_t)q + 8])
+      return sc_err(SCHEDC_EPEER, "cuda rank %d: rank %d could not allocate its device memory", g->me, q);
   for (int q = 0; q < g->N && st == SCHEDC_OK; q++) {
     if (q == g->me) { p->base[q] = p->arena; continue; }
-    memcpy(h.b, all + 8 * (size_t)q, sizeof h.b);
+    memcpy(h.b, all + 9 * (size_t)q, sizeof h.b);
     if ((st = dv->ipc_open(&h, &p->base[q])) != SCHEDC_OK)
       st = sc_err(st, "cuda rank %d: cannot map rank %d's device memory: %s", g->me, q, schedc_errmsg());
   }
+  uint64_t mapped = st == SCHEDC_OK; /* the second exchange: how the mapping went everywhere */
+  xs = exchange(g, &mapped, all, 1);
+  for (int q = 0; q < g->N && xs == SCHEDC_OK && st == SCHEDC_OK; q++)
+    if (!all[q]) st = sc_err(SCHEDC_EPEER, "cuda rank %d: rank %d could not map its peers' device memory", g->me, q);
+  if (st == SCHEDC_OK) st = xs;
   if (st == SCHEDC_OK) g->err = p->base[0];
   return st;
 }

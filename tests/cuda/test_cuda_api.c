@@ -33,6 +33,7 @@ static int in_processes(int n, void (*fn)(int rank)) {
   fflush(stderr);
   for (int r = 0; r < n; r++)
     if ((pid[r] = fork()) == 0) {
+      tc_fail = 0; /* the child reports its own CHECKs, not the parent's earlier failures */
       fn(r);
       fflush(stdout);
       _exit(tc_fail ? 1 : 0);
@@ -156,6 +157,29 @@ static void dies_during(int r) {
   schedc_comm_free(c);
 }
 
+/* Rank 1's device memory runs out at a call that must grow the buffers (the emulated device's
+ * SCHEDC_EMU_MAX_ALLOC): rank 1 fails with ENOMEM, rank 0 at once (not at the timeout) naming it. */
+static void cannot_grow(int r) {
+  schedc_comm *c = NULL;
+  CHECK(schedc_comm_init_cuda_rank(r, 2, r, job, NULL, &c) == SCHEDC_OK);
+  size_t n = 1 << 16;
+  void *b = NULL;
+  CHECK(schedc_cuda_alloc(c, n * sizeof(float), &b) == SCHEDC_OK);
+  CHECK(schedc_allreduce(b, b, 100, SCHEDC_F32, SCHEDC_SUM, c, NULL) == SCHEDC_OK);
+  CHECK(schedc_cuda_sync(c) == SCHEDC_OK);
+  if (r == 1) setenv("SCHEDC_EMU_MAX_ALLOC", "65536", 1);
+  schedc_status st = schedc_allreduce(b, b, n, SCHEDC_F32, SCHEDC_SUM, c, NULL);
+  if (r == 1) {
+    CHECK(st == SCHEDC_ENOMEM);
+    CHECK_CONTAINS(schedc_errmsg(), "out of memory");
+  } else {
+    CHECK(st == SCHEDC_EPEER);
+    CHECK_CONTAINS(schedc_errmsg(), "rank 1 could not allocate its device memory");
+  }
+  schedc_cuda_free(c, b);
+  schedc_comm_free(c);
+}
+
 /* schedc_comm_init_env with SCHEDC_BACKEND=cuda: the rank's GPU from LOCAL_RANK (torchrun's). */
 static void from_env(int r) {
   char v[16];
@@ -201,6 +225,7 @@ static void processes(void) {
   CHECK(in_processes(3, grows));
   CHECK(in_processes(2, dies_before));
   CHECK(in_processes(2, dies_during));
+  CHECK(in_processes(2, cannot_grow));
   CHECK(in_processes(2, from_env));
 }
 
