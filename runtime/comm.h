@@ -202,6 +202,15 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
 schedc_status sc_integrity_check(schedc_comm *c, const char *cn, void *buf, size_t bytes, int same_bits);
 /* flipout:RANK injection: flip one bit of this rank's result. */
 void sc_flipout(schedc_comm *c, void *buf, size_t bytes);
+/* Lowest rank holding the most common of the n digests; *nbad = ranks that differ from it. */
+int sc_digest_majority(const uint64_t *dg, int n, int *nbad);
+/* The verdict on the ranks' digests dg[n] (majority held by root), the same words on every
+ * backend: SCHEDC_OK if all agree; else SCHEDC_ECORRUPT naming the ranks that differ, or, when
+ * they were repaired, SCHEDC_OK and a warning on stderr from rank root (me: this rank; -1: one
+ * process speaking for all ranks, which names none as its own and warns itself). */
+schedc_status sc_digest_outcome(const char *cn, const uint64_t *dg, int n, int me, int root, int repaired);
+/* Broadcast `bytes` of buf from root over c, bit for bit, outside verification. */
+schedc_status sc_rebroadcast(schedc_comm *c, void *buf, size_t bytes, int root);
 /* The ECORRUPT message for a corrupted transfer (every rank reports the same one), and the
  * warning when repair deals with it (`action`: what repair does about it). */
 schedc_status sc_corrupt_error(const char *cn, const sc_corrupt *b, const char *file);

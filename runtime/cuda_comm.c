@@ -109,6 +109,7 @@ cu_group *sc_cu_group_alloc(const sc_cudev *dv, int n, int N, int me, int virt) 
   g->N = N;
   g->me = me;
   g->virt = virt;
+  g->flipout = -1;
   size_t k = (size_t)n;
   g->dev = calloc(k, sizeof *g->dev); g->own_stream = calloc(k, sizeof(void *)); g->stream = calloc(k, sizeof(void *));
   g->ctr = calloc(k, sizeof(void *)); g->temp = calloc(k, sizeof(void *));
@@ -171,11 +172,9 @@ schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, c
   schedc_comm *tmp[CU_MAX_RANKS] = {0};
   for (int r = 0; r < nranks; r++)
     if ((st = sc_comm_new(SCHEDC_BACKEND_CUDA, r, nranks, opts, &tmp[r])) != SCHEDC_OK) break;
-  if (st == SCHEDC_OK && tmp[0]->verify)
-    st = sc_err(SCHEDC_EUNAVAIL, "verification (SCHEDC_VERIFY / opts.verify) is not available on the cuda backend");
   cu_group *g = st == SCHEDC_OK ? sc_cu_group_alloc(dv, nranks, nranks, -1, virt) : NULL;
   if (st == SCHEDC_OK && !g) st = sc_err(SCHEDC_ENOMEM, "out of memory");
-  if (g) {
+  if (g && (st = sc_cu_verify_setup(g, tmp[0])) == SCHEDC_OK) {
     g->timeout_s = tmp[0]->timeout_s;
     memcpy(g->dev, dev, (size_t)nranks * sizeof *dev);
     st = sc_cu_group_setup(g);
@@ -468,6 +467,11 @@ schedc_status sc_cuda_collective(schedc_comm *c, int coll, const void *sendbuf, 
     g->recv[c->rank] = recvbuf;
     if (++g->narrived == g->n) {
       st = launch(g, plan, prog, acc, K);
+      /* digest verification (or flipout injection) waits for the kernels here, in the call that
+       * launched them: a corruption it cannot repair breaks the group, so that every rank's next
+       * call and schedc_cuda_sync report it (the other ranks' calls have returned already) */
+      if (st == SCHEDC_OK && (g->digest || g->flipout >= 0) && sc_cu_same_bits(coll))
+        st = sc_cu_verify_slots(g, cn, (coll == SCHEDC_ALLGATHER ? count * (size_t)g->n : count) * schedc_dtype_size(dtype));
       if (st != SCHEDC_OK) sc_cu_breaks(g, st);
       memset(g->arrived, 0, (size_t)g->n);
       g->narrived = 0;

@@ -54,6 +54,7 @@ typedef struct cu_group {
   int coll, dtype, op, root;
   size_t count;
   uint64_t plan_hash;
+  int digest, repair, flipout; /* verification (cuda_verify.c): digest on, repair on, flipout rank or -1 */
   char broken[SC_FAILMSG];
   struct cu_proc *proc;      /* a process per GPU: the IPC state (cuda_proc.c); NULL otherwise */
 } cu_group;
@@ -89,5 +90,16 @@ cu_group *sc_cu_group_alloc(const sc_cudev *dv, int n, int N, int me, int virt);
 schedc_status sc_cu_group_setup(cu_group *g);
 void sc_cu_group_free(cu_group *g);
 extern struct sc_transport sc_cuda_transport;
+
+/* cuda_verify.c: digest verification. Setup takes the comm's verification and injection
+ * settings (checksums and payload flips refused: SCHEDC_EUNAVAIL). */
+schedc_status sc_cu_verify_setup(cu_group *g, const schedc_comm *c);
+/* allreduce, allgather and broadcast: the same bits on every rank, so a digest can compare them */
+int sc_cu_same_bits(int coll);
+/* Slot s (rank r) after its call: drain its stream, apply flipout injection to its result
+ * (bytes at recv[s]), copy the result into host (bytes, the caller's) and digest it. */
+schedc_status sc_cu_result_digest(cu_group *g, int s, int rank, size_t bytes, void *host, uint64_t *d);
+/* One process driving every rank: digest every slot's result, compare, repair or SCHEDC_ECORRUPT. */
+schedc_status sc_cu_verify_slots(cu_group *g, const char *cn, size_t bytes);
 
 #endif

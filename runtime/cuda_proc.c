@@ -12,6 +12,7 @@
 
 #include "cuda_group.h"
 #include "err.h"
+#include "kernels.h"
 
 #define ARENA_HEAD 256 /* rank 0's arena starts with the kernels' failure record (err[4]) */
 
@@ -114,9 +115,10 @@ static schedc_status regrow(cu_group *g, size_t cells, size_t temp_bytes, size_t
 }
 
 /* What every rank must agree on at a call; words of the host exchange. */
-enum { D_SEQ, D_COLL, D_DTYPE, D_OP, D_ROOT, D_COUNT, D_PLAN, D_NBLK, D_GROW, D_WORDS };
+enum { D_SEQ, D_COLL, D_DTYPE, D_OP, D_ROOT, D_COUNT, D_PLAN, D_NBLK, D_GROW, D_VERIFY, D_WORDS };
 static const char *const d_name[D_WORDS] = {"call number", "collective", "dtype", "op", "root", "count", "plan",
-                                            "blocks per rank (SCHEDC_CUDA_BLOCKS)", "buffer growth"};
+                                            "blocks per rank (SCHEDC_CUDA_BLOCKS)", "buffer growth",
+                                            "verification (SCHEDC_VERIFY, SCHEDC_REPAIR: 0 none, 1 digest, 3 repair)"};
 
 /* Word w of a descriptor as a reader wants it: names for the enumerations, hex for the plan. */
 static void d_word(int w, uint64_t v, char *buf, size_t cap) {
@@ -124,6 +126,29 @@ static void d_word(int w, uint64_t v, char *buf, size_t cap) {
                      : w == D_DTYPE ? schedc_dtype_name((schedc_dtype)v) : w == D_OP ? schedc_op_name((schedc_op)v) : NULL;
   if (name) snprintf(buf, cap, "%s", name);
   else snprintf(buf, cap, w == D_PLAN ? "%016llx" : "%llu", (unsigned long long)v);
+}
+
+/* Digest verification of this rank's result (cuda_verify.c): the ranks' digests through the
+ * bootstrap; with repair, the majority rank's bits through it too (from its host copy). Every
+ * rank sees the same digests, so all return the same verdict and the group stays usable; a
+ * failure of the exchange itself (a peer gone) breaks it. */
+static schedc_status verify(cu_group *g, const char *cn, size_t bytes) {
+  cu_proc *p = g->proc;
+  void *host = malloc(bytes ? bytes : 1);
+  if (!host) return sc_cu_breaks(g, sc_err(SCHEDC_ENOMEM, "%s: out of memory for the digest of %zu bytes", cn, bytes));
+  uint64_t d = 0, all[CU_MAX_RANKS];
+  schedc_status st = sc_cu_result_digest(g, 0, g->me, bytes, host, &d);
+  if (st == SCHEDC_OK) st = exchange(g, &d, all, 1);
+  int nbad = 0, root = st == SCHEDC_OK && g->digest ? sc_digest_majority(all, g->N, &nbad) : 0;
+  if (st == SCHEDC_OK && nbad && g->repair && (st = sc_rebroadcast(p->boot, host, bytes, root)) == SCHEDC_OK) {
+    if (all[g->me] != all[root] && (st = g->dv->copy(g->recv[0], host, bytes, g->stream[0])) == SCHEDC_OK)
+      st = g->dv->sync(g->stream[0]);
+    if (st == SCHEDC_OK && sc_verify_digest(NULL, host, bytes) != all[root])
+      st = sc_err(SCHEDC_ECORRUPT, "%s: repair failed on rank %d", cn, g->me);
+  }
+  free(host);
+  if (st != SCHEDC_OK) return st == SCHEDC_ECORRUPT ? st : sc_cu_breaks(g, st);
+  return nbad ? sc_digest_outcome(cn, all, g->N, g->me, root, g->repair) : SCHEDC_OK;
 }
 
 schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, void *recvbuf, size_t count,
@@ -150,7 +175,7 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   if (st != SCHEDC_OK) return sc_cu_breaks(g, st);
   if (grow) unmap_peers(g);
   uint64_t d[D_WORDS] = {g->epoch, (uint64_t)coll, (uint64_t)dtype, (uint64_t)g->op, (uint64_t)root, count,
-                         plan->hash, (uint64_t)g->nblk, (uint64_t)grow};
+                         plan->hash, (uint64_t)g->nblk, (uint64_t)grow, (uint64_t)(g->digest | g->repair << 1)};
   uint64_t all[CU_MAX_RANKS * D_WORDS]; /* the exchange tables: at most 64 ranks, so on the stack */
   st = exchange(g, d, all, D_WORDS);
   for (int q = 0; q < N && st == SCHEDC_OK; q++)
@@ -183,6 +208,8 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
     st = dv->launch(k->run_fn[0], (unsigned)g->nblk, (unsigned)g->threads, params, 0, g->stream[0]);
   if (st == SCHEDC_OK) st = sc_cu_finish(g, k, 0, me, W, acc, K);
   p->last_stream = g->stream[0];
+  if (st == SCHEDC_OK && (g->digest || g->flipout >= 0) && sc_cu_same_bits(coll))
+    return verify(g, cn, (coll == SCHEDC_ALLGATHER ? count * (size_t)N : count) * schedc_dtype_size(dtype));
   return st == SCHEDC_OK ? st : sc_cu_breaks(g, st);
 }
 
@@ -197,11 +224,12 @@ schedc_status schedc_comm_init_cuda_rank(int rank, int nranks, int device, const
   schedc_comm *c = NULL;
   schedc_status st = sc_comm_new(SCHEDC_BACKEND_CUDA, rank, nranks, opts, &c);
   if (st != SCHEDC_OK) return st;
-  if (c->verify) {
-    sc_comm_release(c);
-    return sc_err(SCHEDC_EUNAVAIL, "verification (SCHEDC_VERIFY / opts.verify) is not available on the cuda backend");
-  }
   cu_group *g = sc_cu_group_alloc(dv, 1, nranks, rank, 0);
+  if (g && (st = sc_cu_verify_setup(g, c)) != SCHEDC_OK) {
+    sc_cu_group_free(g);
+    sc_comm_release(c);
+    return st;
+  }
   if (g && (!(g->proc = calloc(1, sizeof *g->proc)) || !(g->proc->base = calloc((size_t)nranks, sizeof(void *))))) {
     sc_cu_group_free(g);
     g = NULL;

@@ -23,8 +23,7 @@ static schedc_status gather(schedc_comm *c, const void *buf, size_t bytes, uint6
   return st;
 }
 
-/* Lowest rank holding the most common digest; *nbad = ranks that differ from it. */
-static int majority(const uint64_t *all, int n, int *nbad) {
+int sc_digest_majority(const uint64_t *all, int n, int *nbad) {
   int best = 0, bestcount = 0;
   for (int r = 0; r < n; r++) {
     int k = 0;
@@ -36,7 +35,7 @@ static int majority(const uint64_t *all, int n, int *nbad) {
 }
 
 /* Broadcast `bytes` of buf from root, as 2-byte elements (moved bit for bit) plus a tail byte. */
-static schedc_status rebroadcast(schedc_comm *c, void *buf, size_t bytes, int root) {
+schedc_status sc_rebroadcast(schedc_comm *c, void *buf, size_t bytes, int root) {
   int was = c->in_verify;
   c->in_verify = 1;
   schedc_status st = schedc_broadcast(buf, buf, bytes / 2, SCHEDC_F16, root, c, NULL);
@@ -54,6 +53,24 @@ static void list_bad(const uint64_t *all, int n, uint64_t good, char *out, size_
   out[0] = 0;
   for (int r = 0; r < n && len + 16 < cap; r++)
     if (all[r] != good) len += (size_t)snprintf(out + len, cap - len, "%s%d", len ? ", " : "", r);
+}
+
+schedc_status sc_digest_outcome(const char *cn, const uint64_t *dg, int n, int me, int root, int repaired) {
+  int nbad = 0;
+  for (int r = 0; r < n; r++) nbad += dg[r] != dg[root];
+  if (!nbad) return SCHEDC_OK;
+  char bad[256];
+  list_bad(dg, n, dg[root], bad, sizeof bad);
+  if (repaired) {
+    if (me == root || me < 0)
+      fprintf(stderr, "schedc: warning: %s: rank(s) %s held a result differing from the majority (digest %016llx); "
+              "repaired from rank %d\n", cn, bad, (unsigned long long)dg[root], root);
+    return SCHEDC_OK;
+  }
+  char mine[48] = "";
+  if (me >= 0) snprintf(mine, sizeof mine, "; this rank's is %016llx", (unsigned long long)dg[me]);
+  return sc_err(SCHEDC_ECORRUPT, "%s: silent corruption: rank(s) %s hold a result that differs from the majority "
+                "(%d of %d ranks agree on digest %016llx%s)", cn, bad, n - nbad, n, (unsigned long long)dg[root], mine);
 }
 
 void sc_flipout(schedc_comm *c, void *buf, size_t bytes) {
@@ -110,23 +127,13 @@ schedc_status sc_integrity_check(schedc_comm *c, const char *cn, void *buf, size
       st = sc_corrupt_error(cn, &rb, c->file ? c->file : "?");
     }
   }
-  int nbad = 0, root = st == SCHEDC_OK && dig ? majority(dg, n, &nbad) : 0;
-  if (nbad) {
-    char bad[256];
-    list_bad(dg, n, dg[root], bad, sizeof bad);
-    if (c->repair) {
-      st = rebroadcast(c, buf, bytes, root);
-      if (st == SCHEDC_OK && sc_verify_digest(NULL, buf, bytes) != dg[root])
-        st = sc_err(SCHEDC_ECORRUPT, "%s: repair failed on rank %d", cn, c->rank);
-      if (st == SCHEDC_OK && c->rank == root)
-        fprintf(stderr, "schedc: warning: %s: rank(s) %s held a result differing from the majority (digest %016llx); "
-                "repaired from rank %d\n", cn, bad, (unsigned long long)dg[root], root);
-    } else {
-      st = sc_err(SCHEDC_ECORRUPT, "%s: silent corruption: rank(s) %s hold a result that differs from the majority "
-                  "(%d of %d ranks agree on digest %016llx; this rank's is %016llx)", cn, bad, n - nbad, n,
-                  (unsigned long long)dg[root], (unsigned long long)dg[c->rank]);
-    }
+  int nbad = 0, root = st == SCHEDC_OK && dig ? sc_digest_majority(dg, n, &nbad) : 0;
+  if (nbad && c->repair) {
+    st = sc_rebroadcast(c, buf, bytes, root);
+    if (st == SCHEDC_OK && sc_verify_digest(NULL, buf, bytes) != dg[root])
+      st = sc_err(SCHEDC_ECORRUPT, "%s: repair failed on rank %d", cn, c->rank);
   }
+  if (nbad && st == SCHEDC_OK) st = sc_digest_outcome(cn, dg, n, c->rank, root, c->repair);
   free(all);
   free(dg);
   return st;
@@ -138,7 +145,7 @@ schedc_status schedc_replicas_agree(schedc_comm *c, const void *buf, size_t byte
   if (!all) return sc_err(SCHEDC_ENOMEM, "out of memory");
   schedc_status st = gather(c, buf, bytes, all);
   int nbad = 0;
-  if (st == SCHEDC_OK) majority(all, c->nranks, &nbad);
+  if (st == SCHEDC_OK) sc_digest_majority(all, c->nranks, &nbad);
   *ok = st == SCHEDC_OK && nbad == 0;
   free(all);
   return st;
@@ -149,8 +156,8 @@ schedc_status schedc_replicas_resync(schedc_comm *c, void *buf, size_t bytes, in
   uint64_t *all = malloc((size_t)c->nranks * sizeof *all);
   if (!all) return sc_err(SCHEDC_ENOMEM, "out of memory");
   schedc_status st = gather(c, buf, bytes, all);
-  int nbad = 0, root = st == SCHEDC_OK ? majority(all, c->nranks, &nbad) : 0;
-  if (st == SCHEDC_OK && nbad) st = rebroadcast(c, buf, bytes, root);
+  int nbad = 0, root = st == SCHEDC_OK ? sc_digest_majority(all, c->nranks, &nbad) : 0;
+  if (st == SCHEDC_OK && nbad) st = sc_rebroadcast(c, buf, bytes, root);
   if (fixed) *fixed = st == SCHEDC_OK ? nbad : 0;
   free(all);
   return st;

@@ -385,14 +385,21 @@ void schedc_free(void *p);
  * is there when that stream reaches it. The ranks' calls of one collective are collected and
  * launched when the last rank's call arrives, so the one thread driving the ranks issues the
  * same collective on every rank before enqueueing other work on those streams (NCCL asks the
- * same, with ncclGroupStart/End). Verification (SCHEDC_VERIFY) is not available here (init
- * returns SCHEDC_EUNAVAIL). Failures inside kernels (a wait past the timeout) surface in
- * schedc_cuda_sync and break the communicator. */
+ * same, with ncclGroupStart/End). Verification: digest only (SCHEDC_VERIFY=digest,
+ * SCHEDC_VERIFY_DIGEST, with or without repair); a call of allreduce, allgather or broadcast
+ * then waits for its GPU work, copies each rank's result to the host and compares digests
+ * (docs/integrity.md). Checksums (checksum, full) are refused with SCHEDC_EUNAVAIL. Failures
+ * inside kernels (a wait past the timeout) surface in schedc_cuda_sync and break the
+ * communicator. */
 enum { SCHEDC_CUDA_VIRTUAL = 1 };
 /* Create nranks communicators (comms[r] is rank r's). devices[r] is rank r's CUDA device
  * (NULL: rank r on device r); with SCHEDC_CUDA_VIRTUAL in flags, every rank on devices[0] (NULL:
  * device 0). At most 64 ranks. SCHEDC_EUNAVAIL (no driver or device, peer access impossible,
- * verification asked for), SCHEDC_EINVAL, SCHEDC_ENOMEM. On failure no comm is created. */
+ * checksum verification asked for), SCHEDC_EINVAL, SCHEDC_ENOMEM. On failure no comm is
+ * created. With digest verification the last rank's call (the one that launches the kernels)
+ * checks the digests: SCHEDC_ECORRUPT there, and since the other ranks' calls have returned,
+ * the group is then broken so that every rank's next call and schedc_cuda_sync report it;
+ * with repair the differing ranks get the majority's bits and the call succeeds. */
 schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, const schedc_comm_opts *opts,
                                     schedc_comm **comms);
 /* One process per GPU (as trainers run): this process is `rank` of `nranks` on this host and
@@ -403,11 +410,13 @@ schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, c
  * returns once every rank has issued it and the work is enqueued on this rank's stream (the GPU
  * work is not waited for). The collective runs through a working buffer of schedc's that the
  * peers map (copy in, plan, copy out on the stream). Waits (up to the timeout) for all ranks to
- * join. SCHEDC_EUNAVAIL (no driver or device, verification asked for), SCHEDC_EINVAL (bad
+ * join. SCHEDC_EUNAVAIL (no driver or device, checksum verification asked for), SCHEDC_EINVAL (bad
  * arguments, two ranks on one GPU, SCHEDC_CUDA_BLOCKS differing between ranks),
  * SCHEDC_ETIMEOUT, SCHEDC_EIO, SCHEDC_ENOMEM. The stream, sync and memory calls below work on
  * it as on the others (schedc_cuda_sync waits for this rank's stream and reports a timeout of
- * any rank's kernel). */
+ * any rank's kernel). With digest verification every rank's call returns the same verdict
+ * (SCHEDC_ECORRUPT naming the differing ranks, as on the CPU backends) and the communicator
+ * stays usable; the ranks must agree on the verification (else SCHEDC_EMISMATCH). */
 schedc_status schedc_comm_init_cuda_rank(int rank, int nranks, int device, const char *job,
                                          const schedc_comm_opts *opts, schedc_comm **out);
 /* The stream (a CUstream / cudaStream_t of the rank's device) the rank's next collectives are

@@ -48,6 +48,19 @@ tree.lua 5 -D collective=broadcast -D root=2 --count 1000 --dtype i64
 ring.lua 4 -D collective=reduce -D root=1 --count 1000 --dtype f32 --op min
 direct.lua 4 -D order=canonical --count 5000 --dtype f32 --op sum
 LIST
+# digest verification: a flipped bit in rank 1's result is named; with --repair every rank ends
+# with the clean run's bits (the threads backend's digests)
+want=$("$S" run "$D/ring.lua" --ranks 3 --count 5000 | digests)
+for mode in "--virtual" "--processes"; do
+  [ "$mode" = --processes ] && [ -z "$emu" ] && [ "$ngpu" -lt 3 ] && continue
+  out=$(SCHEDC_INJECT=flipout:1 "$S" run "$D/ring.lua" --ranks 3 --count 5000 --backend cuda $mode --verify digest 2>&1); rc=$?
+  ok "[ $rc != 0 ] && grep -q 'silent corruption: rank(s) 1 hold a result that differs from the majority' <<<\"\$out\"" \
+    "flipout:1 --verify digest $mode: $out"
+  out=$(SCHEDC_INJECT=flipout:1 "$S" run "$D/ring.lua" --ranks 3 --count 5000 --backend cuda $mode --verify digest --repair 2>&1); rc=$?
+  ok "[ $rc = 0 ] && [ \"\$(digests <<<\"\$out\")\" = '$want' ] && grep -q 'repaired from rank 0' <<<\"\$out\"" \
+    "flipout:1 --verify digest --repair $mode: $out"
+done
+
 # --processes: more ranks than (emulated) GPUs is refused, naming the device
 out=$(SCHEDC_EMU_DEVICES=2 "$S" run "$D/ring.lua" --ranks 3 --backend cuda --processes --timeout 5 2>&1)
 [ -n "$emu" ] && ok "grep -q 'rank 2: error: rank 2: CUDA device 2 out of range \[0, 2)' <<<\"\$out\"" "--processes, too few GPUs: $out"

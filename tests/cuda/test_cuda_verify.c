@@ -1,0 +1,245 @@
+/*
+ * test_cuda_verify.c — digest verification on the cuda backend, on the emulated device (run with
+ * SCHEDC_CUDA_EMULATE=1): one process driving every rank (virtual ranks, and one GPU per rank)
+ * and a process per GPU. A flipped bit in one rank's result (SCHEDC_INJECT=flipout:RANK) is
+ * named, or repaired to the bits the test computes itself; clean runs raise no alarm; what this
+ * backend cannot check (per-transfer checksums, payload flips) is refused.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "schedc/schedc.h"
+
+enum { R = 3 };
+
+/* Small integers in f32: every order of the sum is exact, so the test's own sum is the answer. */
+static float val(int r, size_t i) { return (float)((i * 5 + (size_t)r * 7) % 13); }
+
+/* What rank r must hold after collective `coll` of n elements (per rank for allgather), root 1. */
+static float want(schedc_collective coll, size_t i) {
+  if (coll == SCHEDC_ALLGATHER) return val((int)(i / 1000), i % 1000); /* n = 1000 per rank */
+  if (coll == SCHEDC_BROADCAST) return val(1, i);
+  return val(0, i) + val(1, i) + val(2, i);
+}
+
+static const schedc_collective colls[] = {SCHEDC_ALLREDUCE, SCHEDC_ALLGATHER, SCHEDC_BROADCAST};
+
+/* Rank r's call of coll: its input copied to the device first. n = 1000 (per rank for allgather). */
+static schedc_status issue(schedc_comm *c, int r, schedc_collective coll, void *in, void *out) {
+  size_t n = 1000;
+  float h[1000];
+  for (size_t i = 0; i < n; i++) h[i] = val(r, i);
+  if (schedc_cuda_copy(c, in, h, sizeof h) != SCHEDC_OK) return SCHEDC_EINTERNAL;
+  switch (coll) {
+  case SCHEDC_ALLGATHER: return schedc_allgather(in, out, n, SCHEDC_F32, c, NULL);
+  case SCHEDC_BROADCAST: return schedc_broadcast(in, out, n, SCHEDC_F32, 1, c, NULL);
+  default: return schedc_allreduce(in, out, n, SCHEDC_F32, SCHEDC_SUM, c, NULL);
+  }
+}
+
+/* Elements of rank r's result that differ from the test's answer. */
+static size_t wrong(schedc_comm *c, schedc_collective coll, void *out) {
+  static float h[R * 1000];
+  size_t n = coll == SCHEDC_ALLGATHER ? R * 1000 : 1000, bad = 0;
+  if (schedc_cuda_copy(c, h, out, n * sizeof(float)) != SCHEDC_OK) return n;
+  for (size_t i = 0; i < n; i++) bad += memcmp(&h[i], &(float){want(coll, i)}, sizeof(float)) != 0;
+  return bad;
+}
+
+static void with_env(const char *inject, const char *repair) {
+  if (inject) setenv("SCHEDC_INJECT", inject, 1);
+  else unsetenv("SCHEDC_INJECT");
+  if (repair) setenv("SCHEDC_REPAIR", repair, 1);
+  else unsetenv("SCHEDC_REPAIR");
+}
+
+/* ---- one process drives every rank (flags: SCHEDC_CUDA_VIRTUAL or one GPU per rank) ---- */
+
+static void one_process(int flags) {
+  schedc_comm *c[R] = {0};
+  void *in[R], *out[R];
+  schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
+  o.verify = SCHEDC_VERIFY_DIGEST;
+
+  /* clean: no alarm, every collective's bits right (reduce_scatter has no digest, runs as is) */
+  with_env(NULL, NULL);
+  CHECK(schedc_comm_init_cuda(R, NULL, flags, &o, c) == SCHEDC_OK);
+  for (int r = 0; r < R; r++)
+    CHECK(schedc_cuda_alloc(c[r], 4 * R * 1000, &in[r]) == SCHEDC_OK && schedc_cuda_alloc(c[r], 4 * R * 1000, &out[r]) == SCHEDC_OK);
+  for (int k = 0; k < 3; k++) {
+    for (int r = 0; r < R; r++) CHECK(issue(c[r], r, colls[k], in[r], out[r]) == SCHEDC_OK);
+    for (int r = 0; r < R; r++) CHECK(wrong(c[r], colls[k], out[r]) == 0);
+  }
+  CHECK(schedc_reduce_scatter(in[0], out[0], 10, SCHEDC_F32, SCHEDC_SUM, c[0], NULL) == SCHEDC_OK);
+  CHECK(schedc_reduce_scatter(in[1], out[1], 10, SCHEDC_F32, SCHEDC_SUM, c[1], NULL) == SCHEDC_OK);
+  CHECK(schedc_reduce_scatter(in[2], out[2], 10, SCHEDC_F32, SCHEDC_SUM, c[2], NULL) == SCHEDC_OK);
+  CHECK(schedc_cuda_sync(c[0]) == SCHEDC_OK);
+  for (int r = 0; r < R; r++) schedc_cuda_free(c[r], in[r]), schedc_cuda_free(c[r], out[r]);
+  for (int r = 0; r < R; r++) schedc_comm_free(c[r]);
+
+  /* the injection is real: without verification rank 1's result has one wrong element */
+  with_env("flipout:1", NULL);
+  CHECK(schedc_comm_init_cuda(R, NULL, flags, NULL, c) == SCHEDC_OK);
+  for (int r = 0; r < R; r++)
+    CHECK(schedc_cuda_alloc(c[r], 4 * R * 1000, &in[r]) == SCHEDC_OK && schedc_cuda_alloc(c[r], 4 * R * 1000, &out[r]) == SCHEDC_OK);
+  for (int r = 0; r < R; r++) CHECK(issue(c[r], r, SCHEDC_ALLREDUCE, in[r], out[r]) == SCHEDC_OK);
+  CHECK(schedc_cuda_sync(c[0]) == SCHEDC_OK);
+  CHECK(wrong(c[0], SCHEDC_ALLREDUCE, out[0]) == 0 && wrong(c[1], SCHEDC_ALLREDUCE, out[1]) == 1 &&
+        wrong(c[2], SCHEDC_ALLREDUCE, out[2]) == 0);
+  for (int r = 0; r < R; r++) schedc_cuda_free(c[r], in[r]), schedc_cuda_free(c[r], out[r]);
+  for (int r = 0; r < R; r++) schedc_comm_free(c[r]);
+
+  /* digest: the launching call names rank 1; the group is then broken for every rank */
+  CHECK(schedc_comm_init_cuda(R, NULL, flags, &o, c) == SCHEDC_OK);
+  for (int r = 0; r < R; r++)
+    CHECK(schedc_cuda_alloc(c[r], 4 * R * 1000, &in[r]) == SCHEDC_OK && schedc_cuda_alloc(c[r], 4 * R * 1000, &out[r]) == SCHEDC_OK);
+  CHECK(issue(c[0], 0, SCHEDC_ALLGATHER, in[0], out[0]) == SCHEDC_OK);
+  CHECK(issue(c[1], 1, SCHEDC_ALLGATHER, in[1], out[1]) == SCHEDC_OK);
+  CHECK(issue(c[2], 2, SCHEDC_ALLGATHER, in[2], out[2]) == SCHEDC_ECORRUPT);
+  CHECK_CONTAINS(schedc_errmsg(), "allgather: silent corruption: rank(s) 1 hold a result that differs from the majority (2 of 3 ranks agree");
+  CHECK(schedc_cuda_sync(c[0]) == SCHEDC_EPEER);
+  CHECK_CONTAINS(schedc_errmsg(), "silent corruption: rank(s) 1");
+  for (int r = 0; r < R; r++) schedc_cuda_free(c[r], in[r]), schedc_cuda_free(c[r], out[r]);
+  for (int r = 0; r < R; r++) schedc_comm_free(c[r]);
+
+  /* digest and repair (flipout on rank 2): every rank ends with the test's bits */
+  with_env("flipout:2", "1");
+  CHECK(schedc_comm_init_cuda(R, NULL, flags, &o, c) == SCHEDC_OK);
+  for (int r = 0; r < R; r++)
+    CHECK(schedc_cuda_alloc(c[r], 4 * R * 1000, &in[r]) == SCHEDC_OK && schedc_cuda_alloc(c[r], 4 * R * 1000, &out[r]) == SCHEDC_OK);
+  for (int k = 0; k < 3; k++) {
+    for (int r = 0; r < R; r++) CHECK(issue(c[r], r, colls[k], in[r], out[r]) == SCHEDC_OK);
+    for (int r = 0; r < R; r++) CHECK(wrong(c[r], colls[k], out[r]) == 0);
+  }
+  for (int r = 0; r < R; r++) schedc_cuda_free(c[r], in[r]), schedc_cuda_free(c[r], out[r]);
+  for (int r = 0; r < R; r++) schedc_comm_free(c[r]);
+  with_env(NULL, NULL);
+}
+
+/* ---- a process per GPU ---- */
+
+static char job[64];
+
+/* fn(rank) in R forked processes; 1 if every child exited 0 (its CHECKs all passed). */
+static int in_processes(void (*fn)(int rank)) {
+  static int seq;
+  snprintf(job, sizeof job, "cver%d-%d", (int)getpid(), seq++);
+  pid_t pid[R];
+  fflush(stdout);
+  fflush(stderr);
+  for (int r = 0; r < R; r++)
+    if ((pid[r] = fork()) == 0) {
+      tc_fail = 0; /* the child reports its own CHECKs */
+      fn(r);
+      fflush(stdout);
+      _exit(tc_fail ? 1 : 0);
+    }
+  int ok = 1;
+  for (int r = 0; r < R; r++) {
+    int ws = 0;
+    waitpid(pid[r], &ws, 0);
+    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
+      fprintf(stderr, "rank %d's process failed (status 0x%x)\n", r, ws);
+      ok = 0;
+    }
+  }
+  return ok;
+}
+
+static schedc_comm *proc_comm(int r, int verify) {
+  schedc_comm *c = NULL;
+  schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
+  o.verify = verify;
+  o.timeout_s = 10;
+  CHECK(schedc_comm_init_cuda_rank(r, R, r, job, &o, &c) == SCHEDC_OK);
+  return c;
+}
+
+/* flipout:1 with digest: every rank's call reports rank 1, call after call (the group stays
+ * usable: all ranks saw the same digests); reduce_scatter, without a digest, still runs. */
+static void names_rank1(int r) {
+  with_env("flipout:1", NULL);
+  schedc_comm *c = proc_comm(r, SCHEDC_VERIFY_DIGEST);
+  void *in = NULL, *out = NULL;
+  CHECK(schedc_cuda_alloc(c, 4 * R * 1000, &in) == SCHEDC_OK && schedc_cuda_alloc(c, 4 * R * 1000, &out) == SCHEDC_OK);
+  for (int k = 0; k < 3; k++) {
+    CHECK(issue(c, r, colls[k], in, out) == SCHEDC_ECORRUPT);
+    CHECK_CONTAINS(schedc_errmsg(), "silent corruption: rank(s) 1 hold a result that differs from the majority (2 of 3 ranks agree");
+    CHECK_CONTAINS(schedc_errmsg(), "this rank's is");
+    if (r != 1) CHECK(wrong(c, colls[k], out) == 0);
+  }
+  CHECK(schedc_reduce_scatter(in, out, 10, SCHEDC_F32, SCHEDC_SUM, c, NULL) == SCHEDC_OK);
+  CHECK(schedc_cuda_sync(c) == SCHEDC_OK);
+  schedc_cuda_free(c, in);
+  schedc_cuda_free(c, out);
+  schedc_comm_free(c);
+}
+
+/* flipout:2 with digest and repair: every rank ends with the test's bits, every call. */
+static void repairs_rank2(int r) {
+  with_env("flipout:2", "1");
+  schedc_comm *c = proc_comm(r, SCHEDC_VERIFY_DIGEST);
+  void *in = NULL, *out = NULL;
+  CHECK(schedc_cuda_alloc(c, 4 * R * 1000, &in) == SCHEDC_OK && schedc_cuda_alloc(c, 4 * R * 1000, &out) == SCHEDC_OK);
+  for (int k = 0; k < 3; k++) {
+    CHECK(issue(c, r, colls[k], in, out) == SCHEDC_OK);
+    CHECK(wrong(c, colls[k], out) == 0);
+  }
+  schedc_cuda_free(c, in);
+  schedc_cuda_free(c, out);
+  schedc_comm_free(c);
+}
+
+/* Clean, with digest: no alarm. Then a group whose ranks verify differently: EMISMATCH. */
+static void clean_then_disagree(int r) {
+  with_env(NULL, NULL);
+  schedc_comm *c = proc_comm(r, SCHEDC_VERIFY_DIGEST);
+  void *in = NULL, *out = NULL;
+  CHECK(schedc_cuda_alloc(c, 4 * R * 1000, &in) == SCHEDC_OK && schedc_cuda_alloc(c, 4 * R * 1000, &out) == SCHEDC_OK);
+  for (int k = 0; k < 3; k++) {
+    CHECK(issue(c, r, colls[k], in, out) == SCHEDC_OK);
+    CHECK(wrong(c, colls[k], out) == 0);
+  }
+  schedc_cuda_free(c, in);
+  schedc_cuda_free(c, out);
+  schedc_comm_free(c);
+  strcat(job, "-b");
+  c = proc_comm(r, r == 0 ? SCHEDC_VERIFY_DIGEST : SCHEDC_VERIFY_NONE);
+  CHECK(schedc_cuda_alloc(c, 4 * R * 1000, &in) == SCHEDC_OK && schedc_cuda_alloc(c, 4 * R * 1000, &out) == SCHEDC_OK);
+  CHECK(issue(c, r, SCHEDC_ALLREDUCE, in, out) == SCHEDC_EMISMATCH);
+  CHECK_CONTAINS(schedc_errmsg(), "disagree on the verification");
+  schedc_cuda_free(c, in);
+  schedc_cuda_free(c, out);
+  schedc_comm_free(c);
+}
+
+int main(void) {
+  if (schedc_cuda_device_count() < R) { printf("[SKIP] fewer than %d CUDA devices (and SCHEDC_CUDA_EMULATE is not 1)\n", R); return 0; }
+  schedc_comm *c[R] = {0};
+  schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
+
+  /* what this backend cannot check is refused, saying what it can */
+  o.verify = SCHEDC_VERIFY_CHECKSUM;
+  CHECK(schedc_comm_init_cuda(R, NULL, SCHEDC_CUDA_VIRTUAL, &o, c) == SCHEDC_EUNAVAIL);
+  CHECK_CONTAINS(schedc_errmsg(), "verification 'checksum' is not available on the cuda backend");
+  CHECK_CONTAINS(schedc_errmsg(), "use 'digest'");
+  o.verify = SCHEDC_VERIFY_FULL;
+  CHECK(schedc_comm_init_cuda_rank(0, 1, 0, "cver-full", &o, c) == SCHEDC_EUNAVAIL);
+  CHECK_CONTAINS(schedc_errmsg(), "verification 'full'");
+  o.verify = SCHEDC_VERIFY_DIGEST;
+  with_env("flip:1:2", NULL);
+  CHECK(schedc_comm_init_cuda(R, NULL, SCHEDC_CUDA_VIRTUAL, &o, c) == SCHEDC_EUNAVAIL);
+  CHECK_CONTAINS(schedc_errmsg(), "SCHEDC_INJECT flip:1:2 (a transfer's payload) is not available");
+  with_env(NULL, NULL);
+  CHECK(c[0] == NULL);
+
+  one_process(SCHEDC_CUDA_VIRTUAL);
+  one_process(0);
+  CHECK(in_processes(names_rank1));
+  CHECK(in_processes(repairs_rank2));
+  CHECK(in_processes(clean_then_disagree));
+  return DONE();
+}
