@@ -1,7 +1,7 @@
 /*
  * test_cuda_verify.c — digest verification on the cuda backend, on the emulated device (run with
  * SCHEDC_CUDA_EMULATE=1): one process driving every rank (virtual ranks, and one GPU per rank)
- * and a process per GPU. A flipped bit in one rank's result (SCHEDC_INJECT=flipout:RANK) is
+ * and a process per GPU (those two where there are 3 devices). A flipped bit in one rank's result (SCHEDC_INJECT=flipout:RANK) is
  * named, or repaired to the bits the test computes itself; clean runs raise no alarm; what this
  * backend cannot check (per-transfer checksums, payload flips) is refused.
  */
@@ -217,7 +217,8 @@ static void clean_then_disagree(int r) {
 }
 
 int main(void) {
-  if (schedc_cuda_device_count() < R) { printf("[SKIP] fewer than %d CUDA devices (and SCHEDC_CUDA_EMULATE is not 1)\n", R); return 0; }
+  int ndev = schedc_cuda_device_count();
+  if (ndev < 1) { printf("[SKIP] no CUDA device (and SCHEDC_CUDA_EMULATE is not 1)\n"); return 0; }
   schedc_comm *c[R] = {0};
   schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
 
@@ -237,9 +238,13 @@ int main(void) {
   CHECK(c[0] == NULL);
 
   one_process(SCHEDC_CUDA_VIRTUAL);
-  one_process(0);
-  CHECK(in_processes(names_rank1));
-  CHECK(in_processes(repairs_rank2));
-  CHECK(in_processes(clean_then_disagree));
+  if (ndev >= R) { /* a GPU per rank (on a lent machine with one GPU: virtual ranks only) */
+    one_process(0);
+    CHECK(in_processes(names_rank1));
+    CHECK(in_processes(repairs_rank2));
+    CHECK(in_processes(clean_then_disagree));
+  } else {
+    printf("a GPU per rank and a process per GPU not run: %d device(s), %d needed\n", ndev, R);
+  }
   return DONE();
 }

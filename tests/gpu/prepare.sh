@@ -7,8 +7,8 @@
 set -eu
 cd "$(dirname "$0")/../.."
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DSCHEDC_WITH_MPI=OFF >/dev/null
-cmake --build build-gpu -j"$(nproc)" --target schedc_cli test_bitwise test_nvrtc gpu_bench >/dev/null
+cmake --build build-gpu -j"$(nproc)" --target schedc_cli test_bitwise test_nvrtc test_cuda_verify gpu_bench >/dev/null
 mkdir -p build-gpu/lib
 cp -L "$(ldconfig -p | awk '/liblua5.4.so.0 /{print $NF; exit}')" build-gpu/lib/
 # only what the device run needs travels (64 MiB limit)
-du -sh build-gpu/schedc build-gpu/tests/test_bitwise build-gpu/tests/test_nvrtc build-gpu/gpu_bench build-gpu/lib
+du -sh build-gpu/schedc build-gpu/tests/test_bitwise build-gpu/tests/test_nvrtc build-gpu/tests/test_cuda_verify build-gpu/gpu_bench build-gpu/lib
