@@ -10,10 +10,10 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../check.h"
+#include "forked.h"
 #include "schedc/schedc.h"
 
 static void free_all(schedc_comm **c, int n) {
@@ -22,33 +22,6 @@ static void free_all(schedc_comm **c, int n) {
 
 /* ---- a process per GPU ---- */
 
-static char job[64];
-
-/* fn(rank) in n forked processes; 1 if every child exited 0 (its CHECKs all passed). */
-static int in_processes(int n, void (*fn)(int rank)) {
-  static int seq;
-  snprintf(job, sizeof job, "capi%d-%d", (int)getpid(), seq++);
-  pid_t pid[8];
-  fflush(stdout);
-  fflush(stderr);
-  for (int r = 0; r < n; r++)
-    if ((pid[r] = fork()) == 0) {
-      tc_fail = 0; /* the child reports its own CHECKs, not the parent's earlier failures */
-      fn(r);
-      fflush(stdout);
-      _exit(tc_fail ? 1 : 0);
-    }
-  int ok = 1;
-  for (int r = 0; r < n; r++) {
-    int ws = 0;
-    waitpid(pid[r], &ws, 0);
-    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
-      fprintf(stderr, "rank %d's process failed (status 0x%x)\n", r, ws);
-      ok = 0;
-    }
-  }
-  return ok;
-}
 
 static void same_gpu(int r) {
   schedc_comm *c = NULL;

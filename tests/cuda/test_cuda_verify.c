@@ -7,10 +7,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "../check.h"
+#include "forked.h"
 #include "schedc/schedc.h"
 
 enum { R = 3 };
@@ -58,96 +57,68 @@ static void with_env(const char *inject, const char *repair) {
 
 /* ---- one process drives every rank (flags: SCHEDC_CUDA_VIRTUAL or one GPU per rank) ---- */
 
+static schedc_comm *gc[R];
+static void *gin[R], *gout[R];
+
+static void up(int flags, const schedc_comm_opts *o) {
+  CHECK(schedc_comm_init_cuda(R, NULL, flags, o, gc) == SCHEDC_OK);
+  for (int r = 0; r < R; r++)
+    CHECK(schedc_cuda_alloc(gc[r], 4 * R * 1000, &gin[r]) == SCHEDC_OK && schedc_cuda_alloc(gc[r], 4 * R * 1000, &gout[r]) == SCHEDC_OK);
+}
+
+static void down(void) {
+  for (int r = 0; r < R; r++) schedc_cuda_free(gc[r], gin[r]), schedc_cuda_free(gc[r], gout[r]);
+  for (int r = 0; r < R; r++) schedc_comm_free(gc[r]);
+}
+
+/* allreduce, allgather, broadcast: every call succeeds, every rank holds the test's bits */
+static void three_right(void) {
+  for (int k = 0; k < 3; k++) {
+    for (int r = 0; r < R; r++) CHECK(issue(gc[r], r, colls[k], gin[r], gout[r]) == SCHEDC_OK);
+    for (int r = 0; r < R; r++) CHECK(wrong(gc[r], colls[k], gout[r]) == 0);
+  }
+}
+
 static void one_process(int flags) {
-  schedc_comm *c[R] = {0};
-  void *in[R], *out[R];
   schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
   o.verify = SCHEDC_VERIFY_DIGEST;
 
   /* clean: no alarm, every collective's bits right (reduce_scatter has no digest, runs as is) */
   with_env(NULL, NULL);
-  CHECK(schedc_comm_init_cuda(R, NULL, flags, &o, c) == SCHEDC_OK);
-  for (int r = 0; r < R; r++)
-    CHECK(schedc_cuda_alloc(c[r], 4 * R * 1000, &in[r]) == SCHEDC_OK && schedc_cuda_alloc(c[r], 4 * R * 1000, &out[r]) == SCHEDC_OK);
-  for (int k = 0; k < 3; k++) {
-    for (int r = 0; r < R; r++) CHECK(issue(c[r], r, colls[k], in[r], out[r]) == SCHEDC_OK);
-    for (int r = 0; r < R; r++) CHECK(wrong(c[r], colls[k], out[r]) == 0);
-  }
-  CHECK(schedc_reduce_scatter(in[0], out[0], 10, SCHEDC_F32, SCHEDC_SUM, c[0], NULL) == SCHEDC_OK);
-  CHECK(schedc_reduce_scatter(in[1], out[1], 10, SCHEDC_F32, SCHEDC_SUM, c[1], NULL) == SCHEDC_OK);
-  CHECK(schedc_reduce_scatter(in[2], out[2], 10, SCHEDC_F32, SCHEDC_SUM, c[2], NULL) == SCHEDC_OK);
-  CHECK(schedc_cuda_sync(c[0]) == SCHEDC_OK);
-  for (int r = 0; r < R; r++) schedc_cuda_free(c[r], in[r]), schedc_cuda_free(c[r], out[r]);
-  for (int r = 0; r < R; r++) schedc_comm_free(c[r]);
+  up(flags, &o);
+  three_right();
+  for (int r = 0; r < R; r++) CHECK(schedc_reduce_scatter(gin[r], gout[r], 10, SCHEDC_F32, SCHEDC_SUM, gc[r], NULL) == SCHEDC_OK);
+  CHECK(schedc_cuda_sync(gc[0]) == SCHEDC_OK);
+  down();
 
   /* the injection is real: without verification rank 1's result has one wrong element */
   with_env("flipout:1", NULL);
-  CHECK(schedc_comm_init_cuda(R, NULL, flags, NULL, c) == SCHEDC_OK);
-  for (int r = 0; r < R; r++)
-    CHECK(schedc_cuda_alloc(c[r], 4 * R * 1000, &in[r]) == SCHEDC_OK && schedc_cuda_alloc(c[r], 4 * R * 1000, &out[r]) == SCHEDC_OK);
-  for (int r = 0; r < R; r++) CHECK(issue(c[r], r, SCHEDC_ALLREDUCE, in[r], out[r]) == SCHEDC_OK);
-  CHECK(schedc_cuda_sync(c[0]) == SCHEDC_OK);
-  CHECK(wrong(c[0], SCHEDC_ALLREDUCE, out[0]) == 0 && wrong(c[1], SCHEDC_ALLREDUCE, out[1]) == 1 &&
-        wrong(c[2], SCHEDC_ALLREDUCE, out[2]) == 0);
-  for (int r = 0; r < R; r++) schedc_cuda_free(c[r], in[r]), schedc_cuda_free(c[r], out[r]);
-  for (int r = 0; r < R; r++) schedc_comm_free(c[r]);
+  up(flags, NULL);
+  for (int r = 0; r < R; r++) CHECK(issue(gc[r], r, SCHEDC_ALLREDUCE, gin[r], gout[r]) == SCHEDC_OK);
+  CHECK(schedc_cuda_sync(gc[0]) == SCHEDC_OK);
+  CHECK(wrong(gc[0], SCHEDC_ALLREDUCE, gout[0]) == 0 && wrong(gc[1], SCHEDC_ALLREDUCE, gout[1]) == 1 &&
+        wrong(gc[2], SCHEDC_ALLREDUCE, gout[2]) == 0);
+  down();
 
   /* digest: the launching call names rank 1; the group is then broken for every rank */
-  CHECK(schedc_comm_init_cuda(R, NULL, flags, &o, c) == SCHEDC_OK);
-  for (int r = 0; r < R; r++)
-    CHECK(schedc_cuda_alloc(c[r], 4 * R * 1000, &in[r]) == SCHEDC_OK && schedc_cuda_alloc(c[r], 4 * R * 1000, &out[r]) == SCHEDC_OK);
-  CHECK(issue(c[0], 0, SCHEDC_ALLGATHER, in[0], out[0]) == SCHEDC_OK);
-  CHECK(issue(c[1], 1, SCHEDC_ALLGATHER, in[1], out[1]) == SCHEDC_OK);
-  CHECK(issue(c[2], 2, SCHEDC_ALLGATHER, in[2], out[2]) == SCHEDC_ECORRUPT);
+  up(flags, &o);
+  CHECK(issue(gc[0], 0, SCHEDC_ALLGATHER, gin[0], gout[0]) == SCHEDC_OK);
+  CHECK(issue(gc[1], 1, SCHEDC_ALLGATHER, gin[1], gout[1]) == SCHEDC_OK);
+  CHECK(issue(gc[2], 2, SCHEDC_ALLGATHER, gin[2], gout[2]) == SCHEDC_ECORRUPT);
   CHECK_CONTAINS(schedc_errmsg(), "allgather: silent corruption: rank(s) 1 hold a result that differs from the majority (2 of 3 ranks agree");
-  CHECK(schedc_cuda_sync(c[0]) == SCHEDC_EPEER);
+  CHECK(schedc_cuda_sync(gc[0]) == SCHEDC_EPEER);
   CHECK_CONTAINS(schedc_errmsg(), "silent corruption: rank(s) 1");
-  for (int r = 0; r < R; r++) schedc_cuda_free(c[r], in[r]), schedc_cuda_free(c[r], out[r]);
-  for (int r = 0; r < R; r++) schedc_comm_free(c[r]);
+  down();
 
   /* digest and repair (flipout on rank 2): every rank ends with the test's bits */
   with_env("flipout:2", "1");
-  CHECK(schedc_comm_init_cuda(R, NULL, flags, &o, c) == SCHEDC_OK);
-  for (int r = 0; r < R; r++)
-    CHECK(schedc_cuda_alloc(c[r], 4 * R * 1000, &in[r]) == SCHEDC_OK && schedc_cuda_alloc(c[r], 4 * R * 1000, &out[r]) == SCHEDC_OK);
-  for (int k = 0; k < 3; k++) {
-    for (int r = 0; r < R; r++) CHECK(issue(c[r], r, colls[k], in[r], out[r]) == SCHEDC_OK);
-    for (int r = 0; r < R; r++) CHECK(wrong(c[r], colls[k], out[r]) == 0);
-  }
-  for (int r = 0; r < R; r++) schedc_cuda_free(c[r], in[r]), schedc_cuda_free(c[r], out[r]);
-  for (int r = 0; r < R; r++) schedc_comm_free(c[r]);
+  up(flags, &o);
+  three_right();
+  down();
   with_env(NULL, NULL);
 }
 
 /* ---- a process per GPU ---- */
-
-static char job[64];
-
-/* fn(rank) in R forked processes; 1 if every child exited 0 (its CHECKs all passed). */
-static int in_processes(void (*fn)(int rank)) {
-  static int seq;
-  snprintf(job, sizeof job, "cver%d-%d", (int)getpid(), seq++);
-  pid_t pid[R];
-  fflush(stdout);
-  fflush(stderr);
-  for (int r = 0; r < R; r++)
-    if ((pid[r] = fork()) == 0) {
-      tc_fail = 0; /* the child reports its own CHECKs */
-      fn(r);
-      fflush(stdout);
-      _exit(tc_fail ? 1 : 0);
-    }
-  int ok = 1;
-  for (int r = 0; r < R; r++) {
-    int ws = 0;
-    waitpid(pid[r], &ws, 0);
-    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
-      fprintf(stderr, "rank %d's process failed (status 0x%x)\n", r, ws);
-      ok = 0;
-    }
-  }
-  return ok;
-}
 
 static schedc_comm *proc_comm(int r, int verify) {
   schedc_comm *c = NULL;
@@ -178,9 +149,10 @@ static void names_rank1(int r) {
   schedc_comm_free(c);
 }
 
-/* flipout:2 with digest and repair: every rank ends with the test's bits, every call. */
-static void repairs_rank2(int r) {
-  with_env("flipout:2", "1");
+/* With digest verification under the given injection and repair settings: every call
+ * succeeds and every rank ends with the test's bits. */
+static void all_right(int r, const char *inject, const char *repair) {
+  with_env(inject, repair);
   schedc_comm *c = proc_comm(r, SCHEDC_VERIFY_DIGEST);
   void *in = NULL, *out = NULL;
   CHECK(schedc_cuda_alloc(c, 4 * R * 1000, &in) == SCHEDC_OK && schedc_cuda_alloc(c, 4 * R * 1000, &out) == SCHEDC_OK);
@@ -193,19 +165,14 @@ static void repairs_rank2(int r) {
   schedc_comm_free(c);
 }
 
+/* flipout:2 with digest and repair: repaired, call after call. */
+static void repairs_rank2(int r) { all_right(r, "flipout:2", "1"); }
+
 /* Clean, with digest: no alarm. Then a group whose ranks verify differently: EMISMATCH. */
 static void clean_then_disagree(int r) {
-  with_env(NULL, NULL);
-  schedc_comm *c = proc_comm(r, SCHEDC_VERIFY_DIGEST);
+  all_right(r, NULL, NULL);
+  schedc_comm *c = NULL;
   void *in = NULL, *out = NULL;
-  CHECK(schedc_cuda_alloc(c, 4 * R * 1000, &in) == SCHEDC_OK && schedc_cuda_alloc(c, 4 * R * 1000, &out) == SCHEDC_OK);
-  for (int k = 0; k < 3; k++) {
-    CHECK(issue(c, r, colls[k], in, out) == SCHEDC_OK);
-    CHECK(wrong(c, colls[k], out) == 0);
-  }
-  schedc_cuda_free(c, in);
-  schedc_cuda_free(c, out);
-  schedc_comm_free(c);
   strcat(job, "-b");
   c = proc_comm(r, r == 0 ? SCHEDC_VERIFY_DIGEST : SCHEDC_VERIFY_NONE);
   CHECK(schedc_cuda_alloc(c, 4 * R * 1000, &in) == SCHEDC_OK && schedc_cuda_alloc(c, 4 * R * 1000, &out) == SCHEDC_OK);
@@ -219,30 +186,29 @@ static void clean_then_disagree(int r) {
 int main(void) {
   int ndev = schedc_cuda_device_count();
   if (ndev < 1) { printf("[SKIP] no CUDA device (and SCHEDC_CUDA_EMULATE is not 1)\n"); return 0; }
-  schedc_comm *c[R] = {0};
   schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
 
   /* what this backend cannot check is refused, saying what it can */
   o.verify = SCHEDC_VERIFY_CHECKSUM;
-  CHECK(schedc_comm_init_cuda(R, NULL, SCHEDC_CUDA_VIRTUAL, &o, c) == SCHEDC_EUNAVAIL);
+  CHECK(schedc_comm_init_cuda(R, NULL, SCHEDC_CUDA_VIRTUAL, &o, gc) == SCHEDC_EUNAVAIL);
   CHECK_CONTAINS(schedc_errmsg(), "verification 'checksum' is not available on the cuda backend");
   CHECK_CONTAINS(schedc_errmsg(), "use 'digest'");
   o.verify = SCHEDC_VERIFY_FULL;
-  CHECK(schedc_comm_init_cuda_rank(0, 1, 0, "cver-full", &o, c) == SCHEDC_EUNAVAIL);
+  CHECK(schedc_comm_init_cuda_rank(0, 1, 0, "cver-full", &o, gc) == SCHEDC_EUNAVAIL);
   CHECK_CONTAINS(schedc_errmsg(), "verification 'full'");
   o.verify = SCHEDC_VERIFY_DIGEST;
   with_env("flip:1:2", NULL);
-  CHECK(schedc_comm_init_cuda(R, NULL, SCHEDC_CUDA_VIRTUAL, &o, c) == SCHEDC_EUNAVAIL);
+  CHECK(schedc_comm_init_cuda(R, NULL, SCHEDC_CUDA_VIRTUAL, &o, gc) == SCHEDC_EUNAVAIL);
   CHECK_CONTAINS(schedc_errmsg(), "SCHEDC_INJECT flip:1:2 (a transfer's payload) is not available");
   with_env(NULL, NULL);
-  CHECK(c[0] == NULL);
+  CHECK(gc[0] == NULL);
 
   one_process(SCHEDC_CUDA_VIRTUAL);
   if (ndev >= R) { /* a GPU per rank (on a lent machine with one GPU: virtual ranks only) */
     one_process(0);
-    CHECK(in_processes(names_rank1));
-    CHECK(in_processes(repairs_rank2));
-    CHECK(in_processes(clean_then_disagree));
+    CHECK(in_processes(R, names_rank1));
+    CHECK(in_processes(R, repairs_rank2));
+    CHECK(in_processes(R, clean_then_disagree));
   } else {
     printf("a GPU per rank and a process per GPU not run: %d device(s), %d needed\n", ndev, R);
   }
