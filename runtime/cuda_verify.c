@@ -23,6 +23,9 @@ schedc_status sc_cu_verify_setup(cu_group *g, const schedc_comm *c) {
     return sc_err(SCHEDC_EUNAVAIL, "SCHEDC_INJECT flip:%d:%d (a transfer's payload) is not available on the cuda "
                   "backend, whose transfers are loads inside the kernels; flipout:RANK is", c->inj.flip_rank,
                   c->inj.flip_step);
+  if (c->inj.kill_rank >= 0 || c->inj.delay_rank >= 0 || c->inj.jitter_us)
+    return sc_err(SCHEDC_EUNAVAIL, "SCHEDC_INJECT kill, delay and jitter act at the CPU executor's steps and are "
+                  "not available on the cuda backend (its steps run inside the kernels); flipout:RANK is");
   g->digest = (c->verify & SC_V_DIGEST) != 0;
   g->repair = g->digest && c->repair;
   g->flipout = c->inj.flipout_rank;

@@ -200,6 +200,9 @@ int main(void) {
   with_env("flip:1:2", NULL);
   CHECK(schedc_comm_init_cuda(R, NULL, SCHEDC_CUDA_VIRTUAL, &o, gc) == SCHEDC_EUNAVAIL);
   CHECK_CONTAINS(schedc_errmsg(), "SCHEDC_INJECT flip:1:2 (a transfer's payload) is not available");
+  with_env("delay:0:100", NULL);
+  CHECK(schedc_comm_init_cuda(R, NULL, SCHEDC_CUDA_VIRTUAL, NULL, gc) == SCHEDC_EUNAVAIL);
+  CHECK_CONTAINS(schedc_errmsg(), "kill, delay and jitter act at the CPU executor's steps");
   with_env(NULL, NULL);
   CHECK(gc[0] == NULL);
 
