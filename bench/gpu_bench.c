@@ -142,6 +142,26 @@ int main(int argc, char **argv) {
     for (int r = 0; r < n; r++) { schedc_cuda_free(c[r], buf[r]); schedc_comm_free(c[r]); }
   }
 
+  /* 3b. what verification costs: the same 8-rank ring allreduce (64 MiB, or the buffer size if
+   * smaller) without it and with each mode, in one run (docs/performance.md has the expectation) */
+  size_t vbytes = bytes < ((size_t)64 << 20) ? bytes : (size_t)64 << 20;
+  printf("\n| verification | 8 virtual ranks, %zu MiB ring allreduce | vs none |\n|---|---|---|\n", vbytes >> 20);
+  const int vmode[] = {SCHEDC_VERIFY_NONE, SCHEDC_VERIFY_CHECKSUM, SCHEDC_VERIFY_DIGEST, SCHEDC_VERIFY_FULL};
+  const char *vname[] = {"none", "checksum", "digest", "full"};
+  double vbase = 0;
+  for (int v = 0; v < 4; v++) {
+    schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
+    o.verify = vmode[v];
+    schedc_comm *c[8];
+    void *buf[8];
+    if (schedc_comm_init_cuda(8, NULL, SCHEDC_CUDA_VIRTUAL, &o, c) != SCHEDC_OK) DIE("init (verify %s)", vname[v]);
+    for (int r = 0; r < 8; r++) if (schedc_cuda_alloc(c[r], vbytes, &buf[r])) DIE("alloc");
+    double s = time_calls(c, 8, SCHEDC_ALLREDUCE, buf, vbytes / 4, NULL);
+    if (v == 0) vbase = s;
+    printf("| %s | %.3f ms | %.2fx |\n", vname[v], s * 1e3, s / vbase);
+    for (int r = 0; r < 8; r++) { schedc_cuda_free(c[r], buf[r]); schedc_comm_free(c[r]); }
+  }
+
   /* 4. NVRTC: an 8-rank plan's kernels, first compile and cache hit */
   schedc_plan *h = load(argv[1], "hierarchical.lua", 8, 2, NULL, NULL);
   char *src;

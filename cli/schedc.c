@@ -17,6 +17,7 @@ typedef struct opts {
   int order, steps;
   const char *arch, *target, *dtype, *op;
   int ptx;
+  int checksums;             /* emit-cuda, compile --target cuda: the checksum-verifying kernels */
   const char **defines;
   int ndefines;
 } opts;
@@ -61,16 +62,18 @@ static void usage_cmd(const char *cmd, FILE *f) {
                "of the rank that defines the result (owner for reduce_scatter, root for reduce), or of\n"
                "rank R. --steps prints each step's transfers with the line that added them.\n\n%s", common_help);
   else if (!strcmp(cmd, "compile"))
-    fprintf(f, "usage: schedc compile FILE -o PLAN [--ranks N] [--target cpu|cuda --arch sm_XX --dtype T --op OP] [options]\n\n"
+    fprintf(f, "usage: schedc compile FILE -o PLAN [--ranks N] [--target cpu|cuda --arch sm_XX --dtype T --op OP [--checksums]] [options]\n\n"
                "Verify FILE and write the plan file PLAN (versioned, with a content hash; loaded strictly\n"
                "by the runtime and by the other commands). With --target cuda, also compile every rank's\n"
                "kernels with NVRTC for --arch (default sm_90), dtype and op (default f32 sum) into the\n"
-               "kernel cache ($SCHEDC_CACHE_DIR), printing the time and whether the cache was hit.\n\n%s", common_help);
+               "kernel cache ($SCHEDC_CACHE_DIR), printing the time and whether the cache was hit;\n"
+               "--checksums: the kernels SCHEDC_VERIFY=checksum runs.\n\n%s", common_help);
   else if (!strcmp(cmd, "emit-cuda"))
-    fprintf(f, "usage: schedc emit-cuda FILE --ranks N -o DIR [--dtype T] [--op OP] [--arch sm_XX] [--ptx] [options]\n\n"
+    fprintf(f, "usage: schedc emit-cuda FILE --ranks N -o DIR [--dtype T] [--op OP] [--arch sm_XX] [--ptx] [--checksums] [options]\n\n"
                "Write DIR/rank<R>.cu, the CUDA C++ kernel of each rank (straight-line steps, no headers), for\n"
                "dtype T (f32) and op OP (sum); with --ptx also compile each with NVRTC (--fmad=false) for\n"
-               "--arch (sm_90) and write DIR/rank<R>.ptx. Needs no GPU.\n\n%s", common_help);
+               "--arch (sm_90) and write DIR/rank<R>.ptx; --checksums: the kernels that checksum\n"
+               "verification runs (every transfer summed by its writer and checked by its reader). Needs no GPU.\n\n%s", common_help);
   else if (!strcmp(cmd, "viz"))
     fprintf(f, "usage: schedc viz FILE -o OUT.svg [--ranks N] [options]\n\n"
                "Draw the schedule: one lane per rank, one column per step, an arrow per transfer coloured\n"
@@ -118,6 +121,7 @@ static int parse(const char *cmd, int argc, char **argv, opts *o) {
     else if (!strcmp(a, "-o")) { NEED_ARG(); o->out = next; }
     else if (!strcmp(a, "--order")) o->order = 1;
     else if (!strcmp(a, "--ptx")) o->ptx = 1;
+    else if (!strcmp(a, "--checksums")) o->checksums = 1;
     else if (!strcmp(a, "--arch")) { NEED_ARG(); o->arch = next; }
     else if (!strcmp(a, "--target")) { NEED_ARG(); o->target = next; }
     else if (!strcmp(a, "--dtype")) { NEED_ARG(); o->dtype = next; }
@@ -224,7 +228,7 @@ static int cuda_build(const schedc_plan *plan, const opts *o, const char *dir) {
     void *img;
     size_t len;
     schedc_cuda_compile_info ci = SCHEDC_CUDA_COMPILE_INFO_INIT;
-    if (schedc_cuda_source(plan, -1, dt, op, &src) || schedc_cuda_compile(src, arch, 0, &img, &len, &ci)) {
+    if (schedc_cuda_source_v2(plan, -1, dt, op, o->checksums, &src) || schedc_cuda_compile(src, arch, 0, &img, &len, &ci)) {
       fprintf(stderr, "%s\n", schedc_errmsg());
       if (src) schedc_free(src);
       return EXIT_REJECTED;
@@ -239,7 +243,7 @@ static int cuda_build(const schedc_plan *plan, const opts *o, const char *dir) {
   mkdir(dir, 0755);
   for (int r = 0; r < in.nranks; r++) {
     char *src, path[4096];
-    if (schedc_cuda_source(plan, r, dt, op, &src)) { fprintf(stderr, "%s\n", schedc_errmsg()); return EXIT_REJECTED; }
+    if (schedc_cuda_source_v2(plan, r, dt, op, o->checksums, &src)) { fprintf(stderr, "%s\n", schedc_errmsg()); return EXIT_REJECTED; }
     snprintf(path, sizeof path, "%s/rank%d.cu", dir, r);
     FILE *f = fopen(path, "w");
     if (!f || fputs(src, f) < 0 || fclose(f)) {

@@ -81,7 +81,70 @@ static void emit_op(sb *b, int dtype, int op, int copy_only) {
   put(b, "}\n\n");
 }
 
-static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_only) {
+/* Checksum mode: the sum of a cell part is the sum, mod 2^64, of mix(element bits, element index):
+ * mix is a bijection of the bits for a given index, so any change of any one element changes the
+ * sum, and it adds up in any order, so a block computes it in parallel with the same result on
+ * the writer and the reader. */
+static void emit_checksums(sb *b) {
+  put(b,
+      "/* Checksums (SCHEDC_VERIFY=checksum). sc_sum: the block's sum of p[0, n) (elements x0.. of the\n"
+      " * buffer); element `at` is read with the bits `mask` flipped (injection; at = ~0: none). */\n"
+      "__device__ __noinline__ sc_u64 sc_sum(const sc_acc *p, sc_u64 n, sc_u64 x0, sc_u64 at, sc_u64 mask) {\n"
+      "  __shared__ sc_u64 tot;\n"
+      "  __syncthreads(); /* the part's writes by this block, and the last use of tot, are done */\n"
+      "  if (threadIdx.x == 0) tot = 0;\n"
+      "  __syncthreads();\n"
+      "  sc_u64 s = 0;\n"
+      "  for (sc_u64 i = threadIdx.x; i < n; i += blockDim.x) {\n"
+      "    union { sc_acc v; sc_u64 u; } w;\n"
+      "    w.u = 0;\n"
+      "    w.v = p[i];\n"
+      "    if (i == at) w.u ^= mask;\n"
+      "    s += (w.u ^ ((x0 + i) * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;\n"
+      "  }\n"
+      "  atomicAdd(&tot, s);\n"
+      "  __syncthreads();\n"
+      "  return tot;\n"
+      "}\n\n"
+      "/* Writer: the sum of its part of a cell, stored before the version is published (fenced there). */\n"
+      "__device__ __noinline__ void sc_seal(const sc_args &a, int rank, sc_u64 cell, const sc_acc *p, sc_u64 n,\n"
+      "                                     sc_u64 x0) {\n"
+      "  sc_u64 s = sc_sum(p, n, x0, ~0ull, 0);\n"
+      "  if (threadIdx.x == 0) a.sum[rank][cell] = s;\n"
+      "}\n\n"
+      "/* Reader: the sum of what it loads from src's part must be the one src published, before any\n"
+      " * use. A mismatch is read once more with repair (a transient fault: recorded as repaired in\n"
+      " * err[8..15] once per call), else recorded in err[0..7] (code 2) and every block stops. */\n"
+      "__device__ __noinline__ bool sc_check(const sc_args &a, int src, sc_u64 cell, const sc_acc *p, sc_u64 n,\n"
+      "                                      sc_u64 x0, int rank, int step, int chunk, int blk) {\n"
+      "  sc_u64 want = *(volatile const sc_u64 *)(a.sum[src] + cell), at = ~0ull, mask = 0;\n"
+      "  if (a.flip_src == src && a.flip_dst == rank && a.flip_step == step && a.flip_chunk == chunk && blk == 0 && n) {\n"
+      "    sc_u64 nb = n * 8 * sizeof(sc_acc), bits = a.flip_bit < 0 ? nb / 2 + 3 : (sc_u64)a.flip_bit %% nb;\n"
+      "    at = bits / (8 * sizeof(sc_acc));\n"
+      "    mask = 1ull << (bits %% (8 * sizeof(sc_acc)));\n"
+      "  }\n"
+      "  sc_u64 got = sc_sum(p, n, x0, at, mask);\n"
+      "  if (got == want) return true;\n"
+      "  sc_u32 call = (sc_u32)(a.epoch >> 20);\n"
+      "  if (a.repair && sc_sum(p, n, x0, ~0ull, 0) == want) {\n"
+      "    if (threadIdx.x == 0) {\n"
+      "      sc_u32 prev = *(volatile sc_u32 *)(a.err + 8);\n"
+      "      if (prev != call && atomicCAS(a.err + 8, prev, call) == prev) {\n"
+      "        a.err[9] = rank; a.err[10] = step; a.err[11] = src; a.err[12] = chunk;\n"
+      "        a.err[13] = (sc_u32)got; a.err[14] = (sc_u32)want;\n"
+      "      }\n"
+      "    }\n"
+      "    return true;\n"
+      "  }\n"
+      "  if (threadIdx.x == 0 && atomicCAS(a.err, 0u, 2u) == 0u) {\n"
+      "    a.err[1] = rank; a.err[2] = step; a.err[3] = src; a.err[4] = chunk;\n"
+      "    a.err[5] = (sc_u32)got; a.err[6] = (sc_u32)want;\n"
+      "  }\n"
+      "  return false;\n"
+      "}\n\n");
+}
+
+static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_only, int check) {
   put(b, "typedef unsigned int sc_u32;\ntypedef unsigned long long sc_u64;\ntypedef %s sc_acc;\n",
       elem_type(dtype, copy_only));
   put(b, "#define SC_NRANKS %u\n#define SC_NCHUNKS %uull\n#define SC_VW (16 / sizeof(sc_acc))\n", ir->nranks,
@@ -100,8 +163,15 @@ static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_onl
       "  sc_u64 count;       /* elements of the working buffer */\n"
       "  sc_u64 tstride;     /* elements per (temp slot, block), a multiple of SC_VW */\n"
       "  sc_u64 epoch;\n"
-      "  long long budget;   /* clock64 cycles any one wait may take */\n"
-      "};\n\n");
+      "  long long budget;   /* clock64 cycles any one wait may take */\n");
+  if (check)
+    put(b, "  /* checksums: sum[r][cell] is the sum of rank r's cell part at its published version */\n"
+           "  sc_u64 *sum[SC_NRANKS];\n"
+           "  long long flip_src, flip_dst, flip_step, flip_chunk, flip_bit; /* injection: the first try of\n"
+           "                          * that transfer's block 0 sees one bit flipped (flip_bit < 0: the\n"
+           "                          * part's middle); flip_src < 0: none */\n"
+           "  long long repair;     /* 1: a transfer whose sum is wrong is read once more */\n");
+  put(b, "};\n\n");
   emit_op(b, dtype, op, copy_only);
   put(b,
       "/* Thread 0 waits until *ctr >= want (then fences: acquire), within `budget` cycles; on timeout or\n"
@@ -174,9 +244,19 @@ static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_onl
       "    if (ver) atomicExch(ver + cell, version);\n"
       "  }\n"
       "}\n\n"
+      "");
+  if (check) emit_checksums(b);
+  put(b,
       "/* Entry: this block's cells of `rank` start the call: reads first, then (fenced) the version\n"
       " * that lets readers in. The previous call drained every read of these cells before it ended. */\n"
-      "__device__ __noinline__ void sc_enter(const sc_args &a, int rank, int blk, int nblk) {\n"
+      "__device__ __noinline__ void sc_enter(const sc_args &a, int rank, int blk, int nblk) {\n");
+  if (check) /* the inputs' sums, before the versions that let readers in */
+    put(b, "  for (sc_u64 c = 0; c < SC_NCHUNKS; c++) {\n"
+           "    sc_u64 x0, x1;\n"
+           "    sc_part(a.count, (int)c, blk, nblk, &x0, &x1);\n"
+           "    sc_seal(a, rank, c * nblk + blk, a.buf[rank] + x0, x1 - x0, x0);\n"
+           "  }\n");
+  put(b,
       "  if (threadIdx.x == 0) {\n"
       "    for (sc_u64 c = 0; c < SC_NCHUNKS; c++) atomicExch(a.reads[rank] + c * nblk + blk, a.epoch);\n"
       "    __threadfence_system();\n"
@@ -247,7 +327,7 @@ static const char *phase_name(int ph) { return ph == SC_PH_A ? "A: into a temp" 
 /* Rank r's program as a device function over (block blk of nblk); every thread of the block
  * runs it, thread 0 does the waiting and signalling. Returns early (all threads alike) when a
  * wait fails. */
-static void emit_rank(sb *b, const sc_ir *ir, const sc_prog *prog, uint32_t r, int kernel) {
+static void emit_rank(sb *b, const sc_ir *ir, const sc_prog *prog, uint32_t r, int kernel, int check) {
   const sc_rankprog *rp = &prog->rank[r];
   put(b, "/* rank %u: %u write groups, %u temp slot(s) */\n", r, rp->ng, rp->ntemp);
   put(b, "__device__ const sc_u32 sc_fin%u[SC_NCHUNKS] = {", r);
@@ -285,10 +365,14 @@ static void emit_rank(sb *b, const sc_ir *ir, const sc_prog *prog, uint32_t r, i
     if (g->phase != SC_PH_B)
       put(b, "    sc_acc *tp = a.temp[%u] + (%uull * nblk + blk) * a.tstride + x0 %% SC_VW;\n", r, g->temp);
     if (g->phase == SC_PH_C) {
-      put(b, "    sc_chain(me + x0, tp, 0, 0, x1 - x0);\n    sc_signal(a, 0, 0, cell, a.ver[%u], a.epoch + %u);\n  }\n",
-          r, g->version);
+      put(b, "    sc_chain(me + x0, tp, 0, 0, x1 - x0);\n");
+      if (check) put(b, "    sc_seal(a, %u, cell, me + x0, x1 - x0, x0);\n", r);
+      put(b, "    sc_signal(a, 0, 0, cell, a.ver[%u], a.epoch + %u);\n  }\n", r, g->version);
       continue;
     }
+    for (uint32_t s = 0; check && s < g->nsrc; s++)
+      put(b, "    if (!sc_check(a, %u, cell, a.buf[%u] + x0, x1 - x0, x0, %u, %u, %u, blk)) return;\n", src[s].rank,
+          src[s].rank, r, g->step, g->chunk);
     put(b, "    const int src[%u] = {", g->nsrc);
     for (uint32_t s = 0; s < g->nsrc; s++) put(b, "%s%u", s ? ", " : "", src[s].rank);
     put(b, "};\n");
@@ -301,8 +385,10 @@ static void emit_rank(sb *b, const sc_ir *ir, const sc_prog *prog, uint32_t r, i
     }
     if (g->phase == SC_PH_A) /* reads done; the cell is published by its phase C write-back */
       put(b, "    sc_signal(a, src, %u, cell, 0, 0);\n  }\n", g->nsrc);
-    else
+    else {
+      if (check) put(b, "    sc_seal(a, %u, cell, me + x0, x1 - x0, x0);\n", r);
       put(b, "    sc_signal(a, src, %u, cell, a.ver[%u], a.epoch + %u);\n  }\n", g->nsrc, r, g->version);
+    }
   }
   put(b, "  sc_drain(a, %u, blk, nblk, sc_fin%u, %u);\n}\n", r, r, ir->nsteps);
   if (kernel)
@@ -324,6 +410,10 @@ static void emit_all(sb *b, const sc_ir *ir) {
 }
 
 char *sc_cuda_emit(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, int op) {
+  return sc_cuda_emit_checked(ir, prog, rank, dtype, op, 0);
+}
+
+char *sc_cuda_emit_checked(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, int op, int check) {
   if (dtype < 0 || dtype >= SCHEDC_DTYPE_COUNT_ || op < 0 || op >= SCHEDC_OP_COUNT_) return NULL;
   if (rank >= (int)ir->nranks) return NULL;
   static const char *const dn[] = {
@@ -343,11 +433,11 @@ char *sc_cuda_emit(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, in
       ir->name, sc_ir_collective_name(ir->collective), ir->nranks, ir->nchunks, ir->nsteps, dn[dtype], on[op],
       rank < 0 ? "all ranks" : "one rank");
   int copy_only = ir->collective == SCHEDC_ALLGATHER || ir->collective == SCHEDC_BROADCAST;
-  emit_prelude(&b, ir, dtype, op, copy_only);
+  emit_prelude(&b, ir, dtype, op, copy_only, check);
   if (!copy_only) emit_conversions(&b, dtype);
   if (!copy_only) emit_finish(&b, dtype, op);
   for (uint32_t r = 0; r < ir->nranks; r++)
-    if (rank < 0 || (uint32_t)rank == r) emit_rank(&b, ir, prog, r, rank >= 0);
+    if (rank < 0 || (uint32_t)rank == r) emit_rank(&b, ir, prog, r, rank >= 0, check);
   if (rank < 0) emit_all(&b, ir);
   if (b.oom) { free(b.p); return NULL; }
   return b.p;

@@ -15,5 +15,10 @@
  * launches); plus the conversion kernels for f16/bf16 and avg. malloc'd; NULL on OOM or bad
  * dtype/op. */
 char *sc_cuda_emit(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, int op);
+/* The same with per-transfer checksums when `check` (SCHEDC_VERIFY=checksum): every published
+ * version of a cell part carries a 64-bit sum of its elements, which each reader recomputes
+ * from what it loads and compares before using it (docs/integrity.md). sc_args then ends with
+ * the sum tables and the injection and repair words; the error record has 16 words. */
+char *sc_cuda_emit_checked(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, int op, int check);
 
 #endif

@@ -79,7 +79,8 @@ void sc_inject_flip(const sc_inject *in, void *buf, size_t bytes, const char *co
 
 /* The first corrupted transfer this rank received in the current call (checksum mode). */
 typedef struct sc_corrupt {
-  uint32_t found, step, chunk, src, dst, line;
+  uint32_t found;            /* 0: none; 1: a CRC32C mismatch; 2: the cuda kernels' 64-bit sum */
+  uint32_t step, chunk, src, dst, line;
   uint32_t got, want;        /* CRC32C of what arrived, and the sender's */
 } sc_corrupt;
 

@@ -23,7 +23,14 @@
 void schedc_free(void *p) { free(p); }
 
 schedc_status schedc_cuda_source(const schedc_plan *plan, int rank, schedc_dtype dtype, schedc_op op, char **source) {
+  return schedc_cuda_source_v2(plan, rank, dtype, op, 0, source);
+}
+
+schedc_status schedc_cuda_source_v2(const schedc_plan *plan, int rank, schedc_dtype dtype, schedc_op op, int flags,
+                                    char **source) {
   if (!source) return sc_err(SCHEDC_EINVAL, "source is NULL");
+  if (flags & ~SCHEDC_CUDA_SRC_CHECKSUMS)
+    return sc_err(SCHEDC_EINVAL, "flags 0x%x: the only flag is SCHEDC_CUDA_SRC_CHECKSUMS (1)", (unsigned)flags);
   *source = NULL;
   if (!plan) return sc_err(SCHEDC_EINVAL, "plan is NULL");
   if (!schedc_dtype_name(dtype) || !schedc_op_name(op)) return sc_err(SCHEDC_EINVAL, "bad dtype or op");
@@ -31,7 +38,7 @@ schedc_status schedc_cuda_source(const schedc_plan *plan, int rank, schedc_dtype
     return sc_err(SCHEDC_EINVAL, "rank %d out of range [-1, %u)", rank, plan->ir.nranks);
   sc_prog prog;
   if (sc_prog_build(&plan->ir, &prog)) return sc_err(SCHEDC_ENOMEM, "out of memory");
-  *source = sc_cuda_emit(&plan->ir, &prog, rank, (int)dtype, (int)op);
+  *source = sc_cuda_emit_checked(&plan->ir, &prog, rank, (int)dtype, (int)op, flags & SCHEDC_CUDA_SRC_CHECKSUMS);
   sc_prog_free(&prog);
   return *source ? SCHEDC_OK : sc_err(SCHEDC_ENOMEM, "out of memory emitting CUDA source");
 }

@@ -38,13 +38,14 @@ static schedc_status sync_all(cu_group *g) {
   return st;
 }
 
-schedc_status sc_cu_err_status(cu_group *g) {
-  uint32_t e[4] = {0};
+schedc_status sc_cu_err_status(cu_group *g, const sc_ir *ir) {
+  uint32_t e[CU_ERR_WORDS] = {0};
   schedc_status st = SCHEDC_OK;
   if (g->err && (st = g->dv->select(g->dev[0])) == SCHEDC_OK &&
       (st = g->dv->copy(e, g->err, sizeof e, g->stream[0])) == SCHEDC_OK)
     st = g->dv->sync(g->stream[0]);
   if (st != SCHEDC_OK || !e[0]) return st;
+  if (e[0] == 2) return sc_cu_corrupt(g, e + 1, ir, NULL);
   char who[32] = "a peer";
   if ((int)e[3] >= 0) snprintf(who, sizeof who, "rank %d", (int)e[3]);
   return sc_err(SCHEDC_ETIMEOUT, "cuda: rank %u waited more than %g s at step %u for %s (timeout; SCHEDC_TIMEOUT)",
@@ -109,7 +110,7 @@ cu_group *sc_cu_group_alloc(const sc_cudev *dv, int n, int N, int me, int virt) 
   g->N = N;
   g->me = me;
   g->virt = virt;
-  g->flipout = -1;
+  g->flipout = g->flip_rank = -1;
   size_t k = (size_t)n;
   g->dev = calloc(k, sizeof *g->dev); g->own_stream = calloc(k, sizeof(void *)); g->stream = calloc(k, sizeof(void *));
   g->ctr = calloc(k, sizeof(void *)); g->temp = calloc(k, sizeof(void *));
@@ -145,7 +146,7 @@ schedc_status sc_cu_group_setup(cu_group *g) {
     g->stream[r] = g->own_stream[r];
   }
   if (st == SCHEDC_OK && g->me < 0 && (st = dv->select(g->dev[0])) == SCHEDC_OK)
-    st = dv->alloc(4 * sizeof(uint32_t), (void **)&g->err);
+    st = dv->alloc(CU_ERR_WORDS * sizeof(uint32_t), (void **)&g->err);
   return st;
 }
 
@@ -215,7 +216,7 @@ schedc_status schedc_cuda_sync(schedc_comm *c) {
   if (!g) return sc_err(SCHEDC_EINVAL, "schedc_cuda_sync: comm is %s", c ? "not a cuda communicator" : "NULL");
   pthread_mutex_lock(&g->mu);
   schedc_status st = sync_all(g);
-  if (st == SCHEDC_OK) st = sc_cu_err_status(g);
+  if (st == SCHEDC_OK && !g->broken[0]) st = sc_cu_err_status(g, NULL); /* broken: its own message says more */
   if (st != SCHEDC_OK) sc_cu_breaks(g, st);
   else if (g->broken[0]) st = sc_cu_broken(g, "cuda sync");
   pthread_mutex_unlock(&g->mu);
@@ -261,7 +262,7 @@ schedc_status schedc_cuda_copy(schedc_comm *c, void *dst, const void *src, size_
  * uses: the all-ranks unit (schedc_all) when one process drives every rank, only this rank's
  * code (schedc_rank<me>: a smaller, faster compile) for a process per GPU. */
 schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, const sc_prog *prog, int dtype, int op, cu_kset **out) {
-  uint64_t key = plan->hash ^ ((uint64_t)(dtype + 1) << 56) ^ ((uint64_t)(op + 1) << 48);
+  uint64_t key = plan->hash ^ ((uint64_t)(dtype + 1) << 56) ^ ((uint64_t)(op + 1) << 48) ^ ((uint64_t)g->check << 40);
   for (int i = 0; i < g->nks; i++)
     if (g->ks[i].key == key) { *out = &g->ks[i]; return SCHEDC_OK; }
   if (g->nks == CU_MODULES) { /* the oldest goes; nothing may still run it */
@@ -271,7 +272,7 @@ schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, const sc_prog *pr
     memmove(g->ks, g->ks + 1, sizeof g->ks[0] * (CU_MODULES - 1));
     g->nks--;
   }
-  char *src = sc_cuda_emit(&plan->ir, prog, g->me, dtype, op), fn[32] = "schedc_all";
+  char *src = sc_cuda_emit_checked(&plan->ir, prog, g->me, dtype, op, g->check), fn[32] = "schedc_all";
   if (!src) return sc_err(SCHEDC_ENOMEM, "out of memory emitting the CUDA source");
   if (g->me >= 0) snprintf(fn, sizeof fn, "schedc_rank%d", g->me);
   cu_kset *k = &g->ks[g->nks];
@@ -387,14 +388,15 @@ static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog 
   uint32_t ntemp;
   size_t tstride;
   sc_cu_layout(g, prog, esz, K, &ntemp, &tstride);
-  if ((st = grow(g, g->ctr, &g->ctr_bytes, (size_t)ir->nchunks * (size_t)g->nblk * 16)) != SCHEDC_OK) return st;
-  size_t cells = g->ctr_bytes / 16; /* versions at ctr[r], read counts right after */
+  if ((st = grow(g, g->ctr, &g->ctr_bytes, (size_t)ir->nchunks * (size_t)g->nblk * CU_CELL_BYTES)) != SCHEDC_OK)
+    return st;
+  size_t cells = g->ctr_bytes / CU_CELL_BYTES; /* versions at ctr[r], then read counts, then sums */
   if ((st = grow(g, g->temp, &g->temp_bytes, (size_t)ntemp * (size_t)g->nblk * tstride * esz)) != SCHEDC_OK) return st;
   int direct = acc == dtype && (coll == SCHEDC_ALLREDUCE || coll == SCHEDC_ALLGATHER || coll == SCHEDC_BROADCAST);
   if (!direct)
     if ((st = grow(g, g->work, &g->work_bytes, K * esz)) != SCHEDC_OK) return st;
   /* parameter block, laid out as the generated struct sc_args */
-  uint64_t P[4 * CU_MAX_RANKS + 5];
+  uint64_t P[CU_PARAMS];
   char *W[CU_MAX_RANKS];
   for (int r = 0; r < n; r++) {
     W[r] = direct || (coll == SCHEDC_REDUCE && r == root && acc == dtype) ? g->recv[r] : g->work[r];
@@ -404,8 +406,10 @@ static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog 
     P[n + r] = (uint64_t)(uintptr_t)g->temp[r];
     P[2 * n + r] = (uint64_t)(uintptr_t)g->ctr[r];
     P[3 * n + r] = (uint64_t)(uintptr_t)((uint64_t *)g->ctr[r] + cells);
+    P[4 * n + 5 + r] = (uint64_t)(uintptr_t)((uint64_t *)g->ctr[r] + 2 * cells);
   }
   sc_cu_args_tail(g, P, K, tstride);
+  if (g->check) sc_cu_args_check(g, P, ir);
   for (int r = 0; r < n && st == SCHEDC_OK; r++)
     if (W[r] != (char *)g->send[r]) st = sc_cu_copy_in(g, k, r, r, W[r], acc, K);
   /* the plan: schedc_all(args, first rank, rank count) */
@@ -467,6 +471,8 @@ schedc_status sc_cuda_collective(schedc_comm *c, int coll, const void *sendbuf, 
     g->recv[c->rank] = recvbuf;
     if (++g->narrived == g->n) {
       st = launch(g, plan, prog, acc, K);
+      if (st == SCHEDC_OK && g->check && (st = sync_all(g)) == SCHEDC_OK) /* checksums: judged now */
+        st = sc_cu_check_verdict(g, cn, &plan->ir, -1);
       /* digest verification (or flipout injection) waits for the kernels here, in the call that
        * launched them: a corruption it cannot repair breaks the group, so that every rank's next
        * call and schedc_cuda_sync report it (the other ranks' calls have returned already) */

@@ -16,6 +16,9 @@
 #define CU_MAX_RANKS 64 /* the kernel parameter block holds four pointer tables of nranks */
 #define CU_MODULES 8
 #define CU_EPOCH_BITS 20 /* versions and read counts per call stay below 2^20 */
+#define CU_ERR_WORDS 16  /* the kernels' failure record, uint32 words */
+#define CU_CELL_BYTES 24 /* counters per (cell, block): version, read count, checksum */
+#define CU_PARAMS (5 * CU_MAX_RANKS + 11) /* the kernel parameter block, 64-bit words */
 
 /* Kernels of one (plan, dtype, op): per slot, the module on its device and the functions. */
 typedef struct cu_kset {
@@ -41,8 +44,10 @@ typedef struct cu_group {
   size_t ctr_bytes;          /* of each ctr[r]: 2 * ctr_cells * 8 */
   void **temp, **work;       /* [n] */
   size_t temp_bytes, work_bytes;
-  uint32_t *err;             /* [4]: the kernels' failure record (one process: on dev[0]; a
-                                process per GPU: in rank 0's arena, mapped) */
+  uint32_t *err;             /* [CU_ERR_WORDS]: the kernels' failure record (one process: on
+                                dev[0]; a process per GPU: in rank 0's arena, mapped). [0] 1:
+                                timeout, 2: corrupted transfer; [1..6] rank, step, peer, chunk,
+                                sums; [8..14] the call's first repaired transfer (checksums) */
   uint64_t epoch;
   cu_kset ks[CU_MODULES];
   int nks;
@@ -55,6 +60,9 @@ typedef struct cu_group {
   size_t count;
   uint64_t plan_hash;
   int digest, repair, flipout; /* verification (cuda_verify.c): digest on, repair on, flipout rank or -1 */
+  int check;                 /* per-transfer checksums: kernels emitted with sc_seal / sc_check */
+  int flip_rank, flip_step;  /* flip:RANK:STEP injection (checksum mode), -1: none */
+  long flip_bit;
   char broken[SC_FAILMSG];
   struct cu_proc *proc;      /* a process per GPU: the IPC state (cuda_proc.c); NULL otherwise */
 } cu_group;
@@ -64,8 +72,9 @@ schedc_status sc_cu_breaks(cu_group *g, schedc_status st);
 /* SCHEDC_EPEER naming the failure that broke the group. */
 schedc_status sc_cu_broken(const cu_group *g, const char *cn);
 /* The kernels' failure record, read after the streams are drained: SCHEDC_ETIMEOUT naming rank,
- * step and peer if a wait timed out, else SCHEDC_OK. */
-schedc_status sc_cu_err_status(cu_group *g);
+ * step and peer if a wait timed out, SCHEDC_ECORRUPT naming the transfer if a checksum failed
+ * (its schedule line from ir, when given), else SCHEDC_OK. */
+schedc_status sc_cu_err_status(cu_group *g, const sc_ir *ir);
 /* The kernels for (plan, dtype, op), emitted, compiled and loaded once per group. */
 schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, const sc_prog *prog, int dtype, int op, cu_kset **out);
 
@@ -101,5 +110,15 @@ int sc_cu_same_bits(int coll);
 schedc_status sc_cu_result_digest(cu_group *g, int s, int rank, size_t bytes, void *host, uint64_t *d);
 /* One process driving every rank: digest every slot's result, compare, repair or SCHEDC_ECORRUPT. */
 schedc_status sc_cu_verify_slots(cu_group *g, const char *cn, size_t bytes);
+/* The error for a corrupted transfer from failure-record words w[0..5] (receiver, step, sender,
+ * chunk, sums): its schedule line looked up in ir (when given); action: the repair warning's
+ * last words instead of an error (then SCHEDC_OK). */
+schedc_status sc_cu_corrupt(const cu_group *g, const uint32_t *w, const sc_ir *ir, const char *action);
+/* Checksum mode: the kernel parameters after the sum tables (P[5N+5..]): injection and repair. */
+void sc_cu_args_check(const cu_group *g, uint64_t *P, const sc_ir *ir);
+/* Checksum mode, after every rank's kernel of the call has finished: the failure record as a
+ * status (a corrupted transfer: SCHEDC_ECORRUPT naming it), and the warning for a transfer
+ * repaired by reading it again (printed by its receiver: me, or any when me < 0). */
+schedc_status sc_cu_check_verdict(cu_group *g, const char *cn, const sc_ir *ir, int me);
 
 #endif

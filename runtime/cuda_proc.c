@@ -16,7 +16,7 @@
 
 #define ARENA_HEAD 256 /* rank 0's arena starts with the kernels' failure record (err[4]) */
 
-/* Arena layout, the same on every rank: [head][versions, read counts: 16 bytes per cell]
+/* Arena layout, the same on every rank: [head][versions, read counts, sums: 24 bytes per cell]
  * [temps][working buffer]. The three capacities only grow, and grow on every rank at the same
  * call (they follow from the call, which all ranks agree on), so the layout agrees too; a grown
  * arena is a fresh allocation, so its counters start at 0, below every epoch. */
@@ -30,7 +30,7 @@ typedef struct cu_proc {
 
 static size_t up256(size_t x) { return (x + 255) / 256 * 256; }
 static size_t off_ctr(void) { return ARENA_HEAD; }
-static size_t off_temp(const cu_proc *p) { return ARENA_HEAD + up256(p->cells * 16); }
+static size_t off_temp(const cu_proc *p) { return ARENA_HEAD + up256(p->cells * CU_CELL_BYTES); }
 static size_t off_work(const cu_proc *p) { return off_temp(p) + up256(p->temp_bytes); }
 
 static void unmap_peers(cu_group *g) {
@@ -171,7 +171,7 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   /* A regrow frees memory peers' kernels use and peers map: before the exchange, drain this
    * rank's kernels and unmap the peers (so after it, every rank has done both). */
   if (grow && p->last_stream && (st = dv->select(g->dev[0])) == SCHEDC_OK && (st = dv->sync(p->last_stream)) == SCHEDC_OK)
-    st = sc_cu_err_status(g); /* a timeout of an earlier call not yet seen by schedc_cuda_sync */
+    st = sc_cu_err_status(g, NULL); /* a timeout of an earlier call not yet seen by schedc_cuda_sync */
   if (st != SCHEDC_OK) return sc_cu_breaks(g, st);
   if (grow) unmap_peers(g);
   uint64_t d[D_WORDS] = {g->epoch, (uint64_t)coll, (uint64_t)dtype, (uint64_t)g->op, (uint64_t)root, count,
@@ -193,21 +193,28 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   if (st == SCHEDC_OK) st = sc_cu_kset(g, plan, prog, g->dtype, g->op, &k);
   if (st != SCHEDC_OK) return sc_cu_breaks(g, st);
   /* parameter block: peers' working buffers and counters as mapped here; only this rank's temps */
-  uint64_t P[4 * CU_MAX_RANKS + 5] = {0};
+  uint64_t P[CU_PARAMS] = {0};
   for (int q = 0; q < N; q++) {
     char *b = p->base[q];
     P[q] = (uint64_t)(uintptr_t)(b + off_work(p));
     P[2 * N + q] = (uint64_t)(uintptr_t)(b + off_ctr());
     P[3 * N + q] = (uint64_t)(uintptr_t)((uint64_t *)(b + off_ctr()) + p->cells);
+    P[4 * N + 5 + q] = (uint64_t)(uintptr_t)((uint64_t *)(b + off_ctr()) + 2 * p->cells);
   }
   P[N + me] = (uint64_t)(uintptr_t)((char *)p->arena + off_temp(p));
   sc_cu_args_tail(g, P, K, tstride);
+  if (g->check) sc_cu_args_check(g, P, &plan->ir);
   char *W = (char *)p->arena + off_work(p);
   void *params[] = {P};
   if ((st = sc_cu_copy_in(g, k, 0, me, W, acc, K)) == SCHEDC_OK && K)
     st = dv->launch(k->run_fn[0], (unsigned)g->nblk, (unsigned)g->threads, params, 0, g->stream[0]);
   if (st == SCHEDC_OK) st = sc_cu_finish(g, k, 0, me, W, acc, K);
   p->last_stream = g->stream[0];
+  /* checksums: judged once every rank's kernel has finished (all read one failure record) */
+  uint64_t one = 1, all1[CU_MAX_RANKS];
+  if (st == SCHEDC_OK && g->check && (st = dv->sync(g->stream[0])) == SCHEDC_OK &&
+      (st = exchange(g, &one, all1, 1)) == SCHEDC_OK)
+    st = sc_cu_check_verdict(g, cn, &plan->ir, me);
   if (st == SCHEDC_OK && (g->digest || g->flipout >= 0) && sc_cu_same_bits(coll))
     return verify(g, cn, (coll == SCHEDC_ALLGATHER ? count * (size_t)N : count) * schedc_dtype_size(dtype));
   return st == SCHEDC_OK ? st : sc_cu_breaks(g, st);

@@ -13,21 +13,22 @@
 #include "cuda_group.h"
 #include "err.h"
 #include "kernels.h"
+#include "codegen/ir.h"
 
 schedc_status sc_cu_verify_setup(cu_group *g, const schedc_comm *c) {
-  if (c->verify & SC_V_CHECKSUM)
-    return sc_err(SCHEDC_EUNAVAIL, "verification '%s' is not available on the cuda backend: its per-transfer "
-                  "checksums would have to be computed inside the kernels; use 'digest' (SCHEDC_VERIFY=digest, "
-                  "SCHEDC_VERIFY_DIGEST)", c->verify & SC_V_DIGEST ? "full" : "checksum");
-  if (c->inj.flip_rank >= 0)
-    return sc_err(SCHEDC_EUNAVAIL, "SCHEDC_INJECT flip:%d:%d (a transfer's payload) is not available on the cuda "
-                  "backend, whose transfers are loads inside the kernels; flipout:RANK is", c->inj.flip_rank,
-                  c->inj.flip_step);
+  if (c->inj.flip_rank >= 0 && !(c->verify & SC_V_CHECKSUM))
+    return sc_err(SCHEDC_EUNAVAIL, "SCHEDC_INJECT flip:%d:%d needs checksum verification on the cuda backend "
+                  "(SCHEDC_VERIFY=checksum or full): its transfers are loads inside the kernels, and only the "
+                  "checking kernels can flip what one of them sees", c->inj.flip_rank, c->inj.flip_step);
   if (c->inj.kill_rank >= 0 || c->inj.delay_rank >= 0 || c->inj.jitter_us)
     return sc_err(SCHEDC_EUNAVAIL, "SCHEDC_INJECT kill, delay and jitter act at the CPU executor's steps and are "
                   "not available on the cuda backend (its steps run inside the kernels); flipout:RANK is");
   g->digest = (c->verify & SC_V_DIGEST) != 0;
-  g->repair = g->digest && c->repair;
+  g->check = (c->verify & SC_V_CHECKSUM) != 0;
+  g->repair = (g->digest || g->check) && c->repair;
+  g->flip_rank = c->inj.flip_rank;
+  g->flip_step = c->inj.flip_step;
+  g->flip_bit = c->inj.flip_bit;
   g->flipout = c->inj.flipout_rank;
   return SCHEDC_OK;
 }
@@ -39,7 +40,7 @@ schedc_status sc_cu_result_digest(cu_group *g, int s, int rank, size_t bytes, vo
   unsigned char *dst = g->recv[s];
   schedc_status st = dv->select(g->dev[s]);
   if (st == SCHEDC_OK) st = dv->sync(g->stream[s]);
-  if (st == SCHEDC_OK) st = sc_cu_err_status(g); /* a kernel that timed out left no result to judge */
+  if (st == SCHEDC_OK) st = sc_cu_err_status(g, NULL); /* a kernel that timed out left no result to judge */
   if (st == SCHEDC_OK && g->flipout == rank && bytes) { /* injected, as the CPU backends' flipout */
     size_t at = (size_t)((g->epoch >> CU_EPOCH_BITS) * 7919 % bytes);
     unsigned char b = 0;
@@ -75,5 +76,56 @@ schedc_status sc_cu_verify_slots(cu_group *g, const char *cn, size_t bytes) {
   }
   free(host);
   if (st == SCHEDC_OK && nbad) st = sc_digest_outcome(cn, dg, g->n, -1, root, g->repair);
+  return st;
+}
+
+schedc_status sc_cu_corrupt(const cu_group *g, const uint32_t *w, const sc_ir *ir, const char *action) {
+  (void)g;
+  sc_corrupt b = {2, w[1], w[3], w[2], w[0], 0, w[4], w[5]};
+  const char *file = "?";
+  for (uint32_t i = 0; ir && i < ir->nxfers; i++) {
+    const sc_xfer *x = &ir->xfers[i];
+    if (x->step == b.step && x->src == b.src && x->dst == b.dst && x->chunk == b.chunk) {
+      b.line = x->line;
+      if (x->file < ir->nfiles) file = ir->files[x->file];
+      break;
+    }
+  }
+  const char *cn = g->coll >= 0 ? schedc_collective_name((schedc_collective)g->coll) : "cuda";
+  if (!action) return sc_corrupt_error(cn, &b, file);
+  sc_corrupt_warn(cn, &b, file, action);
+  return SCHEDC_OK;
+}
+
+void sc_cu_args_check(const cu_group *g, uint64_t *P, const sc_ir *ir) {
+  int N = g->N;
+  long long dst = -1, chunk = -1;
+  /* flip:RANK:STEP lands on the first transfer out of RANK at STEP to the lowest receiving rank,
+   * as on shared memory; a (rank, step) with no transfer runs clean */
+  for (uint32_t i = 0; g->flip_rank >= 0 && i < ir->nxfers; i++) {
+    const sc_xfer *x = &ir->xfers[i];
+    if ((int)x->src == g->flip_rank && (int)x->step == g->flip_step && x->src != x->dst && (dst < 0 || x->dst < dst)) {
+      dst = x->dst;
+      chunk = x->chunk;
+    }
+  }
+  P[5 * N + 5] = (uint64_t)(dst < 0 ? -1 : g->flip_rank);
+  P[5 * N + 6] = (uint64_t)dst;
+  P[5 * N + 7] = (uint64_t)g->flip_step;
+  P[5 * N + 8] = (uint64_t)chunk;
+  P[5 * N + 9] = (uint64_t)(long long)g->flip_bit; /* < 0: the middle of the part */
+  P[5 * N + 10] = (uint64_t)g->repair;
+}
+
+schedc_status sc_cu_check_verdict(cu_group *g, const char *cn, const sc_ir *ir, int me) {
+  (void)cn;
+  uint32_t e[CU_ERR_WORDS] = {0};
+  schedc_status st = sc_cu_err_status(g, ir);
+  if (st != SCHEDC_OK) return st;
+  if ((st = g->dv->select(g->dev[0])) == SCHEDC_OK && (st = g->dv->copy(e, g->err, sizeof e, g->stream[0])) == SCHEDC_OK)
+    st = g->dv->sync(g->stream[0]);
+  /* the call's first repaired transfer, told by its receiver */
+  if (st == SCHEDC_OK && e[8] == (uint32_t)(g->epoch & 0xffffffffu) && (me < 0 || (int)e[9] == me))
+    sc_cu_corrupt(g, e + 9, ir, "read again");
   return st;
 }

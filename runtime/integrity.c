@@ -80,8 +80,9 @@ void sc_flipout(schedc_comm *c, void *buf, size_t bytes) {
 
 /* What went wrong with a transfer, in the words of both the error and the warning. */
 static void describe(char *out, size_t cap, const sc_corrupt *b, const char *file) {
-  snprintf(out, cap, "the payload rank %u sent to rank %u at step %u (%s:%u, chunk %u) failed its CRC32C check "
-           "(0x%08x, sent 0x%08x)", b->src, b->dst, b->step, file, b->line, b->chunk, b->got, b->want);
+  snprintf(out, cap, "the payload rank %u sent to rank %u at step %u (%s:%u, chunk %u) failed its %s "
+           "(0x%08x, sent 0x%08x)", b->src, b->dst, b->step, file, b->line, b->chunk,
+           b->found == 2 ? "checksum (low 32 bits of the 64-bit sum)" : "CRC32C check", b->got, b->want);
 }
 
 schedc_status sc_corrupt_error(const char *cn, const sc_corrupt *b, const char *file) {

@@ -344,6 +344,12 @@ uint64_t schedc_digest(const void *buf, size_t bytes);
  * *source is malloc'd: free it with schedc_free. SCHEDC_EINVAL, SCHEDC_ENOMEM. */
 schedc_status schedc_cuda_source(const schedc_plan *plan, int rank, schedc_dtype dtype, schedc_op op,
                                  char **source);
+/* As schedc_cuda_source, with flags: SCHEDC_CUDA_SRC_CHECKSUMS gives the kernels that checksum
+ * verification runs (SCHEDC_VERIFY=checksum or full: every published cell part carries a 64-bit
+ * sum that its readers recompute before use; docs/integrity.md). 0 is schedc_cuda_source. */
+enum { SCHEDC_CUDA_SRC_CHECKSUMS = 1 };
+schedc_status schedc_cuda_source_v2(const schedc_plan *plan, int rank, schedc_dtype dtype, schedc_op op, int flags,
+                                    char **source);
 
 typedef struct schedc_cuda_compile_info {
   size_t size;               /* sizeof(schedc_cuda_compile_info) */
@@ -385,21 +391,21 @@ void schedc_free(void *p);
  * is there when that stream reaches it. The ranks' calls of one collective are collected and
  * launched when the last rank's call arrives, so the one thread driving the ranks issues the
  * same collective on every rank before enqueueing other work on those streams (NCCL asks the
- * same, with ncclGroupStart/End). Verification: digest only (SCHEDC_VERIFY=digest,
- * SCHEDC_VERIFY_DIGEST, with or without repair); a call of allreduce, allgather or broadcast
- * then waits for its GPU work, copies each rank's result to the host and compares digests
- * (docs/integrity.md). Checksums (checksum, full) are refused with SCHEDC_EUNAVAIL. Failures
- * inside kernels (a wait past the timeout) surface in schedc_cuda_sync and break the
- * communicator. */
+ * same, with ncclGroupStart/End). Verification (SCHEDC_VERIFY: digest, checksum, full; with
+ * or without repair) makes the verified calls wait for their GPU work: digests copy each rank's
+ * result to the host and compare; checksums run kernels in which every transfer is summed by
+ * its writer and checked by its reader before use (docs/integrity.md). Failures inside kernels
+ * (a wait past the timeout, a corrupted transfer without repair) break the communicator; a
+ * timeout surfaces in schedc_cuda_sync. */
 enum { SCHEDC_CUDA_VIRTUAL = 1 };
 /* Create nranks communicators (comms[r] is rank r's). devices[r] is rank r's CUDA device
  * (NULL: rank r on device r); with SCHEDC_CUDA_VIRTUAL in flags, every rank on devices[0] (NULL:
  * device 0). At most 64 ranks. SCHEDC_EUNAVAIL (no driver or device, peer access impossible,
- * checksum verification asked for), SCHEDC_EINVAL, SCHEDC_ENOMEM. On failure no comm is
- * created. With digest verification the last rank's call (the one that launches the kernels)
- * checks the digests: SCHEDC_ECORRUPT there, and since the other ranks' calls have returned,
- * the group is then broken so that every rank's next call and schedc_cuda_sync report it;
- * with repair the differing ranks get the majority's bits and the call succeeds. */
+ * an injection the backend cannot do), SCHEDC_EINVAL, SCHEDC_ENOMEM. On failure no comm is
+ * created. With verification the last rank's call (the one that launches the kernels) judges:
+ * SCHEDC_ECORRUPT there, and since the other ranks' calls have returned, the group is then
+ * broken so that every rank's next call and schedc_cuda_sync report it; with repair the call
+ * succeeds (a transfer read again, differing results given the majority's bits). */
 schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, const schedc_comm_opts *opts,
                                     schedc_comm **comms);
 /* One process per GPU (as trainers run): this process is `rank` of `nranks` on this host and
@@ -410,13 +416,14 @@ schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, c
  * returns once every rank has issued it and the work is enqueued on this rank's stream (the GPU
  * work is not waited for). The collective runs through a working buffer of schedc's that the
  * peers map (copy in, plan, copy out on the stream). Waits (up to the timeout) for all ranks to
- * join. SCHEDC_EUNAVAIL (no driver or device, checksum verification asked for), SCHEDC_EINVAL (bad
+ * join. SCHEDC_EUNAVAIL (no driver or device, an injection the backend cannot do), SCHEDC_EINVAL (bad
  * arguments, two ranks on one GPU, SCHEDC_CUDA_BLOCKS differing between ranks),
  * SCHEDC_ETIMEOUT, SCHEDC_EIO, SCHEDC_ENOMEM. The stream, sync and memory calls below work on
  * it as on the others (schedc_cuda_sync waits for this rank's stream and reports a timeout of
- * any rank's kernel). With digest verification every rank's call returns the same verdict
- * (SCHEDC_ECORRUPT naming the differing ranks, as on the CPU backends) and the communicator
- * stays usable; the ranks must agree on the verification (else SCHEDC_EMISMATCH). */
+ * any rank's kernel). With verification every rank's call returns the same verdict
+ * (SCHEDC_ECORRUPT naming the differing ranks or the corrupted transfer, as on the CPU
+ * backends); after a digest failure the communicator stays usable, after a corrupted transfer
+ * it is broken. The ranks must agree on the verification (else SCHEDC_EMISMATCH). */
 schedc_status schedc_comm_init_cuda_rank(int rank, int nranks, int device, const char *job,
                                          const schedc_comm_opts *opts, schedc_comm **out);
 /* The stream (a CUstream / cudaStream_t of the rank's device) the rank's next collectives are

@@ -19,8 +19,8 @@ ok "grep -q -- '--virtual needs --backend cuda' <<<\"\$out\"" "--virtual without
 out=$("$S" run "$D/ring.lua" --ranks 2 --processes 2>&1)
 ok "grep -q -- '--processes needs --backend cuda' <<<\"\$out\"" "--processes without cuda: $out"
 emu=1; [ "${CUDA_REAL:-}" = 1 ] && emu=
-out=$(SCHEDC_VERIFY=full SCHEDC_CUDA_EMULATE=$emu "$S" run "$D/ring.lua" --ranks 2 --backend cuda --virtual 2>&1)
-ok "grep -q 'verification .* is not available on the cuda backend' <<<\"\$out\"" "verify refused: $out"
+out=$(SCHEDC_INJECT=delay:0:10 SCHEDC_CUDA_EMULATE=$emu "$S" run "$D/ring.lua" --ranks 2 --backend cuda --virtual 2>&1)
+ok "grep -q 'kill, delay and jitter .* not available on the cuda backend' <<<\"\$out\"" "delay refused: $out"
 
 export SCHEDC_CUDA_EMULATE=$emu
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
@@ -48,8 +48,9 @@ tree.lua 5 -D collective=broadcast -D root=2 --count 1000 --dtype i64
 ring.lua 4 -D collective=reduce -D root=1 --count 1000 --dtype f32 --op min
 direct.lua 4 -D order=canonical --count 5000 --dtype f32 --op sum
 LIST
-# digest verification: a flipped bit in rank 1's result is named; with --repair every rank ends
-# with the clean run's bits (the threads backend's digests)
+# verification: a flipped bit in rank 1's result (digest) or in what rank 2 loads from rank 1 at
+# step 2 (checksum) is named; with --repair every rank ends with the clean run's bits (the
+# threads backend's digests)
 want=$("$S" run "$D/ring.lua" --ranks 3 --count 5000 | digests)
 for mode in "--virtual" "--processes"; do
   [ "$mode" = --processes ] && [ -z "$emu" ] && [ "$ngpu" -lt 3 ] && continue
@@ -59,6 +60,12 @@ for mode in "--virtual" "--processes"; do
   out=$(SCHEDC_INJECT=flipout:1 "$S" run "$D/ring.lua" --ranks 3 --count 5000 --backend cuda $mode --verify digest --repair 2>&1); rc=$?
   ok "[ $rc = 0 ] && [ \"\$(digests <<<\"\$out\")\" = '$want' ] && grep -q 'repaired from rank 0' <<<\"\$out\"" \
     "flipout:1 --verify digest --repair $mode: $out"
+  out=$(SCHEDC_INJECT=flip:1:2 "$S" run "$D/ring.lua" --ranks 3 --count 5000 --backend cuda $mode --verify checksum 2>&1); rc=$?
+  ok "[ $rc != 0 ] && grep -q 'corrupted transfer: the payload rank 1 sent to rank 2 at step 2 (.*ring.lua:[0-9]*, chunk' <<<\"\$out\"" \
+    "flip:1:2 --verify checksum $mode: $out"
+  out=$(SCHEDC_INJECT=flip:1:2 "$S" run "$D/ring.lua" --ranks 3 --count 5000 --backend cuda $mode --verify full --repair 2>&1); rc=$?
+  ok "[ $rc = 0 ] && [ \"\$(digests <<<\"\$out\")\" = '$want' ] && grep -q 'read again' <<<\"\$out\"" \
+    "flip:1:2 --verify full --repair $mode: $out"
 done
 
 # --processes: more ranks than (emulated) GPUs is refused, naming the device

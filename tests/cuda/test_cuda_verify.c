@@ -118,6 +118,67 @@ static void one_process(int flags) {
   with_env(NULL, NULL);
 }
 
+/* ---- per-transfer checksums, one process ---- */
+
+/* Where flip:SRC:STEP lands, read from the plan by the test: the lowest receiving rank of the
+ * transfers out of SRC at STEP (-1: none, the call runs clean). */
+static int flip_dst(const schedc_plan *p, int src, int step) {
+  schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
+  schedc_plan_get_info(p, &in);
+  int d = -1;
+  schedc_transfer t;
+  for (long i = 0; i < in.ntransfers && schedc_plan_transfer(p, i, &t) == SCHEDC_OK; i++)
+    if (t.src == src && t.step == step && t.dst != src && (d < 0 || t.dst < d)) d = t.dst;
+  return d;
+}
+
+/* Every (rank, step) of the ring's allreduce flipped in turn: named on the transfer the plan
+ * says, or clean where no transfer leaves that rank at that step; with repair, the test's bits. */
+static void checksums_one_process(int flags) {
+  schedc_plan *plan = NULL;
+  CHECK(schedc_plan_builtin(SCHEDC_ALLREDUCE, R, 0, &plan) == SCHEDC_OK);
+  schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
+  schedc_plan_get_info(plan, &in);
+  schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
+  o.verify = SCHEDC_VERIFY_FULL; /* clean: no alarm from either check */
+  with_env(NULL, NULL);
+  up(flags, &o);
+  three_right();
+  down();
+  o.verify = SCHEDC_VERIFY_CHECKSUM;
+  int named = 0;
+  for (int src = 0; src < R; src++)
+    for (int step = 0; step <= in.nsteps; step++) {
+      char spec[32], want[96];
+      snprintf(spec, sizeof spec, "flip:%d:%d", src, step);
+      int d = flip_dst(plan, src, step);
+      with_env(spec, NULL);
+      up(flags, &o);
+      schedc_status st = SCHEDC_OK;
+      for (int r = 0; r < R; r++) st = issue(gc[r], r, SCHEDC_ALLREDUCE, gin[r], gout[r]);
+      if (d < 0) {
+        CHECK(st == SCHEDC_OK);
+        for (int r = 0; r < R; r++) CHECK(wrong(gc[r], SCHEDC_ALLREDUCE, gout[r]) == 0);
+      } else {
+        snprintf(want, sizeof want, "the payload rank %d sent to rank %d at step %d", src, d, step);
+        CHECK(st == SCHEDC_ECORRUPT);
+        CHECK_CONTAINS(schedc_errmsg(), want);
+        CHECK(schedc_cuda_sync(gc[0]) == SCHEDC_EPEER);
+        CHECK_CONTAINS(schedc_errmsg(), want);
+        named++;
+      }
+      down();
+      if (d < 0) continue;
+      with_env(spec, "1");
+      up(flags, &o);
+      three_right();
+      down();
+    }
+  CHECK(named == 2 * (R - 1) * R); /* the ring: every rank sends at every step */
+  with_env(NULL, NULL);
+  schedc_plan_free(plan);
+}
+
 /* ---- a process per GPU ---- */
 
 static schedc_comm *proc_comm(int r, int verify) {
@@ -168,6 +229,36 @@ static void all_right(int r, const char *inject, const char *repair) {
 /* flipout:2 with digest and repair: repaired, call after call. */
 static void repairs_rank2(int r) { all_right(r, "flipout:2", "1"); }
 
+/* flip:1:2 with checksums: every rank reports the same transfer; with repair (and the digest
+ * too: full), the test's bits on every rank. */
+static void checksums_procs(int r) {
+  schedc_plan *plan = NULL;
+  CHECK(schedc_plan_builtin(SCHEDC_ALLREDUCE, R, 0, &plan) == SCHEDC_OK);
+  char want[96];
+  snprintf(want, sizeof want, "corrupted transfer: the payload rank 1 sent to rank %d at step 2", flip_dst(plan, 1, 2));
+  schedc_plan_free(plan);
+  with_env("flip:1:2", NULL);
+  schedc_comm *c = proc_comm(r, SCHEDC_VERIFY_CHECKSUM);
+  void *in = NULL, *out = NULL;
+  CHECK(schedc_cuda_alloc(c, 4 * R * 1000, &in) == SCHEDC_OK && schedc_cuda_alloc(c, 4 * R * 1000, &out) == SCHEDC_OK);
+  CHECK(issue(c, r, SCHEDC_ALLREDUCE, in, out) == SCHEDC_ECORRUPT);
+  CHECK_CONTAINS(schedc_errmsg(), want);
+  schedc_cuda_free(c, in);
+  schedc_cuda_free(c, out);
+  schedc_comm_free(c);
+  strcat(job, "-r");
+  with_env("flip:1:2", "1");
+  c = proc_comm(r, SCHEDC_VERIFY_FULL);
+  CHECK(schedc_cuda_alloc(c, 4 * R * 1000, &in) == SCHEDC_OK && schedc_cuda_alloc(c, 4 * R * 1000, &out) == SCHEDC_OK);
+  for (int k = 0; k < 3; k++) {
+    CHECK(issue(c, r, colls[k], in, out) == SCHEDC_OK);
+    CHECK(wrong(c, colls[k], out) == 0);
+  }
+  schedc_cuda_free(c, in);
+  schedc_cuda_free(c, out);
+  schedc_comm_free(c);
+}
+
 /* Clean, with digest: no alarm. Then a group whose ranks verify differently: EMISMATCH. */
 static void clean_then_disagree(int r) {
   all_right(r, NULL, NULL);
@@ -188,18 +279,11 @@ int main(void) {
   if (ndev < 1) { printf("[SKIP] no CUDA device (and SCHEDC_CUDA_EMULATE is not 1)\n"); return 0; }
   schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
 
-  /* what this backend cannot check is refused, saying what it can */
-  o.verify = SCHEDC_VERIFY_CHECKSUM;
-  CHECK(schedc_comm_init_cuda(R, NULL, SCHEDC_CUDA_VIRTUAL, &o, gc) == SCHEDC_EUNAVAIL);
-  CHECK_CONTAINS(schedc_errmsg(), "verification 'checksum' is not available on the cuda backend");
-  CHECK_CONTAINS(schedc_errmsg(), "use 'digest'");
-  o.verify = SCHEDC_VERIFY_FULL;
-  CHECK(schedc_comm_init_cuda_rank(0, 1, 0, "cver-full", &o, gc) == SCHEDC_EUNAVAIL);
-  CHECK_CONTAINS(schedc_errmsg(), "verification 'full'");
+  /* what this backend cannot do is refused, saying what it can */
   o.verify = SCHEDC_VERIFY_DIGEST;
   with_env("flip:1:2", NULL);
   CHECK(schedc_comm_init_cuda(R, NULL, SCHEDC_CUDA_VIRTUAL, &o, gc) == SCHEDC_EUNAVAIL);
-  CHECK_CONTAINS(schedc_errmsg(), "SCHEDC_INJECT flip:1:2 (a transfer's payload) is not available");
+  CHECK_CONTAINS(schedc_errmsg(), "SCHEDC_INJECT flip:1:2 needs checksum verification on the cuda backend");
   with_env("delay:0:100", NULL);
   CHECK(schedc_comm_init_cuda(R, NULL, SCHEDC_CUDA_VIRTUAL, NULL, gc) == SCHEDC_EUNAVAIL);
   CHECK_CONTAINS(schedc_errmsg(), "kill, delay and jitter act at the CPU executor's steps");
@@ -207,8 +291,11 @@ int main(void) {
   CHECK(gc[0] == NULL);
 
   one_process(SCHEDC_CUDA_VIRTUAL);
+  checksums_one_process(SCHEDC_CUDA_VIRTUAL);
   if (ndev >= R) { /* a GPU per rank (on a lent machine with one GPU: virtual ranks only) */
     one_process(0);
+    checksums_one_process(0);
+    CHECK(in_processes(R, checksums_procs));
     CHECK(in_processes(R, names_rank1));
     CHECK(in_processes(R, repairs_rank2));
     CHECK(in_processes(R, clean_then_disagree));

@@ -7,10 +7,10 @@
 #     two or more GPUs (test_bitwise cuda-devices, and a process per GPU sharing memory by CUDA
 #     IPC: test_bitwise cuda-procs; [SKIP] with one);
 #   - `schedc run --backend cuda --virtual`: digests equal the CPU threads backend's;
-#   - digest verification: flipout named or repaired, no false alarm (test_cuda_verify);
+#   - verification (digest, checksums): faults named or repaired, no false alarm (test_cuda_verify);
 #   - NVRTC: every shipped schedule compiles for sm_80/sm_90 (test_nvrtc quick);
-# then bench/gpu_bench (copy bandwidth, reduce kernel bandwidth, virtual-rank allreduce, NVRTC
-# compile and cache-hit times). Exit status: 0 when every check passed.
+# then bench/gpu_bench (copy bandwidth, reduce kernel bandwidth, virtual-rank allreduce, what
+# verification costs, NVRTC compile and cache-hit times). Exit status: 0 when every check passed.
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -33,7 +33,7 @@ check "bitwise, virtual ranks" timeout 300 $B/tests/test_bitwise schedules cuda
 check "bitwise, a GPU per rank" timeout 60 $B/tests/test_bitwise schedules cuda-devices
 check "bitwise, a process per GPU (CUDA IPC)" timeout 120 $B/tests/test_bitwise schedules cuda-procs
 check "schedc run --backend cuda --virtual digests" env CUDA_REAL=1 timeout 60 bash tests/cuda/test_cuda_cli.sh $PWD/$B/schedc $PWD/schedules
-check "digest verification (virtual ranks; more with 3 GPUs)" timeout 120 $B/tests/test_cuda_verify
+check "verification (virtual ranks; more with 3 GPUs)" timeout 120 $B/tests/test_cuda_verify
 check "nvrtc compiles every shipped schedule" timeout 90 $B/tests/test_nvrtc schedules quick
 timeout 90 $B/gpu_bench schedules 1024 > "$OUT/bench.md" 2>&1 || { echo "FAIL gpu_bench" | tee -a "$OUT/summary.txt"; fails=$((fails + 1)); }
 cat "$OUT/device.txt" "$OUT/summary.txt" "$OUT/bench.md"

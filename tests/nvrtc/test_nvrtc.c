@@ -87,6 +87,41 @@ int main(int argc, char **argv) {
   printf("nvrtc: %d compilations\n", compiled);
   CHECK(compiled >= (quick ? 5 * 6 * 2 : 5 * 6 * 5 * 2));
 
+  /* the checksum-verifying kernels (SCHEDC_VERIFY=checksum) of every shipped schedule compile
+   * too: f32 sum through ptxas for sm_90, bf16 sum and f64 max as PTX; every rank seals what
+   * it publishes and checks what it reads, and the sums add no float contraction */
+  int checked = 0;
+  for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", argv[1], files[f]);
+    schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
+    lo.nranks = 4;
+    lo.nnodes = f == 4 ? 2 : 0;
+    schedc_plan *plan;
+    if (schedc_plan_from_script(path, &lo, &plan) != SCHEDC_OK) { CHECK(!"load"); continue; }
+    const int dts[] = {SCHEDC_F32, SCHEDC_BF16, SCHEDC_F64}, ops[] = {SCHEDC_SUM, SCHEDC_SUM, SCHEDC_MAX};
+    for (int k = 0; k < 3; k++) {
+      char *src = NULL;
+      CHECK(schedc_cuda_source_v2(plan, -1, (schedc_dtype)dts[k], (schedc_op)ops[k], SCHEDC_CUDA_SRC_CHECKSUMS, &src) == SCHEDC_OK);
+      if (!src) continue;
+      CHECK(count_substr(src, "sc_check(a, ") > 0 && count_substr(src, "sc_seal(a, ") > 0);
+      schedc_status st = schedc_cuda_compile(src, "sm_90", k > 0, &img, &len, NULL);
+      if (st != SCHEDC_OK) fprintf(stderr, "%s checked: %s\n", files[f], schedc_errmsg());
+      CHECK(st == SCHEDC_OK);
+      if (st == SCHEDC_OK) {
+        checked++;
+        if (k > 0) CHECK(!strstr(img, "fma"));
+        schedc_free(img);
+      }
+      schedc_free(src);
+    }
+    schedc_plan_free(plan);
+  }
+  CHECK(checked == 15);
+  char *none = NULL;
+  CHECK(schedc_cuda_source_v2(NULL, -1, SCHEDC_F32, SCHEDC_SUM, 4, &none) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "the only flag is SCHEDC_CUDA_SRC_CHECKSUMS");
+
   /* copy-only collectives (allgather, broadcast) move the bits as unsigned integers of the
    * element's size, for every dtype: no float arithmetic at all in their PTX */
   const int copy_colls[] = {SCHEDC_ALLGATHER, SCHEDC_BROADCAST};
