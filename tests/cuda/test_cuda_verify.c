@@ -210,11 +210,11 @@ static void names_rank1(int r) {
   schedc_comm_free(c);
 }
 
-/* With digest verification under the given injection and repair settings: every call
- * succeeds and every rank ends with the test's bits. */
-static void all_right(int r, const char *inject, const char *repair) {
+/* With the given verification, injection and repair settings: every call succeeds and every
+ * rank ends with the test's bits. */
+static void all_right(int r, int verify, const char *inject, const char *repair) {
   with_env(inject, repair);
-  schedc_comm *c = proc_comm(r, SCHEDC_VERIFY_DIGEST);
+  schedc_comm *c = proc_comm(r, verify);
   void *in = NULL, *out = NULL;
   CHECK(schedc_cuda_alloc(c, 4 * R * 1000, &in) == SCHEDC_OK && schedc_cuda_alloc(c, 4 * R * 1000, &out) == SCHEDC_OK);
   for (int k = 0; k < 3; k++) {
@@ -227,7 +227,7 @@ static void all_right(int r, const char *inject, const char *repair) {
 }
 
 /* flipout:2 with digest and repair: repaired, call after call. */
-static void repairs_rank2(int r) { all_right(r, "flipout:2", "1"); }
+static void repairs_rank2(int r) { all_right(r, SCHEDC_VERIFY_DIGEST, "flipout:2", "1"); }
 
 /* flip:1:2 with checksums: every rank reports the same transfer; with repair (and the digest
  * too: full), the test's bits on every rank. */
@@ -247,21 +247,12 @@ static void checksums_procs(int r) {
   schedc_cuda_free(c, out);
   schedc_comm_free(c);
   strcat(job, "-r");
-  with_env("flip:1:2", "1");
-  c = proc_comm(r, SCHEDC_VERIFY_FULL);
-  CHECK(schedc_cuda_alloc(c, 4 * R * 1000, &in) == SCHEDC_OK && schedc_cuda_alloc(c, 4 * R * 1000, &out) == SCHEDC_OK);
-  for (int k = 0; k < 3; k++) {
-    CHECK(issue(c, r, colls[k], in, out) == SCHEDC_OK);
-    CHECK(wrong(c, colls[k], out) == 0);
-  }
-  schedc_cuda_free(c, in);
-  schedc_cuda_free(c, out);
-  schedc_comm_free(c);
+  all_right(r, SCHEDC_VERIFY_FULL, "flip:1:2", "1");
 }
 
 /* Clean, with digest: no alarm. Then a group whose ranks verify differently: EMISMATCH. */
 static void clean_then_disagree(int r) {
-  all_right(r, NULL, NULL);
+  all_right(r, SCHEDC_VERIFY_DIGEST, NULL, NULL);
   schedc_comm *c = NULL;
   void *in = NULL, *out = NULL;
   strcat(job, "-b");

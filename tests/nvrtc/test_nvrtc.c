@@ -20,6 +20,18 @@ static int count_substr(const char *s, const char *needle) {
   return n;
 }
 
+/* Shipped schedule files[f] at 4 ranks (hierarchical.lua on 2 nodes), or NULL (a failed CHECK). */
+static schedc_plan *load4(const char *dir, const char *file) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
+  lo.nranks = 4;
+  lo.nnodes = strcmp(file, "hierarchical.lua") ? 0 : 2;
+  schedc_plan *plan = NULL;
+  CHECK(schedc_plan_from_script(path, &lo, &plan) == SCHEDC_OK);
+  return plan;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   int quick = argc > 2 && !strcmp(argv[2], "quick");
@@ -38,13 +50,8 @@ int main(int argc, char **argv) {
   const char *archs[] = {"sm_80", "sm_90"};
   int compiled = 0;
   for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", argv[1], files[f]);
-    schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
-    lo.nranks = 4;
-    lo.nnodes = f == 4 ? 2 : 0;
-    schedc_plan *plan;
-    if (schedc_plan_from_script(path, &lo, &plan) != SCHEDC_OK) { CHECK(!"load"); continue; }
+    schedc_plan *plan = load4(argv[1], files[f]);
+    if (!plan) continue;
     for (int dt = 0; dt < SCHEDC_DTYPE_COUNT_; dt++) {
       for (int op = 0; op < SCHEDC_OP_COUNT_; op++) {
         if (quick && op != SCHEDC_SUM && op != SCHEDC_MAX) continue;
@@ -92,13 +99,8 @@ int main(int argc, char **argv) {
    * it publishes and checks what it reads, and the sums add no float contraction */
   int checked = 0;
   for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", argv[1], files[f]);
-    schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
-    lo.nranks = 4;
-    lo.nnodes = f == 4 ? 2 : 0;
-    schedc_plan *plan;
-    if (schedc_plan_from_script(path, &lo, &plan) != SCHEDC_OK) { CHECK(!"load"); continue; }
+    schedc_plan *plan = load4(argv[1], files[f]);
+    if (!plan) continue;
     const int dts[] = {SCHEDC_F32, SCHEDC_BF16, SCHEDC_F64}, ops[] = {SCHEDC_SUM, SCHEDC_SUM, SCHEDC_MAX};
     for (int k = 0; k < 3; k++) {
       char *src = NULL;
