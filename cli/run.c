@@ -281,8 +281,11 @@ static void cuda_ranks(runctx *x, schedc_comm **comms, int lo, int hi) {
       x->res[r].seconds = total / (x->o->iters > 1 ? x->o->iters - 1 : 1);
       rank_results(x, r, host[i]);
     } else if (!x->res[r].status) {
+      /* its call returned before the one that launched the group failed: the group's failure,
+       * which its sync reports, is this rank's too */
       x->res[r].status = SCHEDC_EPEER;
-      snprintf(x->res[r].err, sizeof x->res[r].err, "not run: another rank failed");
+      int told = schedc_cuda_sync(comms[i]) != SCHEDC_OK;
+      snprintf(x->res[r].err, sizeof x->res[r].err, "%s", told ? schedc_errmsg() : "not run: another rank failed");
     }
     if (din && din[i]) schedc_cuda_free(comms[i], din[i]);
     if (dbuf && dbuf[i]) schedc_cuda_free(comms[i], dbuf[i]);
