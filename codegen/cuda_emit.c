@@ -144,7 +144,7 @@ static void emit_checksums(sb *b) {
       "}\n\n");
 }
 
-static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_only, int check) {
+static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_only, int check, int split) {
   put(b, "typedef unsigned int sc_u32;\ntypedef unsigned long long sc_u64;\ntypedef %s sc_acc;\n",
       elem_type(dtype, copy_only));
   put(b, "#define SC_NRANKS %u\n#define SC_NCHUNKS %uull\n#define SC_VW (16 / sizeof(sc_acc))\n", ir->nranks,
@@ -171,6 +171,10 @@ static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_onl
            "                          * that transfer's block 0 sees one bit flipped (flip_bit < 0: the\n"
            "                          * part's middle); flip_src < 0: none */\n"
            "  long long repair;     /* 1: a transfer whose sum is wrong is read once more */\n");
+  if (split)
+    put(b, "  /* split across nodes: this launch runs the groups of one phase; a payload from another\n"
+           "   * node was put in mirror slot k of its reader (mir[r] + k * mstride) before the phase */\n"
+           "  sc_acc *mir[SC_NRANKS];\n  sc_u64 mstride;\n  long long phase;\n");
   put(b, "};\n\n");
   emit_op(b, dtype, op, copy_only);
   put(b,
@@ -327,15 +331,30 @@ static const char *phase_name(int ph) { return ph == SC_PH_A ? "A: into a temp" 
 /* Rank r's program as a device function over (block blk of nblk); every thread of the block
  * runs it, thread 0 does the waiting and signalling. Returns early (all threads alike) when a
  * wait fails. */
-static void emit_rank(sb *b, const sc_ir *ir, const sc_prog *prog, uint32_t r, int kernel, int check) {
+/* Source s of a group of rank r: the peer's buffer, or (split, from another node) the mirror
+ * slot holding it, at the part's own offset modulo 16 bytes so that it vectorises alike. */
+static void put_src(sb *b, const sc_split *sp, const sc_prog *prog, const sc_group *g, uint32_t s, uint32_t r) {
+  const sc_src *x = &prog->srcs[g->src_off + s];
+  int32_t slot = sp ? sp->slot[g->src_off + s] : -1;
+  if (slot < 0) put(b, "a.buf[%u] + x0", x->rank);
+  else
+    put(b, "a.mir[%u] + %dull * a.mstride + (x0 - SC_LO(a.count, %u)) + SC_LO(a.count, %u) %% SC_VW", r, slot, g->chunk,
+        g->chunk);
+}
+
+static int is_remote(const sc_split *sp, const sc_group *g, uint32_t s) { return sp && sp->slot[g->src_off + s] >= 0; }
+
+static void emit_rank(sb *b, const sc_ir *ir, const sc_prog *prog, uint32_t r, int kernel, int check,
+                      const sc_split *sp) {
   const sc_rankprog *rp = &prog->rank[r];
   put(b, "/* rank %u: %u write groups, %u temp slot(s) */\n", r, rp->ng, rp->ntemp);
   put(b, "__device__ const sc_u32 sc_fin%u[SC_NCHUNKS] = {", r);
-  for (uint32_t c = 0; c < ir->nchunks; c++) put(b, "%s%u", c ? ", " : "", rp->final_reads[c]);
-  put(b, "}; /* reads of each cell over the call */\n");
+  for (uint32_t c = 0; c < ir->nchunks; c++)
+    put(b, "%s%u", c ? ", " : "", sp ? sp->final_reads[(size_t)r * ir->nchunks + c] : rp->final_reads[c]);
+  put(b, "}; /* reads of each cell over the call%s */\n", sp ? " (by this node's ranks)" : "");
   put(b, "__device__ __noinline__ void sc_rank%u(const sc_args &a, int blk, int nblk) {\n"
-         "  sc_acc *me = a.buf[%u];\n  sc_u64 x0, x1, cell;\n  (void)x0; (void)x1; (void)cell; (void)me;\n"
-         "  sc_enter(a, %u, blk, nblk);\n", r, r, r);
+         "  sc_acc *me = a.buf[%u];\n  sc_u64 x0, x1, cell;\n  (void)x0; (void)x1; (void)cell; (void)me;\n", r, r);
+  put(b, "  %ssc_enter(a, %u, blk, nblk);\n", sp ? "if (a.phase == 0) " : "", r);
   uint32_t last_step = UINT32_MAX;
   for (uint32_t gi = 0; gi < rp->ng; gi++) {
     const sc_group *g = &prog->groups[rp->g_off + gi];
@@ -347,17 +366,23 @@ static void emit_rank(sb *b, const sc_ir *ir, const sc_prog *prog, uint32_t r, i
         if (ir->xfers[i].dst == r && ir->xfers[i].line == g->line) { file = ir->files[ir->xfers[i].file]; break; }
       put(b, "  /* %s:%u */\n  /* step %u */\n", file, g->line, g->step);
     }
-    put(b, "  { /* chunk %u, phase %s, %s", g->chunk, phase_name(g->phase),
+    uint32_t at = rp->g_off + gi; /* the group's index in prog->groups */
+    uint32_t wait_reads = sp ? sp->wait_reads[at] : g->wait_reads;
+    if (sp) put(b, "  if (a.phase == %d) ", sp->phase[at]);
+    else put(b, "  ");
+    put(b, "{ /* chunk %u, phase %s, %s", g->chunk, phase_name(g->phase),
         g->phase == SC_PH_C ? "" : g->copy ? "copy from" : "reduce");
-    for (uint32_t s = 0; g->phase != SC_PH_C && s < g->nsrc; s++) put(b, " r%u", src[s].rank);
+    for (uint32_t s = 0; g->phase != SC_PH_C && s < g->nsrc; s++)
+      put(b, " r%u%s", src[s].rank, is_remote(sp, g, s) ? " (other node: mirror)" : "");
     put(b, " */\n    sc_part(a.count, %u, blk, nblk, &x0, &x1);\n    cell = %uull * nblk + blk;\n", g->chunk,
         g->chunk);
     if (g->phase != SC_PH_C)
       for (uint32_t s = 0; s < g->nsrc; s++)
-        put(b, "    if (!sc_wait(a.ver[%u] + cell, a.epoch + %u, a, %u, %u, %u)) return;\n", src[s].rank,
-            src[s].version, r, g->step, src[s].rank);
-    if (g->phase != SC_PH_A && g->wait_reads)
-      put(b, "    if (!sc_wait(a.reads[%u] + cell, a.epoch + %u, a, %u, %u, -1)) return;\n", r, g->wait_reads, r,
+        if (!is_remote(sp, g, s)) /* a mirror was filled before this launch: nothing to wait for */
+          put(b, "    if (!sc_wait(a.ver[%u] + cell, a.epoch + %u, a, %u, %u, %u)) return;\n", src[s].rank,
+              src[s].version, r, g->step, src[s].rank);
+    if (g->phase != SC_PH_A && wait_reads)
+      put(b, "    if (!sc_wait(a.reads[%u] + cell, a.epoch + %u, a, %u, %u, -1)) return;\n", r, wait_reads, r,
           g->step);
     /* temp slot t of block blk: its own region (blocks run independently), holding the part at
      * the part's own offset modulo 16 bytes, so it vectorises alike */
@@ -371,26 +396,37 @@ static void emit_rank(sb *b, const sc_ir *ir, const sc_prog *prog, uint32_t r, i
       continue;
     }
     for (uint32_t s = 0; check && s < g->nsrc; s++)
-      put(b, "    if (!sc_check(a, %u, cell, a.buf[%u] + x0, x1 - x0, x0, %u, %u, %u, blk)) return;\n", src[s].rank,
-          src[s].rank, r, g->step, g->chunk);
+      if (!is_remote(sp, g, s))
+        put(b, "    if (!sc_check(a, %u, cell, a.buf[%u] + x0, x1 - x0, x0, %u, %u, %u, blk)) return;\n", src[s].rank,
+            src[s].rank, r, g->step, g->chunk);
+    /* the ranks whose read counts this group bumps: same-node sources only */
+    uint32_t nlocal = 0;
     put(b, "    const int src[%u] = {", g->nsrc);
-    for (uint32_t s = 0; s < g->nsrc; s++) put(b, "%s%u", s ? ", " : "", src[s].rank);
-    put(b, "};\n");
+    for (uint32_t s = 0; s < g->nsrc; s++)
+      if (!is_remote(sp, g, s)) put(b, "%s%u", nlocal++ ? ", " : "", src[s].rank);
+    put(b, "%s};\n", nlocal ? "" : "-1");
     if (g->copy) {
-      put(b, "    sc_chain(%s, a.buf[%u] + x0, 0, 0, x1 - x0);\n", dst, src[0].rank);
+      put(b, "    sc_chain(%s, ", dst);
+      put_src(b, sp, prog, g, 0, r);
+      put(b, ", 0, 0, x1 - x0);\n");
     } else {
       put(b, "    const sc_acc *s[%u] = {", g->nsrc);
-      for (uint32_t s = 0; s < g->nsrc; s++) put(b, "%sa.buf[%u] + x0", s ? ", " : "", src[s].rank);
+      for (uint32_t s = 0; s < g->nsrc; s++) {
+        if (s) put(b, ", ");
+        put_src(b, sp, prog, g, s, r);
+      }
       put(b, "};\n    sc_chain(%s, me + x0, s, %u, x1 - x0);\n", dst, g->nsrc);
     }
     if (g->phase == SC_PH_A) /* reads done; the cell is published by its phase C write-back */
-      put(b, "    sc_signal(a, src, %u, cell, 0, 0);\n  }\n", g->nsrc);
+      put(b, "    sc_signal(a, src, %u, cell, 0, 0);\n  }\n", nlocal);
     else {
       if (check) put(b, "    sc_seal(a, %u, cell, me + x0, x1 - x0, x0);\n", r);
-      put(b, "    sc_signal(a, src, %u, cell, a.ver[%u], a.epoch + %u);\n  }\n", g->nsrc, r, g->version);
+      put(b, "    sc_signal(a, src, %u, cell, a.ver[%u], a.epoch + %u);\n  }\n", nlocal, r, g->version);
     }
   }
-  put(b, "  sc_drain(a, %u, blk, nblk, sc_fin%u, %u);\n}\n", r, r, ir->nsteps);
+  if (sp) put(b, "  if (a.phase == %u) ", sp->nphases - 1);
+  else put(b, "  ");
+  put(b, "sc_drain(a, %u, blk, nblk, sc_fin%u, %u);\n}\n", r, r, ir->nsteps);
   if (kernel)
     put(b, "extern \"C\" __global__ void __launch_bounds__(512) schedc_rank%u(sc_args a) { sc_rank%u(a, blockIdx.x, gridDim.x); }\n",
         r, r);
@@ -414,6 +450,11 @@ char *sc_cuda_emit(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, in
 }
 
 char *sc_cuda_emit_checked(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, int op, int check) {
+  return sc_cuda_emit_split(ir, prog, rank, dtype, op, check, NULL);
+}
+
+char *sc_cuda_emit_split(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, int op, int check,
+                         const sc_split *sp) {
   if (dtype < 0 || dtype >= SCHEDC_DTYPE_COUNT_ || op < 0 || op >= SCHEDC_OP_COUNT_) return NULL;
   if (rank >= (int)ir->nranks) return NULL;
   static const char *const dn[] = {
@@ -433,11 +474,11 @@ char *sc_cuda_emit_checked(const sc_ir *ir, const sc_prog *prog, int rank, int d
       ir->name, sc_ir_collective_name(ir->collective), ir->nranks, ir->nchunks, ir->nsteps, dn[dtype], on[op],
       rank < 0 ? "all ranks" : "one rank");
   int copy_only = ir->collective == SCHEDC_ALLGATHER || ir->collective == SCHEDC_BROADCAST;
-  emit_prelude(&b, ir, dtype, op, copy_only, check);
+  emit_prelude(&b, ir, dtype, op, copy_only, check, sp != NULL);
   if (!copy_only) emit_conversions(&b, dtype);
   if (!copy_only) emit_finish(&b, dtype, op);
   for (uint32_t r = 0; r < ir->nranks; r++)
-    if (rank < 0 || (uint32_t)rank == r) emit_rank(&b, ir, prog, r, rank >= 0, check);
+    if (rank < 0 || (uint32_t)rank == r) emit_rank(&b, ir, prog, r, rank >= 0, check, sp);
   if (rank < 0) emit_all(&b, ir);
   if (b.oom) { free(b.p); return NULL; }
   return b.p;

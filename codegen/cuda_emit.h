@@ -8,6 +8,7 @@
 #define SC_CUDA_EMIT_H
 
 #include "ir.h"
+#include "cuda_split.h"
 #include "prog.h"
 
 /* The source for `rank`'s kernel `schedc_rank<R>(sc_args)`, or, when rank < 0, every rank's
@@ -20,5 +21,9 @@ char *sc_cuda_emit(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, in
  * from what it loads and compares before using it (docs/integrity.md). sc_args then ends with
  * the sum tables and the injection and repair words; the error record has 16 words. */
 char *sc_cuda_emit_checked(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, int op, int check);
+/* The same cut into phases across nodes (sp from sc_split_build; NULL: one phase): sc_args
+ * then also holds the mirror tables, the slot stride and the phase of the launch. */
+char *sc_cuda_emit_split(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, int op, int check,
+                         const sc_split *sp);
 
 #endif

@@ -63,6 +63,7 @@ static void kset_free(cu_group *g, cu_kset *k) {
   free(k->widen);
   free(k->narrow);
   free(k->avg);
+  sc_split_free(&k->split);
   memset(k, 0, sizeof *k);
 }
 
@@ -75,11 +76,12 @@ void sc_cu_group_free(cu_group *g) {
     if (g->ctr) g->dv->release(g->ctr[r]);
     if (g->temp) g->dv->release(g->temp[r]);
     if (g->work) g->dv->release(g->work[r]);
+    if (g->mir) g->dv->release(g->mir[r]);
     if (g->own_stream) g->dv->stream_free(g->own_stream[r]);
   }
   if (g->err && g->me < 0 && g->dv->select(g->dev[0]) == SCHEDC_OK) g->dv->release(g->err);
   free(g->dev); free(g->own_stream); free(g->stream); free(g->ctr); free(g->temp);
-  free(g->work); free(g->arrived); free(g->send); free(g->recv);
+  free(g->work); free(g->mir); free(g->arrived); free(g->send); free(g->recv);
   pthread_mutex_destroy(&g->mu);
   free(g);
 }
@@ -115,9 +117,9 @@ cu_group *sc_cu_group_alloc(const sc_cudev *dv, int n, int N, int me, int virt) 
   g->dev = calloc(k, sizeof *g->dev); g->own_stream = calloc(k, sizeof(void *)); g->stream = calloc(k, sizeof(void *));
   g->ctr = calloc(k, sizeof(void *)); g->temp = calloc(k, sizeof(void *));
   g->work = calloc(k, sizeof(void *)); g->arrived = calloc(k, 1); g->send = calloc(k, sizeof(void *));
-  g->recv = calloc(k, sizeof(void *));
+  g->recv = calloc(k, sizeof(void *)); g->mir = calloc(k, sizeof(void *));
   if (!g->dev || !g->own_stream || !g->stream || !g->ctr || !g->temp || !g->work || !g->arrived || !g->send ||
-      !g->recv) {
+      !g->recv || !g->mir) {
     sc_cu_group_free(g);
     return NULL;
   }
@@ -138,6 +140,23 @@ schedc_status sc_cu_group_setup(cu_group *g) {
     st = sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_BLOCKS=%d: %d virtual ranks need %d resident blocks; the device has %d "
                 "multiprocessors", g->nblk, n, g->nblk * n, g->sms);
   g->threads = env_int("SCHEDC_CUDA_THREADS", g->threads, 1, 512);
+  /* Nodes: ranks that cannot map each other's memory. SCHEDC_CUDA_NODES=K splits the ranks into K
+   * contiguous groups on this host (the staged path NCCL will serve between real nodes); with
+   * more nodes than ranks every rank is alone on its node. */
+  const char *nv = getenv("SCHEDC_CUDA_NODES");
+  char *end = NULL;
+  long K = nv && *nv ? strtol(nv, &end, 10) : 1;
+  g->nnodes = 1;
+  if (st == SCHEDC_OK && nv && *nv && (*end || K < 1 || K > CU_MAX_RANKS))
+    st = sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_NODES='%s': a node count from 1 to %d", nv, CU_MAX_RANKS);
+  else if (st == SCHEDC_OK && K > 1 && g->check)
+    st = sc_err(SCHEDC_EUNAVAIL, "SCHEDC_CUDA_NODES=%ld with checksum verification: the sums of payloads from another "
+                "node are not moved with them yet (use digest)", K);
+  else if (st == SCHEDC_OK && K > 1 && g->me >= 0)
+    st = sc_err(SCHEDC_EUNAVAIL, "SCHEDC_CUDA_NODES=%ld: a process per GPU does not stage across nodes yet (one "
+                "process driving every rank does)", K);
+  else if (st == SCHEDC_OK) g->nnodes = (int)K;
+  for (int r = 0; r < g->N && r < CU_MAX_RANKS; r++) g->node[r] = (uint32_t)((long)r * g->nnodes / g->N);
   for (int r = 0; r < n && st == SCHEDC_OK; r++) {
     if ((st = dv->select(g->dev[r])) != SCHEDC_OK) break;
     for (int q = 0; q < n && !g->virt && st == SCHEDC_OK; q++)
@@ -262,7 +281,8 @@ schedc_status schedc_cuda_copy(schedc_comm *c, void *dst, const void *src, size_
  * uses: the all-ranks unit (schedc_all) when one process drives every rank, only this rank's
  * code (schedc_rank<me>: a smaller, faster compile) for a process per GPU. */
 schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, const sc_prog *prog, int dtype, int op, cu_kset **out) {
-  uint64_t key = plan->hash ^ ((uint64_t)(dtype + 1) << 56) ^ ((uint64_t)(op + 1) << 48) ^ ((uint64_t)g->check << 40);
+  uint64_t key = plan->hash ^ ((uint64_t)(dtype + 1) << 56) ^ ((uint64_t)(op + 1) << 48) ^ ((uint64_t)g->check << 40) ^
+                 ((uint64_t)g->nnodes << 32);
   for (int i = 0; i < g->nks; i++)
     if (g->ks[i].key == key) { *out = &g->ks[i]; return SCHEDC_OK; }
   if (g->nks == CU_MODULES) { /* the oldest goes; nothing may still run it */
@@ -272,11 +292,17 @@ schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, const sc_prog *pr
     memmove(g->ks, g->ks + 1, sizeof g->ks[0] * (CU_MODULES - 1));
     g->nks--;
   }
-  char *src = sc_cuda_emit_checked(&plan->ir, prog, g->me, dtype, op, g->check), fn[32] = "schedc_all";
-  if (!src) return sc_err(SCHEDC_ENOMEM, "out of memory emitting the CUDA source");
-  if (g->me >= 0) snprintf(fn, sizeof fn, "schedc_rank%d", g->me);
   cu_kset *k = &g->ks[g->nks];
   memset(k, 0, sizeof *k);
+  if (g->nnodes > 1) {
+    int rc = sc_split_build(prog, g->node, &k->split);
+    if (rc) return rc == -1 ? sc_err(SCHEDC_ENOMEM, "out of memory")
+                            : sc_err(SCHEDC_EINTERNAL, "plan '%s': no consistent phases across nodes", plan->ir.name);
+  }
+  char *src = sc_cuda_emit_split(&plan->ir, prog, g->me, dtype, op, g->check, g->nnodes > 1 ? &k->split : NULL),
+       fn[32] = "schedc_all";
+  if (!src) { sc_split_free(&k->split); return sc_err(SCHEDC_ENOMEM, "out of memory emitting the CUDA source"); }
+  if (g->me >= 0) snprintf(fn, sizeof fn, "schedc_rank%d", g->me);
   size_t n = (size_t)g->n;
   k->mod = calloc(n, sizeof(void *)); k->run_fn = calloc(n, sizeof(void *)); k->widen = calloc(n, sizeof(void *));
   k->narrow = calloc(n, sizeof(void *)); k->avg = calloc(n, sizeof(void *));
@@ -410,27 +436,52 @@ static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog 
   }
   sc_cu_args_tail(g, P, K, tstride);
   if (g->check) sc_cu_args_check(g, P, ir);
+  const sc_split *sp = g->nnodes > 1 ? &k->split : NULL;
+  size_t mstride = 0;
+  if (sp) { /* mirror slots: a chunk at its own offset modulo 16 bytes */
+    size_t vw = 16 / esz;
+    mstride = ((K + ir->nchunks - 1) / ir->nchunks + 2 * vw) / vw * vw;
+    if ((st = grow(g, g->mir, &g->mir_bytes, (size_t)sp->maxslots * mstride * esz + 16)) != SCHEDC_OK) return st;
+    int a = sc_cu_split_args(g);
+    for (int r = 0; r < n; r++) P[a + r] = (uint64_t)(uintptr_t)g->mir[r];
+    P[a + n] = mstride;
+  }
   for (int r = 0; r < n && st == SCHEDC_OK; r++)
     if (W[r] != (char *)g->send[r]) st = sc_cu_copy_in(g, k, r, r, W[r], acc, K);
-  /* the plan: schedc_all(args, first rank, rank count) */
-  int first = 0, one = 1;
+  /* the plan: schedc_all(args, first rank, rank count), once per phase; between phases every
+   * rank's kernel has ended and the cross-node payloads are moved into their mirrors */
+  int first = 0, one = 1, nph = sp ? (int)sp->nphases : 1;
   void *params[] = {P, &first, &n};
-  if (st == SCHEDC_OK && K) {
-    if (g->virt) {
+  for (int ph = -1; ph < nph && st == SCHEDC_OK && K; ph++) {
+    if (ph >= 0 && sp) P[sc_cu_split_args(g) + n + 1] = (uint64_t)ph;
+    if (ph >= 0 && g->virt) {
       for (int r = 1; r < n && st == SCHEDC_OK; r++) st = dv->join(g->stream[0], g->stream[r]);
       if (st == SCHEDC_OK)
         st = dv->launch(k->run_fn[0], (unsigned)(n * g->nblk), (unsigned)g->threads, params, 1, g->stream[0]);
       for (int r = 1; r < n && st == SCHEDC_OK; r++) st = dv->join(g->stream[r], g->stream[0]);
-    } else {
+    } else if (ph >= 0) {
       params[2] = &one;
       for (first = 0; first < n && st == SCHEDC_OK; first++) /* params hold &first: read at launch */
         if ((st = dv->select(g->dev[first])) == SCHEDC_OK)
           st = dv->launch(k->run_fn[first], (unsigned)g->nblk, (unsigned)g->threads, params, 0, g->stream[first]);
     }
+    if (!sp || st != SCHEDC_OK || ph == nph - 1) continue;
+    if ((st = sync_all(g)) == SCHEDC_OK) st = sc_cu_err_status(g, ir); /* a stopped phase ends the call */
+    for (uint32_t i = 0; i < sp->ncopies && st == SCHEDC_OK; i++) {
+      const sc_mirror_copy *m = &sp->copies[i];
+      if (m->boundary != ph) continue;
+      size_t lo = K * m->chunk / ir->nchunks, hi = K * (m->chunk + 1) / ir->nchunks, vw = 16 / esz;
+      char *dst = (char *)g->mir[m->dst] + ((size_t)m->slot * mstride + lo % vw) * esz;
+      if ((st = dv->select(g->dev[m->dst])) == SCHEDC_OK)
+        st = dv->copy(dst, W[m->src] + lo * esz, (hi - lo) * esz, g->stream[m->dst]);
+    }
+    if (st == SCHEDC_OK) st = sync_all(g);
   }
   for (int r = 0; r < n && st == SCHEDC_OK; r++) st = sc_cu_finish(g, k, r, r, W[r], acc, K);
   return st;
 }
+
+int sc_cu_split_args(const cu_group *g) { return 4 * g->N + 5 + (g->check ? g->N + 6 : 0); }
 
 schedc_status sc_cuda_collective(schedc_comm *c, int coll, const void *sendbuf, void *recvbuf, size_t count,
                                  schedc_dtype dtype, schedc_dtype acc, schedc_op op, int root,

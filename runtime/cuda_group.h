@@ -11,6 +11,7 @@
 
 #include "comm.h"
 #include "cuda_dev.h"
+#include "codegen/cuda_split.h"
 #include "plan.h"
 
 #define CU_MAX_RANKS 64 /* the kernel parameter block holds four pointer tables of nranks */
@@ -18,11 +19,12 @@
 #define CU_EPOCH_BITS 20 /* versions and read counts per call stay below 2^20 */
 #define CU_ERR_WORDS 16  /* the kernels' failure record, uint32 words */
 #define CU_CELL_BYTES 24 /* counters per (cell, block): version, read count, checksum */
-#define CU_PARAMS (5 * CU_MAX_RANKS + 11) /* the kernel parameter block, 64-bit words */
+#define CU_PARAMS (6 * CU_MAX_RANKS + 13) /* the kernel parameter block, 64-bit words */
 
 /* Kernels of one (plan, dtype, op): per slot, the module on its device and the functions. */
 typedef struct cu_kset {
   uint64_t key;
+  sc_split split;            /* the phases across nodes (nnodes > 1), else nphases 0 */
   void **mod;                /* [n]; virtual: only [0] */
   void **run_fn;             /* [n]: schedc_all (one process) or schedc_rank<me> (a process per GPU) */
   void **widen, **narrow, **avg; /* [n], NULL where the plan has none */
@@ -61,6 +63,10 @@ typedef struct cu_group {
   uint64_t plan_hash;
   int digest, repair, flipout; /* verification (cuda_verify.c): digest on, repair on, flipout rank or -1 */
   int check;                 /* per-transfer checksums: kernels emitted with sc_seal / sc_check */
+  int nnodes;                /* SCHEDC_CUDA_NODES: rank r on node r * nnodes / N; > 1: phases */
+  uint32_t node[CU_MAX_RANKS];
+  void **mir;                /* [n] mirror slots of cross-node payloads (nnodes > 1) */
+  size_t mir_bytes;
   int flip_rank, flip_step;  /* flip:RANK:STEP injection (checksum mode), -1: none */
   long flip_bit;
   char broken[SC_FAILMSG];
@@ -114,6 +120,8 @@ schedc_status sc_cu_verify_slots(cu_group *g, const char *cn, size_t bytes);
  * chunk, sums): its schedule line looked up in ir (when given); action: the repair warning's
  * last words instead of an error (then SCHEDC_OK). */
 schedc_status sc_cu_corrupt(const cu_group *g, const uint32_t *w, const sc_ir *ir, const char *action);
+/* Split across nodes: the index in P of the mirror table (then mstride, then the phase). */
+int sc_cu_split_args(const cu_group *g);
 /* Checksum mode: the kernel parameters after the sum tables (P[5N+5..]): injection and repair. */
 void sc_cu_args_check(const cu_group *g, uint64_t *P, const sc_ir *ir);
 /* Checksum mode, after every rank's kernel of the call has finished: the failure record as a

@@ -222,6 +222,40 @@ int main(void) {
   CHECK(schedc_comm_init_cuda(2, NULL, SCHEDC_CUDA_VIRTUAL, &o, c) == SCHEDC_EINVAL);
   CHECK_CONTAINS(schedc_errmsg(), "opts->verify 3");
 
+  /* SCHEDC_CUDA_NODES (ranks split across emulated nodes): checked, and refused where the
+   * staged path does not go yet */
+  setenv("SCHEDC_CUDA_NODES", "0", 1);
+  CHECK(schedc_comm_init_cuda(2, NULL, SCHEDC_CUDA_VIRTUAL, NULL, c) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "SCHEDC_CUDA_NODES='0': a node count from 1 to 64");
+  setenv("SCHEDC_CUDA_NODES", "2", 1);
+  o.verify = SCHEDC_VERIFY_CHECKSUM;
+  CHECK(schedc_comm_init_cuda(2, NULL, SCHEDC_CUDA_VIRTUAL, &o, c) == SCHEDC_EUNAVAIL);
+  CHECK_CONTAINS(schedc_errmsg(), "with checksum verification");
+  CHECK(schedc_comm_init_cuda_rank(0, 1, 0, "capi-nodes", NULL, c) == SCHEDC_EUNAVAIL);
+  CHECK_CONTAINS(schedc_errmsg(), "a process per GPU does not stage across nodes yet");
+  o.verify = 0;
+  CHECK(schedc_comm_init_cuda(3, NULL, SCHEDC_CUDA_VIRTUAL, NULL, c) == SCHEDC_OK);
+  { /* three ranks, two nodes: the ring's bits (small integers: every order is exact) */
+    void *b[3];
+    float h[3][300], out[300];
+    for (int r = 0; r < 3; r++) {
+      for (int i = 0; i < 300; i++) h[r][i] = (float)((i + 7 * r) % 9);
+      CHECK(schedc_cuda_alloc(c[r], sizeof h[r], &b[r]) == SCHEDC_OK);
+      CHECK(schedc_cuda_copy(c[r], b[r], h[r], sizeof h[r]) == SCHEDC_OK);
+    }
+    for (int r = 0; r < 3; r++) CHECK(schedc_allreduce(b[r], b[r], 300, SCHEDC_F32, SCHEDC_SUM, c[r], NULL) == SCHEDC_OK);
+    CHECK(schedc_cuda_sync(c[0]) == SCHEDC_OK);
+    for (int r = 0; r < 3; r++) {
+      CHECK(schedc_cuda_copy(c[r], out, b[r], sizeof out) == SCHEDC_OK);
+      size_t bad = 0;
+      for (int i = 0; i < 300; i++) bad += out[i] != h[0][i] + h[1][i] + h[2][i];
+      CHECK(bad == 0);
+      schedc_cuda_free(c[r], b[r]);
+    }
+    free_all(c, 3);
+  }
+  unsetenv("SCHEDC_CUDA_NODES");
+
   /* a CPU communicator is not a cuda one */
   schedc_comm *t[2];
   CHECK(schedc_comm_init_threads(2, NULL, t) == SCHEDC_OK);

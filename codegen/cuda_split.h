@@ -1,0 +1,41 @@
+/*
+ * cuda_split.h — a plan's write groups cut into phases where data crosses nodes (ranks that
+ * cannot map each other's memory): within a phase the kernels synchronise through counters as
+ * usual; between phases the host moves each cross-node payload into a mirror slot of its reader
+ * (the boundary a later NCCL path fills with ncclSend/ncclRecv). Shared by the code generator and
+ * the runtime, which must agree on phases, slots and counts.
+ */
+#ifndef SC_CUDA_SPLIT_H
+#define SC_CUDA_SPLIT_H
+
+#include <stdint.h>
+
+#include "prog.h"
+
+/* One payload to move at a boundary: chunk `chunk` of rank src's working buffer, as it is after
+ * phase `boundary` (-1: right after the copy-in), into mirror slot `slot` of rank dst. */
+typedef struct sc_mirror_copy {
+  int32_t boundary;
+  uint32_t dst, slot, src, chunk;
+} sc_mirror_copy;
+
+typedef struct sc_split {
+  uint32_t nphases;          /* launches per call, >= 1 */
+  int32_t *phase;            /* [groups]: the launch that runs each group (prog->groups order) */
+  uint32_t *wait_reads;      /* [groups]: WAR targets counting only same-node readers */
+  uint32_t *final_reads;     /* [nranks * nchunks]: drain targets, same-node readers only */
+  int32_t *slot;             /* [srcs]: mirror slot of a cross-node source in its reader, or -1 */
+  uint32_t *nslots;          /* [nranks]: mirror slots of each rank */
+  uint32_t maxslots;         /* max over ranks */
+  sc_mirror_copy *copies;    /* by boundary, then reader */
+  uint32_t ncopies;
+} sc_split;
+
+/* Cut prog for node[r] (the node of each rank). A payload read across nodes is moved at the
+ * boundary after the phase its writer published it in, so its reader runs at least one phase
+ * later, and so does the writer's next overwrite of that cell. Returns 0, -1 (out of memory) or
+ * -2 (no consistent phases: cannot happen for a verified plan). */
+int sc_split_build(const sc_prog *prog, const uint32_t *node, sc_split *out);
+void sc_split_free(sc_split *s);
+
+#endif
