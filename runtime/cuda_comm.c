@@ -152,9 +152,6 @@ schedc_status sc_cu_group_setup(cu_group *g) {
   else if (st == SCHEDC_OK && K > 1 && g->check)
     st = sc_err(SCHEDC_EUNAVAIL, "SCHEDC_CUDA_NODES=%ld with checksum verification: the sums of payloads from another "
                 "node are not moved with them yet (use digest)", K);
-  else if (st == SCHEDC_OK && K > 1 && g->me >= 0)
-    st = sc_err(SCHEDC_EUNAVAIL, "SCHEDC_CUDA_NODES=%ld: a process per GPU does not stage across nodes yet (one "
-                "process driving every rank does)", K);
   else if (st == SCHEDC_OK) g->nnodes = (int)K;
   for (int r = 0; r < g->N && r < CU_MAX_RANKS; r++) g->node[r] = (uint32_t)((long)r * g->nnodes / g->N);
   for (int r = 0; r < n && st == SCHEDC_OK; r++) {
@@ -439,8 +436,7 @@ static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog 
   const sc_split *sp = g->nnodes > 1 ? &k->split : NULL;
   size_t mstride = 0;
   if (sp) { /* mirror slots: a chunk at its own offset modulo 16 bytes */
-    size_t vw = 16 / esz;
-    mstride = ((K + ir->nchunks - 1) / ir->nchunks + 2 * vw) / vw * vw;
+    mstride = sc_cu_mstride(K, ir->nchunks, esz);
     if ((st = grow(g, g->mir, &g->mir_bytes, (size_t)sp->maxslots * mstride * esz + 16)) != SCHEDC_OK) return st;
     int a = sc_cu_split_args(g);
     for (int r = 0; r < n; r++) P[a + r] = (uint64_t)(uintptr_t)g->mir[r];
@@ -479,6 +475,11 @@ static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog 
   }
   for (int r = 0; r < n && st == SCHEDC_OK; r++) st = sc_cu_finish(g, k, r, r, W[r], acc, K);
   return st;
+}
+
+size_t sc_cu_mstride(size_t K, uint32_t nchunks, size_t esz) {
+  size_t vw = 16 / esz;
+  return ((K + nchunks - 1) / nchunks + 2 * vw) / vw * vw;
 }
 
 int sc_cu_split_args(const cu_group *g) { return 4 * g->N + 5 + (g->check ? g->N + 6 : 0); }

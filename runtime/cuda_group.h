@@ -120,8 +120,10 @@ schedc_status sc_cu_verify_slots(cu_group *g, const char *cn, size_t bytes);
  * chunk, sums): its schedule line looked up in ir (when given); action: the repair warning's
  * last words instead of an error (then SCHEDC_OK). */
 schedc_status sc_cu_corrupt(const cu_group *g, const uint32_t *w, const sc_ir *ir, const char *action);
-/* Split across nodes: the index in P of the mirror table (then mstride, then the phase). */
+/* Split across nodes: the index in P of the mirror table (then mstride, then the phase), and
+ * the elements per mirror slot (a chunk at its own offset modulo 16 bytes). */
 int sc_cu_split_args(const cu_group *g);
+size_t sc_cu_mstride(size_t K, uint32_t nchunks, size_t esz);
 /* Checksum mode: the kernel parameters after the sum tables (P[5N+5..]): injection and repair. */
 void sc_cu_args_check(const cu_group *g, uint64_t *P, const sc_ir *ir);
 /* Checksum mode, after every rank's kernel of the call has finished: the failure record as a

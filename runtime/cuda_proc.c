@@ -17,13 +17,13 @@
 #define ARENA_HEAD 256 /* rank 0's arena starts with the kernels' failure record (err[4]) */
 
 /* Arena layout, the same on every rank: [head][versions, read counts, sums: 24 bytes per cell]
- * [temps][working buffer]. The three capacities only grow, and grow on every rank at the same
+ * [temps][working buffer][mirror slots (split across nodes)]. The three capacities only grow, and grow on every rank at the same
  * call (they follow from the call, which all ranks agree on), so the layout agrees too; a grown
  * arena is a fresh allocation, so its counters start at 0, below every epoch. */
 typedef struct cu_proc {
   schedc_comm *boot;         /* shm communicator of the same ranks (host side only) */
   void *arena;
-  size_t cells, temp_bytes, work_bytes; /* capacities */
+  size_t cells, temp_bytes, work_bytes, mir_bytes; /* capacities */
   void **base;               /* [N]: every rank's arena as mapped here (own: arena) */
   void *last_stream;         /* the stream of the last call (drained before a regrow) */
 } cu_proc;
@@ -32,6 +32,7 @@ static size_t up256(size_t x) { return (x + 255) / 256 * 256; }
 static size_t off_ctr(void) { return ARENA_HEAD; }
 static size_t off_temp(const cu_proc *p) { return ARENA_HEAD + up256(p->cells * CU_CELL_BYTES); }
 static size_t off_work(const cu_proc *p) { return off_temp(p) + up256(p->temp_bytes); }
+static size_t off_mir(const cu_proc *p) { return off_work(p) + up256(p->work_bytes); }
 
 static void unmap_peers(cu_group *g) {
   cu_proc *p = g->proc;
@@ -73,7 +74,7 @@ void sc_cu_proc_free(cu_group *g) {
  * mapping ends the regrow: no rank launches, frees its arena or exits (whose memory goes with it)
  * before every rank has mapped every peer, and a rank that could not map fails every rank's call
  * at once instead of leaving its peers' kernels to the timeout. Only calls that regrow pay it. */
-static schedc_status regrow(cu_group *g, size_t cells, size_t temp_bytes, size_t work_bytes) {
+static schedc_status regrow(cu_group *g, size_t cells, size_t temp_bytes, size_t work_bytes, size_t mir_bytes) {
   cu_proc *p = g->proc;
   const sc_cudev *dv = g->dv;
   schedc_status st = dv->select(g->dev[0]);
@@ -83,12 +84,13 @@ static schedc_status regrow(cu_group *g, size_t cells, size_t temp_bytes, size_t
   p->cells = cells > p->cells ? cells : p->cells;
   p->temp_bytes = temp_bytes > p->temp_bytes ? temp_bytes : p->temp_bytes;
   p->work_bytes = work_bytes > p->work_bytes ? work_bytes : p->work_bytes;
+  p->mir_bytes = mir_bytes > p->mir_bytes ? mir_bytes : p->mir_bytes;
   /* A rank whose allocation fails still takes part in the handle exchange (word 8 says it has no
    * handle), so its peers fail at once, naming it, instead of waiting for it until the timeout. */
   sc_ipc h;
   memset(&h, 0, sizeof h);
-  if ((st = dv->alloc(off_work(p) + up256(p->work_bytes), &p->arena)) != SCHEDC_OK)
-    p->cells = p->temp_bytes = p->work_bytes = 0;
+  if ((st = dv->alloc(off_mir(p) + up256(p->mir_bytes), &p->arena)) != SCHEDC_OK)
+    p->cells = p->temp_bytes = p->work_bytes = p->mir_bytes = 0;
   else if ((st = dv->ipc_get(p->arena, &h)) != SCHEDC_OK)
     memset(&h, 0, sizeof h);
   uint64_t mine[9], all[CU_MAX_RANKS * 9];
@@ -151,6 +153,33 @@ static schedc_status verify(cu_group *g, const char *cn, size_t bytes) {
   return nbad ? sc_digest_outcome(cn, all, g->N, g->me, root, g->repair) : SCHEDC_OK;
 }
 
+/* The boundary after phase ph (-1: after the copy-in) when the plan is split across nodes: once
+ * every rank's kernel of the phase has ended (a host barrier after draining this rank's stream;
+ * a failure recorded by any kernel ends the call on every rank alike), this rank pulls the
+ * payloads it reads from other nodes into its mirror slots, and a second barrier keeps their
+ * writers from overwriting them before every reader has them. NCCL send/recv will take the
+ * place of the pulls between real nodes (docs/cuda.md). */
+static schedc_status stage(cu_group *g, const sc_ir *ir, const sc_split *sp, int ph, size_t K, size_t esz,
+                           size_t mstride) {
+  cu_proc *p = g->proc;
+  const sc_cudev *dv = g->dv;
+  uint64_t one = 1, all[CU_MAX_RANKS];
+  schedc_status st = dv->sync(g->stream[0]);
+  if (st == SCHEDC_OK) st = exchange(g, &one, all, 1);
+  if (st == SCHEDC_OK) st = sc_cu_err_status(g, ir);
+  size_t vw = 16 / esz;
+  for (uint32_t i = 0; i < sp->ncopies && st == SCHEDC_OK; i++) {
+    const sc_mirror_copy *m = &sp->copies[i];
+    if (m->boundary != ph || (int)m->dst != g->me) continue;
+    size_t lo = K * m->chunk / ir->nchunks, hi = K * (m->chunk + 1) / ir->nchunks;
+    char *dst = (char *)p->arena + off_mir(p) + ((size_t)m->slot * mstride + lo % vw) * esz;
+    st = dv->copy(dst, (char *)p->base[m->src] + off_work(p) + lo * esz, (hi - lo) * esz, g->stream[0]);
+  }
+  if (st == SCHEDC_OK) st = dv->sync(g->stream[0]);
+  if (st == SCHEDC_OK) st = exchange(g, &one, all, 1);
+  return st;
+}
+
 schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, void *recvbuf, size_t count,
                                     schedc_dtype dtype, schedc_dtype acc, schedc_op op, int root,
                                     const schedc_plan *plan, const sc_prog *prog, size_t K) {
@@ -166,7 +195,18 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   size_t tstride;
   sc_cu_layout(g, prog, esz, K, &ntemp, &tstride);
   size_t cells = (size_t)prog->nchunks * (size_t)g->nblk, tbytes = (size_t)ntemp * (size_t)g->nblk * tstride * esz;
-  int grow = !p->arena || cells > p->cells || tbytes > p->temp_bytes || K * esz > p->work_bytes;
+  /* split across nodes: mirror slots, at most one per cross-node source of the busiest rank */
+  size_t mstride = g->nnodes > 1 ? sc_cu_mstride(K, prog->nchunks, esz) : 0, mbytes = 0;
+  for (int q = 0; q < N && mstride; q++) {
+    size_t slots = 0;
+    for (uint32_t i = 0; i < prog->rank[q].ng; i++) {
+      const sc_group *gr = &prog->groups[prog->rank[q].g_off + i];
+      for (uint32_t s = 0; gr->phase != SC_PH_C && s < gr->nsrc; s++)
+        slots += g->node[prog->srcs[gr->src_off + s].rank] != g->node[q];
+    }
+    if (slots * mstride * esz > mbytes) mbytes = slots * mstride * esz;
+  }
+  int grow = !p->arena || cells > p->cells || tbytes > p->temp_bytes || K * esz > p->work_bytes || mbytes > p->mir_bytes;
   schedc_status st = SCHEDC_OK;
   /* A regrow frees memory peers' kernels use and peers map: before the exchange, drain this
    * rank's kernels and unmap the peers (so after it, every rank has done both). */
@@ -188,7 +228,7 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
                     "issues the same collectives in the same order with the same arguments)", cn, q < me ? q : me,
                     q < me ? me : q, d_name[w], me, mine, q, theirs);
       }
-  if (st == SCHEDC_OK && grow) st = regrow(g, cells, tbytes, K * esz);
+  if (st == SCHEDC_OK && grow) st = regrow(g, cells, tbytes, K * esz, mbytes);
   cu_kset *k = NULL;
   if (st == SCHEDC_OK) st = sc_cu_kset(g, plan, prog, g->dtype, g->op, &k);
   if (st != SCHEDC_OK) return sc_cu_breaks(g, st);
@@ -206,8 +246,18 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   if (g->check) sc_cu_args_check(g, P, &plan->ir);
   char *W = (char *)p->arena + off_work(p);
   void *params[] = {P};
-  if ((st = sc_cu_copy_in(g, k, 0, me, W, acc, K)) == SCHEDC_OK && K)
-    st = dv->launch(k->run_fn[0], (unsigned)g->nblk, (unsigned)g->threads, params, 0, g->stream[0]);
+  const sc_split *sp = g->nnodes > 1 ? &k->split : NULL;
+  int nph = sp ? (int)sp->nphases : 1, a = sc_cu_split_args(g);
+  if (sp) {
+    P[a + me] = (uint64_t)(uintptr_t)((char *)p->arena + off_mir(p));
+    P[a + N] = mstride;
+  }
+  st = sc_cu_copy_in(g, k, 0, me, W, acc, K);
+  for (int ph = -1; ph < nph && st == SCHEDC_OK && K; ph++) {
+    if (ph >= 0 && sp) P[a + N + 1] = (uint64_t)ph;
+    if (ph >= 0) st = dv->launch(k->run_fn[0], (unsigned)g->nblk, (unsigned)g->threads, params, 0, g->stream[0]);
+    if (sp && st == SCHEDC_OK && ph < nph - 1) st = stage(g, &plan->ir, sp, ph, K, esz, mstride);
+  }
   if (st == SCHEDC_OK) st = sc_cu_finish(g, k, 0, me, W, acc, K);
   p->last_stream = g->stream[0];
   /* checksums: judged once every rank's kernel has finished (all read one failure record) */
