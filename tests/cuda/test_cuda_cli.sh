@@ -68,6 +68,16 @@ for mode in "--virtual" "--processes"; do
     "flip:1:2 --verify full --repair $mode: $out"
 done
 
+# staged across (emulated) nodes: said in the header, the same digests
+if [ -n "$emu" ]; then
+  want=$("$S" run "$D/tree.lua" --ranks 5 --count 3001 --dtype bf16 | digests)
+  for mode in "--virtual" "--processes"; do
+    out=$(SCHEDC_CUDA_NODES=2 "$S" run "$D/tree.lua" --ranks 5 --count 3001 --dtype bf16 --backend cuda $mode 2>&1)
+    ok "grep -q 'staged across SCHEDC_CUDA_NODES=2' <<<\"\$out\" && [ \"\$(digests <<<\"\$out\")\" = '$want' ]" \
+      "SCHEDC_CUDA_NODES=2 $mode: $out"
+  done
+fi
+
 # --processes: more ranks than (emulated) GPUs is refused, naming the device
 out=$(SCHEDC_EMU_DEVICES=2 "$S" run "$D/ring.lua" --ranks 3 --backend cuda --processes --timeout 5 2>&1)
 [ -n "$emu" ] && ok "grep -q 'rank 2: error: rank 2: CUDA device 2 out of range \[0, 2)' <<<\"\$out\"" "--processes, too few GPUs: $out"
