@@ -112,12 +112,12 @@ static void emit_checksums(sb *b) {
       "  sc_u64 s = sc_sum(p, n, x0, ~0ull, 0);\n"
       "  if (threadIdx.x == 0) a.sum[rank][cell] = s;\n"
       "}\n\n"
-      "/* Reader: the sum of what it loads from src's part must be the one src published, before any\n"
+      "/* Reader: the sum of what it loads from src's part must be the one src published (*sum), before any\n"
       " * use. A mismatch is read once more with repair (a transient fault: recorded as repaired in\n"
       " * err[8..15] once per call), else recorded in err[0..7] (code 2) and every block stops. */\n"
-      "__device__ __noinline__ bool sc_check(const sc_args &a, int src, sc_u64 cell, const sc_acc *p, sc_u64 n,\n"
+      "__device__ __noinline__ bool sc_check(const sc_args &a, int src, const sc_u64 *sum, const sc_acc *p, sc_u64 n,\n"
       "                                      sc_u64 x0, int rank, int step, int chunk, int blk) {\n"
-      "  sc_u64 want = *(volatile const sc_u64 *)(a.sum[src] + cell), at = ~0ull, mask = 0;\n"
+      "  sc_u64 want = *(volatile const sc_u64 *)sum, at = ~0ull, mask = 0;\n"
       "  if (a.flip_src == src && a.flip_dst == rank && a.flip_step == step && a.flip_chunk == chunk && blk == 0 && n) {\n"
       "    sc_u64 nb = n * 8 * sizeof(sc_acc), bits = a.flip_bit < 0 ? nb / 2 + 3 : (sc_u64)a.flip_bit %% nb;\n"
       "    at = bits / (8 * sizeof(sc_acc));\n"
@@ -174,7 +174,8 @@ static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_onl
   if (split)
     put(b, "  /* split across nodes: this launch runs the groups of one phase; a payload from another\n"
            "   * node was put in mirror slot k of its reader (mir[r] + k * mstride) before the phase */\n"
-           "  sc_acc *mir[SC_NRANKS];\n  sc_u64 mstride;\n  long long phase;\n");
+           "  sc_acc *mir[SC_NRANKS];\n  sc_u64 *msum[SC_NRANKS]; /* checksums: the payloads' sums, nblk per slot */\n"
+           "  sc_u64 mstride;\n  long long phase;\n");
   put(b, "};\n\n");
   emit_op(b, dtype, op, copy_only);
   put(b,
@@ -395,10 +396,14 @@ static void emit_rank(sb *b, const sc_ir *ir, const sc_prog *prog, uint32_t r, i
       put(b, "    sc_signal(a, 0, 0, cell, a.ver[%u], a.epoch + %u);\n  }\n", r, g->version);
       continue;
     }
-    for (uint32_t s = 0; check && s < g->nsrc; s++)
-      if (!is_remote(sp, g, s))
-        put(b, "    if (!sc_check(a, %u, cell, a.buf[%u] + x0, x1 - x0, x0, %u, %u, %u, blk)) return;\n", src[s].rank,
-            src[s].rank, r, g->step, g->chunk);
+    for (uint32_t s = 0; check && s < g->nsrc; s++) { /* across nodes: the sums came with the payload */
+      if (is_remote(sp, g, s))
+        put(b, "    if (!sc_check(a, %u, a.msum[%u] + %dull * nblk + blk, ", src[s].rank, r, sp->slot[g->src_off + s]);
+      else
+        put(b, "    if (!sc_check(a, %u, a.sum[%u] + cell, ", src[s].rank, src[s].rank);
+      put_src(b, sp, prog, g, s, r);
+      put(b, ", x1 - x0, x0, %u, %u, %u, blk)) return;\n", r, g->step, g->chunk);
+    }
     /* the ranks whose read counts this group bumps: same-node sources only */
     uint32_t nlocal = 0;
     put(b, "    const int src[%u] = {", g->nsrc);

@@ -25,7 +25,7 @@ void sc_split_free(sc_split *s) {
 
 static int max_i(int a, int b) { return a > b ? a : b; }
 
-int sc_split_build(const sc_prog *prog, const uint32_t *node, sc_split *out) {
+int sc_split_build(const sc_prog *prog, const uint32_t *node, int input_phase, sc_split *out) {
   memset(out, 0, sizeof *out);
   uint32_t n = prog->nranks, C = prog->nchunks, V = prog->nsteps + 1, G = 0, NS = 0;
   for (uint32_t r = 0; r < n; r++) G += prog->rank[r].ng;
@@ -78,7 +78,7 @@ int sc_split_build(const sc_prog *prog, const uint32_t *node, sc_split *out) {
     }
     free(fill);
   }
-  /* longest-path relaxation; the input counts as published in phase -1 */
+  /* longest-path relaxation; the input counts as published in phase input_phase */
   int changed = 1;
   for (uint32_t it = 0; changed; it++) {
     if (it > G + 1) { rc = -2; goto done; }
@@ -92,14 +92,14 @@ int sc_split_build(const sc_prog *prog, const uint32_t *node, sc_split *out) {
         for (uint32_t s = 0; g->phase != SC_PH_C && s < g->nsrc; s++) { /* after the writes it reads */
           const sc_src *x = &prog->srcs[g->src_off + s];
           int32_t w = pub[CELLV(x->rank, g->chunk, x->version)];
-          int wp = w >= 0 ? out->phase[w] : -1;
+          int wp = w >= 0 ? out->phase[w] : input_phase;
           p = max_i(p, node[x->rank] != node[r] ? wp + 1 : wp);
         }
         if (g->phase != SC_PH_A && g->version >= 1) { /* an overwrite: after the old version's reads */
           size_t old = CELLV(r, g->chunk, g->version - 1);
           int32_t w = pub[old];
           for (uint32_t k = rd_off[old]; k < rd_off[old + 1]; k++)
-            p = max_i(p, node[owner[rd[k]]] != node[r] ? (w >= 0 ? out->phase[w] : -1) + 1 : out->phase[rd[k]]);
+            p = max_i(p, node[owner[rd[k]]] != node[r] ? (w >= 0 ? out->phase[w] : input_phase) + 1 : out->phase[rd[k]]);
         }
         if (p != out->phase[gi]) { out->phase[gi] = p; changed = 1; }
         prev = p;
@@ -131,7 +131,7 @@ int sc_split_build(const sc_prog *prog, const uint32_t *node, sc_split *out) {
       const sc_src *x = &prog->srcs[g->src_off + s];
       if (node[x->rank] == node[r]) continue;
       int32_t w = pub[CELLV(x->rank, g->chunk, x->version)];
-      int32_t b = w >= 0 ? out->phase[w] : -1;
+      int32_t b = w >= 0 ? out->phase[w] : input_phase;
       uint32_t k = 0;
       for (; k < out->ncopies; k++) {
         const sc_mirror_copy *m = &out->copies[k];

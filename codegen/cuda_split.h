@@ -33,9 +33,11 @@ typedef struct sc_split {
 
 /* Cut prog for node[r] (the node of each rank). A payload read across nodes is moved at the
  * boundary after the phase its writer published it in, so its reader runs at least one phase
- * later, and so does the writer's next overwrite of that cell. Returns 0, -1 (out of memory) or
- * -2 (no consistent phases: cannot happen for a verified plan). */
-int sc_split_build(const sc_prog *prog, const uint32_t *node, sc_split *out);
+ * later, and so does the writer's next overwrite of that cell. The input counts as published in
+ * phase input_phase: -1 (moved right after the copy-in) or 0 (when its checksums, computed at
+ * the kernel's entry, must travel with it). Returns 0, -1 (out of memory) or -2 (no consistent
+ * phases: cannot happen for a verified plan). */
+int sc_split_build(const sc_prog *prog, const uint32_t *node, int input_phase, sc_split *out);
 void sc_split_free(sc_split *s);
 
 #endif

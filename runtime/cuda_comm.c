@@ -149,9 +149,6 @@ schedc_status sc_cu_group_setup(cu_group *g) {
   g->nnodes = 1;
   if (st == SCHEDC_OK && nv && *nv && (*end || K < 1 || K > CU_MAX_RANKS))
     st = sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_NODES='%s': a node count from 1 to %d", nv, CU_MAX_RANKS);
-  else if (st == SCHEDC_OK && K > 1 && g->check)
-    st = sc_err(SCHEDC_EUNAVAIL, "SCHEDC_CUDA_NODES=%ld with checksum verification: the sums of payloads from another "
-                "node are not moved with them yet (use digest)", K);
   else if (st == SCHEDC_OK) g->nnodes = (int)K;
   for (int r = 0; r < g->N && r < CU_MAX_RANKS; r++) g->node[r] = (uint32_t)((long)r * g->nnodes / g->N);
   for (int r = 0; r < n && st == SCHEDC_OK; r++) {
@@ -292,7 +289,7 @@ schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, const sc_prog *pr
   cu_kset *k = &g->ks[g->nks];
   memset(k, 0, sizeof *k);
   if (g->nnodes > 1) {
-    int rc = sc_split_build(prog, g->node, &k->split);
+    int rc = sc_split_build(prog, g->node, g->check ? 0 : -1, &k->split);
     if (rc) return rc == -1 ? sc_err(SCHEDC_ENOMEM, "out of memory")
                             : sc_err(SCHEDC_EINTERNAL, "plan '%s': no consistent phases across nodes", plan->ir.name);
   }
@@ -434,13 +431,17 @@ static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog 
   sc_cu_args_tail(g, P, K, tstride);
   if (g->check) sc_cu_args_check(g, P, ir);
   const sc_split *sp = g->nnodes > 1 ? &k->split : NULL;
-  size_t mstride = 0;
-  if (sp) { /* mirror slots: a chunk at its own offset modulo 16 bytes */
+  size_t mstride = 0, sum_off = 0;
+  if (sp) { /* mirror slots: a chunk at its own offset modulo 16 bytes; then their sums */
     mstride = sc_cu_mstride(K, ir->nchunks, esz);
-    if ((st = grow(g, g->mir, &g->mir_bytes, (size_t)sp->maxslots * mstride * esz + 16)) != SCHEDC_OK) return st;
+    size_t need = sc_cu_mir_bytes(sp->maxslots, mstride, esz, g->nblk, &sum_off);
+    if ((st = grow(g, g->mir, &g->mir_bytes, need)) != SCHEDC_OK) return st;
     int a = sc_cu_split_args(g);
-    for (int r = 0; r < n; r++) P[a + r] = (uint64_t)(uintptr_t)g->mir[r];
-    P[a + n] = mstride;
+    for (int r = 0; r < n; r++) {
+      P[a + r] = (uint64_t)(uintptr_t)g->mir[r];
+      P[a + n + r] = (uint64_t)(uintptr_t)((char *)g->mir[r] + sum_off);
+    }
+    P[a + 2 * n] = mstride;
   }
   for (int r = 0; r < n && st == SCHEDC_OK; r++)
     if (W[r] != (char *)g->send[r]) st = sc_cu_copy_in(g, k, r, r, W[r], acc, K);
@@ -449,7 +450,7 @@ static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog 
   int first = 0, one = 1, nph = sp ? (int)sp->nphases : 1;
   void *params[] = {P, &first, &n};
   for (int ph = -1; ph < nph && st == SCHEDC_OK && K; ph++) {
-    if (ph >= 0 && sp) P[sc_cu_split_args(g) + n + 1] = (uint64_t)ph;
+    if (ph >= 0 && sp) P[sc_cu_split_args(g) + 2 * n + 1] = (uint64_t)ph;
     if (ph >= 0 && g->virt) {
       for (int r = 1; r < n && st == SCHEDC_OK; r++) st = dv->join(g->stream[0], g->stream[r]);
       if (st == SCHEDC_OK)
@@ -470,11 +471,20 @@ static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog 
       char *dst = (char *)g->mir[m->dst] + ((size_t)m->slot * mstride + lo % vw) * esz;
       if ((st = dv->select(g->dev[m->dst])) == SCHEDC_OK)
         st = dv->copy(dst, W[m->src] + lo * esz, (hi - lo) * esz, g->stream[m->dst]);
+      if (st == SCHEDC_OK && g->check) /* the writer's sums of the chunk's parts travel with it */
+        st = dv->copy((char *)g->mir[m->dst] + sum_off + (size_t)m->slot * g->nblk * 8,
+                      (uint64_t *)g->ctr[m->src] + 2 * cells + (size_t)m->chunk * g->nblk, (size_t)g->nblk * 8,
+                      g->stream[m->dst]);
     }
     if (st == SCHEDC_OK) st = sync_all(g);
   }
   for (int r = 0; r < n && st == SCHEDC_OK; r++) st = sc_cu_finish(g, k, r, r, W[r], acc, K);
   return st;
+}
+
+size_t sc_cu_mir_bytes(size_t slots, size_t mstride, size_t esz, int nblk, size_t *sum_off) {
+  *sum_off = (slots * mstride * esz + 16 + 255) / 256 * 256;
+  return *sum_off + slots * (size_t)nblk * 8;
 }
 
 size_t sc_cu_mstride(size_t K, uint32_t nchunks, size_t esz) {

@@ -19,7 +19,7 @@
 #define CU_EPOCH_BITS 20 /* versions and read counts per call stay below 2^20 */
 #define CU_ERR_WORDS 16  /* the kernels' failure record, uint32 words */
 #define CU_CELL_BYTES 24 /* counters per (cell, block): version, read count, checksum */
-#define CU_PARAMS (6 * CU_MAX_RANKS + 13) /* the kernel parameter block, 64-bit words */
+#define CU_PARAMS (7 * CU_MAX_RANKS + 13) /* the kernel parameter block, 64-bit words */
 
 /* Kernels of one (plan, dtype, op): per slot, the module on its device and the functions. */
 typedef struct cu_kset {
@@ -120,10 +120,12 @@ schedc_status sc_cu_verify_slots(cu_group *g, const char *cn, size_t bytes);
  * chunk, sums): its schedule line looked up in ir (when given); action: the repair warning's
  * last words instead of an error (then SCHEDC_OK). */
 schedc_status sc_cu_corrupt(const cu_group *g, const uint32_t *w, const sc_ir *ir, const char *action);
-/* Split across nodes: the index in P of the mirror table (then mstride, then the phase), and
- * the elements per mirror slot (a chunk at its own offset modulo 16 bytes). */
+/* Split across nodes: the index in P of the mirror table (then the mirror sums table, mstride,
+ * the phase); the elements per mirror slot (a chunk at its own offset modulo 16 bytes); and the
+ * bytes of a rank's mirrors: the slots, then at *sum_off their sums (nblk words per slot). */
 int sc_cu_split_args(const cu_group *g);
 size_t sc_cu_mstride(size_t K, uint32_t nchunks, size_t esz);
+size_t sc_cu_mir_bytes(size_t slots, size_t mstride, size_t esz, int nblk, size_t *sum_off);
 /* Checksum mode: the kernel parameters after the sum tables (P[5N+5..]): injection and repair. */
 void sc_cu_args_check(const cu_group *g, uint64_t *P, const sc_ir *ir);
 /* Checksum mode, after every rank's kernel of the call has finished: the failure record as a

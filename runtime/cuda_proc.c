@@ -174,6 +174,13 @@ static schedc_status stage(cu_group *g, const sc_ir *ir, const sc_split *sp, int
     size_t lo = K * m->chunk / ir->nchunks, hi = K * (m->chunk + 1) / ir->nchunks;
     char *dst = (char *)p->arena + off_mir(p) + ((size_t)m->slot * mstride + lo % vw) * esz;
     st = dv->copy(dst, (char *)p->base[m->src] + off_work(p) + lo * esz, (hi - lo) * esz, g->stream[0]);
+    if (st == SCHEDC_OK && g->check) { /* the writer's sums of the chunk's parts travel with it */
+      size_t so;
+      sc_cu_mir_bytes(sp->maxslots, mstride, esz, g->nblk, &so);
+      st = dv->copy((char *)p->arena + off_mir(p) + so + (size_t)m->slot * g->nblk * 8,
+                    (uint64_t *)((char *)p->base[m->src] + off_ctr()) + 2 * p->cells + (size_t)m->chunk * g->nblk,
+                    (size_t)g->nblk * 8, g->stream[0]);
+    }
   }
   if (st == SCHEDC_OK) st = dv->sync(g->stream[0]);
   if (st == SCHEDC_OK) st = exchange(g, &one, all, 1);
@@ -204,7 +211,8 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
       for (uint32_t s = 0; gr->phase != SC_PH_C && s < gr->nsrc; s++)
         slots += g->node[prog->srcs[gr->src_off + s].rank] != g->node[q];
     }
-    if (slots * mstride * esz > mbytes) mbytes = slots * mstride * esz;
+    size_t so, need = sc_cu_mir_bytes(slots, mstride, esz, g->nblk, &so);
+    if (need > mbytes) mbytes = need;
   }
   int grow = !p->arena || cells > p->cells || tbytes > p->temp_bytes || K * esz > p->work_bytes || mbytes > p->mir_bytes;
   schedc_status st = SCHEDC_OK;
@@ -249,12 +257,15 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   const sc_split *sp = g->nnodes > 1 ? &k->split : NULL;
   int nph = sp ? (int)sp->nphases : 1, a = sc_cu_split_args(g);
   if (sp) {
+    size_t so;
+    sc_cu_mir_bytes(k->split.maxslots, mstride, esz, g->nblk, &so);
     P[a + me] = (uint64_t)(uintptr_t)((char *)p->arena + off_mir(p));
-    P[a + N] = mstride;
+    P[a + N + me] = (uint64_t)(uintptr_t)((char *)p->arena + off_mir(p) + so);
+    P[a + 2 * N] = mstride;
   }
   st = sc_cu_copy_in(g, k, 0, me, W, acc, K);
   for (int ph = -1; ph < nph && st == SCHEDC_OK && K; ph++) {
-    if (ph >= 0 && sp) P[a + N + 1] = (uint64_t)ph;
+    if (ph >= 0 && sp) P[a + 2 * N + 1] = (uint64_t)ph;
     if (ph >= 0) st = dv->launch(k->run_fn[0], (unsigned)g->nblk, (unsigned)g->threads, params, 0, g->stream[0]);
     if (sp && st == SCHEDC_OK && ph < nph - 1) st = stage(g, &plan->ir, sp, ph, K, esz, mstride);
   }

@@ -222,16 +222,11 @@ int main(void) {
   CHECK(schedc_comm_init_cuda(2, NULL, SCHEDC_CUDA_VIRTUAL, &o, c) == SCHEDC_EINVAL);
   CHECK_CONTAINS(schedc_errmsg(), "opts->verify 3");
 
-  /* SCHEDC_CUDA_NODES (ranks split across emulated nodes): checked, refused with checksums (not
-   * moved across nodes yet), and a small call's bits */
+  /* SCHEDC_CUDA_NODES (ranks split across emulated nodes): checked, and a small call's bits */
   setenv("SCHEDC_CUDA_NODES", "0", 1);
   CHECK(schedc_comm_init_cuda(2, NULL, SCHEDC_CUDA_VIRTUAL, NULL, c) == SCHEDC_EINVAL);
   CHECK_CONTAINS(schedc_errmsg(), "SCHEDC_CUDA_NODES='0': a node count from 1 to 64");
   setenv("SCHEDC_CUDA_NODES", "2", 1);
-  o.verify = SCHEDC_VERIFY_CHECKSUM;
-  CHECK(schedc_comm_init_cuda(2, NULL, SCHEDC_CUDA_VIRTUAL, &o, c) == SCHEDC_EUNAVAIL);
-  CHECK_CONTAINS(schedc_errmsg(), "with checksum verification");
-  o.verify = 0;
   CHECK(schedc_comm_init_cuda(3, NULL, SCHEDC_CUDA_VIRTUAL, NULL, c) == SCHEDC_OK);
   { /* three ranks, two nodes: the ring's bits (small integers: every order is exact) */
     void *b[3];

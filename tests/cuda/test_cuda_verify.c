@@ -283,6 +283,9 @@ int main(void) {
 
   one_process(SCHEDC_CUDA_VIRTUAL);
   checksums_one_process(SCHEDC_CUDA_VIRTUAL);
+  setenv("SCHEDC_CUDA_NODES", "2", 1); /* rank 2 on another node: its payloads and their sums staged */
+  checksums_one_process(SCHEDC_CUDA_VIRTUAL);
+  unsetenv("SCHEDC_CUDA_NODES");
   if (ndev >= R) { /* a GPU per rank (on a lent machine with one GPU: virtual ranks only) */
     one_process(0);
     checksums_one_process(0);
