@@ -29,8 +29,10 @@ schedc_status schedc_cuda_source(const schedc_plan *plan, int rank, schedc_dtype
 schedc_status schedc_cuda_source_v2(const schedc_plan *plan, int rank, schedc_dtype dtype, schedc_op op, int flags,
                                     char **source) {
   if (!source) return sc_err(SCHEDC_EINVAL, "source is NULL");
-  if (flags & ~SCHEDC_CUDA_SRC_CHECKSUMS)
-    return sc_err(SCHEDC_EINVAL, "flags 0x%x: the only flag is SCHEDC_CUDA_SRC_CHECKSUMS (1)", (unsigned)flags);
+  int nodes = (flags >> 8) & 0xff;
+  if ((flags & ~(SCHEDC_CUDA_SRC_CHECKSUMS | 0xff00)) || nodes == 1 || nodes > 64)
+    return sc_err(SCHEDC_EINVAL, "flags 0x%x: use SCHEDC_CUDA_SRC_CHECKSUMS and SCHEDC_CUDA_SRC_NODES(K), K in 2..64",
+                  (unsigned)flags);
   *source = NULL;
   if (!plan) return sc_err(SCHEDC_EINVAL, "plan is NULL");
   if (!schedc_dtype_name(dtype) || !schedc_op_name(op)) return sc_err(SCHEDC_EINVAL, "bad dtype or op");
@@ -38,7 +40,20 @@ schedc_status schedc_cuda_source_v2(const schedc_plan *plan, int rank, schedc_dt
     return sc_err(SCHEDC_EINVAL, "rank %d out of range [-1, %u)", rank, plan->ir.nranks);
   sc_prog prog;
   if (sc_prog_build(&plan->ir, &prog)) return sc_err(SCHEDC_ENOMEM, "out of memory");
-  *source = sc_cuda_emit_checked(&plan->ir, &prog, rank, (int)dtype, (int)op, flags & SCHEDC_CUDA_SRC_CHECKSUMS);
+  int check = flags & SCHEDC_CUDA_SRC_CHECKSUMS;
+  sc_split sp;
+  uint32_t *node = nodes ? malloc((size_t)plan->ir.nranks * sizeof *node) : NULL;
+  int rc = nodes && !node ? -1 : 0;
+  for (uint32_t r = 0; node && r < plan->ir.nranks; r++) node[r] = (uint32_t)((long)r * nodes / plan->ir.nranks);
+  if (nodes && (rc || (rc = sc_split_build(&prog, node, check ? 0 : -1, &sp)) != 0)) { /* as the runtime splits it */
+    free(node);
+    sc_prog_free(&prog);
+    return rc == -1 ? sc_err(SCHEDC_ENOMEM, "out of memory")
+                    : sc_err(SCHEDC_EINTERNAL, "plan '%s': no consistent phases across nodes", plan->ir.name);
+  }
+  *source = sc_cuda_emit_split(&plan->ir, &prog, rank, (int)dtype, (int)op, check, nodes ? &sp : NULL);
+  if (nodes) sc_split_free(&sp);
+  free(node);
   sc_prog_free(&prog);
   return *source ? SCHEDC_OK : sc_err(SCHEDC_ENOMEM, "out of memory emitting CUDA source");
 }

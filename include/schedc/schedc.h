@@ -346,8 +346,12 @@ schedc_status schedc_cuda_source(const schedc_plan *plan, int rank, schedc_dtype
                                  char **source);
 /* As schedc_cuda_source, with flags: SCHEDC_CUDA_SRC_CHECKSUMS gives the kernels that checksum
  * verification runs (SCHEDC_VERIFY=checksum or full: every published cell part carries a 64-bit
- * sum that its readers recompute before use; docs/integrity.md). 0 is schedc_cuda_source. */
+ * sum that its readers recompute before use; docs/integrity.md); SCHEDC_CUDA_SRC_NODES(K), K in
+ * 2..64, the kernels of the plan split across K nodes (SCHEDC_CUDA_NODES=K: one phase per
+ * launch, payloads from other nodes read from mirror slots; docs/cuda.md). 0 is
+ * schedc_cuda_source. */
 enum { SCHEDC_CUDA_SRC_CHECKSUMS = 1 };
+#define SCHEDC_CUDA_SRC_NODES(k) ((int)(k) << 8)
 schedc_status schedc_cuda_source_v2(const schedc_plan *plan, int rank, schedc_dtype dtype, schedc_op op, int flags,
                                     char **source);
 

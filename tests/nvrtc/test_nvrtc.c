@@ -107,6 +107,18 @@ int main(int argc, char **argv) {
       CHECK(schedc_cuda_source_v2(plan, -1, (schedc_dtype)dts[k], (schedc_op)ops[k], SCHEDC_CUDA_SRC_CHECKSUMS, &src) == SCHEDC_OK);
       if (!src) continue;
       CHECK(count_substr(src, "sc_check(a, ") > 0 && count_substr(src, "sc_seal(a, ") > 0);
+      /* and split across two nodes (phases, mirror slots), with and without the checks */
+      char *split = NULL;
+      int fl = SCHEDC_CUDA_SRC_NODES(2) | (k == 0 ? SCHEDC_CUDA_SRC_CHECKSUMS : 0);
+      CHECK(schedc_cuda_source_v2(plan, -1, (schedc_dtype)dts[k], (schedc_op)ops[k], fl, &split) == SCHEDC_OK);
+      if (split) {
+        CHECK(strstr(split, "if (a.phase == 1)") != NULL && strstr(split, "a.mir[") != NULL);
+        schedc_status sst = schedc_cuda_compile(split, "sm_90", 1, &img, &len, NULL);
+        if (sst != SCHEDC_OK) fprintf(stderr, "%s split: %s\n", files[f], schedc_errmsg());
+        CHECK(sst == SCHEDC_OK);
+        if (sst == SCHEDC_OK) { CHECK(!strstr(img, "fma")); schedc_free(img); }
+        schedc_free(split);
+      }
       schedc_status st = schedc_cuda_compile(src, "sm_90", k > 0, &img, &len, NULL);
       if (st != SCHEDC_OK) fprintf(stderr, "%s checked: %s\n", files[f], schedc_errmsg());
       CHECK(st == SCHEDC_OK);
@@ -122,7 +134,8 @@ int main(int argc, char **argv) {
   CHECK(checked == 15);
   char *none = NULL;
   CHECK(schedc_cuda_source_v2(NULL, -1, SCHEDC_F32, SCHEDC_SUM, 4, &none) == SCHEDC_EINVAL);
-  CHECK_CONTAINS(schedc_errmsg(), "the only flag is SCHEDC_CUDA_SRC_CHECKSUMS");
+  CHECK_CONTAINS(schedc_errmsg(), "use SCHEDC_CUDA_SRC_CHECKSUMS and SCHEDC_CUDA_SRC_NODES(K)");
+  CHECK(schedc_cuda_source_v2(NULL, -1, SCHEDC_F32, SCHEDC_SUM, SCHEDC_CUDA_SRC_NODES(1), &none) == SCHEDC_EINVAL);
 
   /* copy-only collectives (allgather, broadcast) move the bits as unsigned integers of the
    * element's size, for every dtype: no float arithmetic at all in their PTX */
