@@ -6,7 +6,9 @@
  * reads) with a clock64 budget, the block computes its part with 16-byte vectors, then thread 0
  * fences, counts its reads and publishes the cell's version. The arithmetic is the CPU kernels':
  * IEEE round-to-nearest, NaN results as the default NaN, min/max with NaN winning and -0 < +0,
- * integers wrapping; compile with --fmad=false.
+ * integers wrapping; compile with --fmad=false. Two variants on top: checksums (sc_seal after
+ * each publishing write, sc_check before each read) and a plan split across nodes (one phase per
+ * launch, cross-node sources read from mirror slots; codegen/cuda_split.h).
  */
 #include "cuda_emit.h"
 

@@ -3,9 +3,10 @@
  * one GPU), a group object they share. A collective is collected from every rank's call, then
  * per rank: copy in (widening f16/bf16 to f32) on the rank's stream, the plan's generated
  * kernels (one fused cooperative launch for virtual ranks, one launch per device otherwise),
- * finish (avg, narrowing, copy out). Everything is stream-ordered; the host never waits except
- * in schedc_cuda_sync and when buffers must grow. The group, the kernel sets and the per-rank
- * steps here serve the process-per-GPU communicator too (cuda_proc.c).
+ * finish (avg, narrowing, copy out). Everything is stream-ordered; the host waits only in
+ * schedc_cuda_sync, when buffers must grow, for verification (cuda_verify.c) and between the
+ * phases of a plan split across nodes (SCHEDC_CUDA_NODES). The group, the kernel sets and the
+ * per-rank steps here serve the process-per-GPU communicator too (cuda_proc.c).
  */
 #define _GNU_SOURCE
 #include <pthread.h>

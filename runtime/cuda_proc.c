@@ -2,7 +2,9 @@
  * cuda_proc.c — the cuda communicator with one process per GPU (schedc_comm_init_cuda_rank), the
  * way trainers run: each process owns its rank's device memory in one "arena" (counters, temps,
  * working buffer) that its peers map through CUDA IPC; a shared-memory communicator on the host
- * (the bootstrap) exchanges the IPC handles and checks at every call that the ranks agree.
+ * (the bootstrap) exchanges the IPC handles and checks at every call that the ranks agree; it
+ * is also the barrier of the verification verdicts and of the boundaries of a plan split across
+ * nodes.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
