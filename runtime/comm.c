@@ -206,9 +206,6 @@ static void copy_in(const schedc_comm *c, int coll, char *W, const void *sendbuf
   else if (coll != SCHEDC_BROADCAST || c->rank == root) load_in(dtype, acc, W, sendbuf, K);
 }
 
-/* allreduce, allgather and broadcast leave the same bits on every rank (digest-checkable). */
-static int same_bits(int coll) { return coll != SCHEDC_REDUCE_SCATTER && coll != SCHEDC_REDUCE; }
-
 /* Finish this rank's result: avg (once, in the accumulation type), rounding to the data type
  * once, copy out of the working buffer. flipout injection lands here, on the result; when the
  * digest is wanted and the result is copied as it is, the digest is computed by the copy. */
@@ -218,14 +215,14 @@ static void finish(schedc_comm *c, int coll, char *W, void *recvbuf, size_t coun
   sc_result_part(coll, c->rank, root, count, K, &lo, &len);
   if (op == SCHEDC_AVG && sc_reduces(coll) && len) sc_divide(acc, W + lo * asz, len, c->nranks);
   c->have_digest = 0;
-  if (same_bits(coll) && !c->in_verify && (c->verify & SC_V_DIGEST) && acc == dtype && W + lo * asz != (char *)recvbuf) {
+  if (sc_same_bits(coll) && !c->in_verify && (c->verify & SC_V_DIGEST) && acc == dtype && W + lo * asz != (char *)recvbuf) {
     sc_flipout(c, W + lo * asz, len * asz);
     c->digest = sc_verify_digest(recvbuf, W + lo * asz, len * asz);
     c->have_digest = 1;
     return;
   }
   if (len) store_out(dtype, acc, recvbuf, W + lo * asz, len);
-  if (same_bits(coll)) sc_flipout(c, recvbuf, len * schedc_dtype_size(dtype));
+  if (sc_same_bits(coll)) sc_flipout(c, recvbuf, len * schedc_dtype_size(dtype));
 }
 /* mpi.c, when built with MPI. */
 schedc_status sc_mpi_collective(schedc_comm *c, const schedc_plan *plan, const char *cn, schedc_dtype acc,
@@ -395,9 +392,9 @@ static schedc_status collective(schedc_comm *c, int coll, const void *sendbuf, v
   schedc_status st = collective_run(c, coll, sendbuf, recvbuf, count, dtype, op, root, plan);
   if (st != SCHEDC_OK || c->backend == SCHEDC_BACKEND_CUDA) return st; /* stream-ordered: nothing to check yet */
   /* the result every rank holds alike (none for reduce_scatter and reduce) */
-  size_t K = !same_bits(coll) ? 0 : coll == SCHEDC_ALLGATHER ? count * (size_t)c->nranks : count;
+  size_t K = sc_same_bits(coll) ? sc_same_bits_elems(coll, count, c->nranks) : 0;
   return sc_integrity_check(c, schedc_collective_name((schedc_collective)coll), recvbuf, K * schedc_dtype_size(dtype),
-                            same_bits(coll));
+                            sc_same_bits(coll));
 }
 
 schedc_status schedc_allreduce(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype, schedc_op op,

@@ -223,6 +223,13 @@ void sc_exec_checksum_inputs(schedc_comm *c, const sc_prog *p, schedc_dtype acc,
 /* Does the collective combine values (allreduce, reduce_scatter, reduce), or only move them? */
 static inline int sc_reduces(int coll) { return coll != SCHEDC_ALLGATHER && coll != SCHEDC_BROADCAST; }
 
+/* allreduce, allgather and broadcast leave the same bits on every rank (digest-checkable); the
+ * elements of that result: count, or count per rank for allgather. */
+static inline int sc_same_bits(int coll) { return coll != SCHEDC_REDUCE_SCATTER && coll != SCHEDC_REDUCE; }
+static inline size_t sc_same_bits_elems(int coll, size_t count, int nranks) {
+  return coll == SCHEDC_ALLGATHER ? count * (size_t)nranks : count;
+}
+
 /* The part [*lo, *lo + *len) of the K-element working buffer that is `rank`'s result: its block
  * for reduce_scatter (count elements each), nothing on a reduce's other ranks, else all of it. */
 static inline void sc_result_part(int coll, int rank, int root, size_t count, size_t K, size_t *lo, size_t *len) {

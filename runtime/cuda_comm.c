@@ -39,11 +39,12 @@ static schedc_status sync_all(cu_group *g) {
   return st;
 }
 
-schedc_status sc_cu_err_status(cu_group *g, const sc_ir *ir) {
-  uint32_t e[CU_ERR_WORDS] = {0};
+schedc_status sc_cu_err_status(cu_group *g, const sc_ir *ir, uint32_t *rec) {
+  uint32_t buf[CU_ERR_WORDS] = {0}, *e = rec ? rec : buf;
+  memset(e, 0, sizeof buf);
   schedc_status st = SCHEDC_OK;
   if (g->err && (st = g->dv->select(g->dev[0])) == SCHEDC_OK &&
-      (st = g->dv->copy(e, g->err, sizeof e, g->stream[0])) == SCHEDC_OK)
+      (st = g->dv->copy(e, g->err, sizeof buf, g->stream[0])) == SCHEDC_OK)
     st = g->dv->sync(g->stream[0]);
   if (st != SCHEDC_OK || !e[0]) return st;
   if (e[0] == 2) return sc_cu_corrupt(g, e + 1, ir, NULL);
@@ -230,7 +231,7 @@ schedc_status schedc_cuda_sync(schedc_comm *c) {
   if (!g) return sc_err(SCHEDC_EINVAL, "schedc_cuda_sync: comm is %s", c ? "not a cuda communicator" : "NULL");
   pthread_mutex_lock(&g->mu);
   schedc_status st = sync_all(g);
-  if (st == SCHEDC_OK && !g->broken[0]) st = sc_cu_err_status(g, NULL); /* broken: its own message says more */
+  if (st == SCHEDC_OK && !g->broken[0]) st = sc_cu_err_status(g, NULL, NULL); /* broken: its own message says more */
   if (st != SCHEDC_OK) sc_cu_breaks(g, st);
   else if (g->broken[0]) st = sc_cu_broken(g, "cuda sync");
   pthread_mutex_unlock(&g->mu);
@@ -464,7 +465,7 @@ static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog 
           st = dv->launch(k->run_fn[first], (unsigned)g->nblk, (unsigned)g->threads, params, 0, g->stream[first]);
     }
     if (!sp || st != SCHEDC_OK || ph == nph - 1) continue;
-    if ((st = sync_all(g)) == SCHEDC_OK) st = sc_cu_err_status(g, ir); /* a stopped phase ends the call */
+    if ((st = sync_all(g)) == SCHEDC_OK) st = sc_cu_err_status(g, ir, NULL); /* a stopped phase ends the call */
     for (uint32_t i = 0; i < sp->ncopies && st == SCHEDC_OK; i++) {
       const sc_mirror_copy *m = &sp->copies[i];
       if (m->boundary != ph) continue;
@@ -535,12 +536,12 @@ schedc_status sc_cuda_collective(schedc_comm *c, int coll, const void *sendbuf, 
     if (++g->narrived == g->n) {
       st = launch(g, plan, prog, acc, K);
       if (st == SCHEDC_OK && g->check && (st = sync_all(g)) == SCHEDC_OK) /* checksums: judged now */
-        st = sc_cu_check_verdict(g, cn, &plan->ir, -1);
+        st = sc_cu_check_verdict(g, &plan->ir, -1);
       /* digest verification (or flipout injection) waits for the kernels here, in the call that
        * launched them: a corruption it cannot repair breaks the group, so that every rank's next
        * call and schedc_cuda_sync report it (the other ranks' calls have returned already) */
-      if (st == SCHEDC_OK && (g->digest || g->flipout >= 0) && sc_cu_same_bits(coll))
-        st = sc_cu_verify_slots(g, cn, (coll == SCHEDC_ALLGATHER ? count * (size_t)g->n : count) * schedc_dtype_size(dtype));
+      if (st == SCHEDC_OK && (g->digest || g->flipout >= 0) && sc_same_bits(coll))
+        st = sc_cu_verify_slots(g, cn, sc_same_bits_elems(coll, count, g->n) * schedc_dtype_size(dtype));
       if (st != SCHEDC_OK) sc_cu_breaks(g, st);
       memset(g->arrived, 0, (size_t)g->n);
       g->narrived = 0;

@@ -77,10 +77,11 @@ typedef struct cu_group {
 schedc_status sc_cu_breaks(cu_group *g, schedc_status st);
 /* SCHEDC_EPEER naming the failure that broke the group. */
 schedc_status sc_cu_broken(const cu_group *g, const char *cn);
-/* The kernels' failure record, read after the streams are drained: SCHEDC_ETIMEOUT naming rank,
- * step and peer if a wait timed out, SCHEDC_ECORRUPT naming the transfer if a checksum failed
- * (its schedule line from ir, when given), else SCHEDC_OK. */
-schedc_status sc_cu_err_status(cu_group *g, const sc_ir *ir);
+/* The kernels' failure record, read after the streams are drained (into rec[CU_ERR_WORDS] too,
+ * when given): SCHEDC_ETIMEOUT naming rank, step and peer if a wait timed out, SCHEDC_ECORRUPT
+ * naming the transfer if a checksum failed (its schedule line from ir, when given), else
+ * SCHEDC_OK. */
+schedc_status sc_cu_err_status(cu_group *g, const sc_ir *ir, uint32_t *rec);
 /* The kernels for (plan, dtype, op), emitted, compiled and loaded once per group. */
 schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, const sc_prog *prog, int dtype, int op, cu_kset **out);
 
@@ -109,8 +110,6 @@ extern struct sc_transport sc_cuda_transport;
 /* cuda_verify.c: digest verification. Setup takes the comm's verification and injection
  * settings (checksums and payload flips refused: SCHEDC_EUNAVAIL). */
 schedc_status sc_cu_verify_setup(cu_group *g, const schedc_comm *c);
-/* allreduce, allgather and broadcast: the same bits on every rank, so a digest can compare them */
-int sc_cu_same_bits(int coll);
 /* Slot s (rank r) after its call: drain its stream, apply flipout injection to its result
  * (bytes at recv[s]), copy the result into host (bytes, the caller's) and digest it. */
 schedc_status sc_cu_result_digest(cu_group *g, int s, int rank, size_t bytes, void *host, uint64_t *d);
@@ -131,6 +130,6 @@ void sc_cu_args_check(const cu_group *g, uint64_t *P, const sc_ir *ir);
 /* Checksum mode, after every rank's kernel of the call has finished: the failure record as a
  * status (a corrupted transfer: SCHEDC_ECORRUPT naming it), and the warning for a transfer
  * repaired by reading it again (printed by its receiver: me, or any when me < 0). */
-schedc_status sc_cu_check_verdict(cu_group *g, const char *cn, const sc_ir *ir, int me);
+schedc_status sc_cu_check_verdict(cu_group *g, const sc_ir *ir, int me);
 
 #endif

@@ -168,7 +168,7 @@ static schedc_status stage(cu_group *g, const sc_ir *ir, const sc_split *sp, int
   uint64_t one = 1, all[CU_MAX_RANKS];
   schedc_status st = dv->sync(g->stream[0]);
   if (st == SCHEDC_OK) st = exchange(g, &one, all, 1);
-  if (st == SCHEDC_OK) st = sc_cu_err_status(g, ir);
+  if (st == SCHEDC_OK) st = sc_cu_err_status(g, ir, NULL);
   size_t vw = 16 / esz;
   for (uint32_t i = 0; i < sp->ncopies && st == SCHEDC_OK; i++) {
     const sc_mirror_copy *m = &sp->copies[i];
@@ -221,7 +221,7 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   /* A regrow frees memory peers' kernels use and peers map: before the exchange, drain this
    * rank's kernels and unmap the peers (so after it, every rank has done both). */
   if (grow && p->last_stream && (st = dv->select(g->dev[0])) == SCHEDC_OK && (st = dv->sync(p->last_stream)) == SCHEDC_OK)
-    st = sc_cu_err_status(g, NULL); /* a timeout of an earlier call not yet seen by schedc_cuda_sync */
+    st = sc_cu_err_status(g, NULL, NULL); /* a timeout of an earlier call not yet seen by schedc_cuda_sync */
   if (st != SCHEDC_OK) return sc_cu_breaks(g, st);
   if (grow) unmap_peers(g);
   uint64_t d[D_WORDS] = {g->epoch, (uint64_t)coll, (uint64_t)dtype, (uint64_t)g->op, (uint64_t)root, count,
@@ -277,9 +277,9 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   uint64_t one = 1, all1[CU_MAX_RANKS];
   if (st == SCHEDC_OK && g->check && (st = dv->sync(g->stream[0])) == SCHEDC_OK &&
       (st = exchange(g, &one, all1, 1)) == SCHEDC_OK)
-    st = sc_cu_check_verdict(g, cn, &plan->ir, me);
-  if (st == SCHEDC_OK && (g->digest || g->flipout >= 0) && sc_cu_same_bits(coll))
-    return verify(g, cn, (coll == SCHEDC_ALLGATHER ? count * (size_t)N : count) * schedc_dtype_size(dtype));
+    st = sc_cu_check_verdict(g, &plan->ir, me);
+  if (st == SCHEDC_OK && (g->digest || g->flipout >= 0) && sc_same_bits(coll))
+    return verify(g, cn, sc_same_bits_elems(coll, count, N) * schedc_dtype_size(dtype));
   return st == SCHEDC_OK ? st : sc_cu_breaks(g, st);
 }
 

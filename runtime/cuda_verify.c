@@ -1,9 +1,10 @@
 /*
- * cuda_verify.c — digest verification on the cuda backend (docs/integrity.md): after allreduce,
+ * cuda_verify.c — verification on the cuda backend (docs/integrity.md). Digests: after allreduce,
  * allgather or broadcast each rank's result is drained, copied to the host and digested with the
  * CPU backends' digest; a rank that differs from the majority is named (SCHEDC_ECORRUPT) or, with
- * repair, given the majority's bits. Per-transfer checksums would need CRCs inside the generated
- * kernels: not available on this backend (refused at init).
+ * repair, given the majority's bits. Checksums: the kernels check every transfer themselves
+ * (codegen/cuda_emit.c); here, their injection and repair parameters and the verdict read from
+ * the kernels' failure record.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -33,14 +34,12 @@ schedc_status sc_cu_verify_setup(cu_group *g, const schedc_comm *c) {
   return SCHEDC_OK;
 }
 
-int sc_cu_same_bits(int coll) { return coll == SCHEDC_ALLREDUCE || coll == SCHEDC_ALLGATHER || coll == SCHEDC_BROADCAST; }
-
 schedc_status sc_cu_result_digest(cu_group *g, int s, int rank, size_t bytes, void *host, uint64_t *d) {
   const sc_cudev *dv = g->dv;
   unsigned char *dst = g->recv[s];
   schedc_status st = dv->select(g->dev[s]);
   if (st == SCHEDC_OK) st = dv->sync(g->stream[s]);
-  if (st == SCHEDC_OK) st = sc_cu_err_status(g, NULL); /* a kernel that timed out left no result to judge */
+  if (st == SCHEDC_OK) st = sc_cu_err_status(g, NULL, NULL); /* a kernel that timed out left no result to judge */
   if (st == SCHEDC_OK && g->flipout == rank && bytes) { /* injected, as the CPU backends' flipout */
     size_t at = (size_t)((g->epoch >> CU_EPOCH_BITS) * 7919 % bytes);
     unsigned char b = 0;
@@ -80,7 +79,6 @@ schedc_status sc_cu_verify_slots(cu_group *g, const char *cn, size_t bytes) {
 }
 
 schedc_status sc_cu_corrupt(const cu_group *g, const uint32_t *w, const sc_ir *ir, const char *action) {
-  (void)g;
   sc_corrupt b = {2, w[1], w[3], w[2], w[0], 0, w[4], w[5]};
   const char *file = "?";
   for (uint32_t i = 0; ir && i < ir->nxfers; i++) {
@@ -117,13 +115,9 @@ void sc_cu_args_check(const cu_group *g, uint64_t *P, const sc_ir *ir) {
   P[5 * N + 10] = (uint64_t)g->repair;
 }
 
-schedc_status sc_cu_check_verdict(cu_group *g, const char *cn, const sc_ir *ir, int me) {
-  (void)cn;
-  uint32_t e[CU_ERR_WORDS] = {0};
-  schedc_status st = sc_cu_err_status(g, ir);
-  if (st != SCHEDC_OK) return st;
-  if ((st = g->dv->select(g->dev[0])) == SCHEDC_OK && (st = g->dv->copy(e, g->err, sizeof e, g->stream[0])) == SCHEDC_OK)
-    st = g->dv->sync(g->stream[0]);
+schedc_status sc_cu_check_verdict(cu_group *g, const sc_ir *ir, int me) {
+  uint32_t e[CU_ERR_WORDS];
+  schedc_status st = sc_cu_err_status(g, ir, e);
   /* the call's first repaired transfer, told by its receiver */
   if (st == SCHEDC_OK && e[8] == (uint32_t)(g->epoch & 0xffffffffu) && (me < 0 || (int)e[9] == me))
     sc_cu_corrupt(g, e + 9, ir, "read again");
