@@ -25,7 +25,7 @@ void sc_split_free(sc_split *s) {
 
 static int max_i(int a, int b) { return a > b ? a : b; }
 
-int sc_split_build(const sc_prog *prog, const uint32_t *node, int input_phase, sc_split *out) {
+int sc_split_build(const sc_prog *prog, uint32_t nnodes, int input_phase, sc_split *out) {
   memset(out, 0, sizeof *out);
   uint32_t n = prog->nranks, C = prog->nchunks, V = prog->nsteps + 1, G = 0, NS = 0;
   for (uint32_t r = 0; r < n; r++) G += prog->rank[r].ng;
@@ -55,13 +55,14 @@ int sc_split_build(const sc_prog *prog, const uint32_t *node, int input_phase, s
       if (g->phase != SC_PH_A) pub[((size_t)r * C + g->chunk) * V + g->version] = (int32_t)gi;
     }
 #define CELLV(q, c, v) (((size_t)(q) * C + (c)) * V + (v))
+#define NODE(q) sc_split_node((q), nnodes, n)
   /* readers of each version, and how many of them are across nodes */
   for (uint32_t gi = 0; gi < G; gi++) {
     const sc_group *g = &prog->groups[gi];
     for (uint32_t s = 0; g->phase != SC_PH_C && s < g->nsrc; s++) {
       const sc_src *x = &prog->srcs[g->src_off + s];
       rd_off[CELLV(x->rank, g->chunk, x->version) + 1]++;
-      if (node[x->rank] != node[owner[gi]]) remote[CELLV(x->rank, g->chunk, x->version)]++;
+      if (NODE(x->rank) != NODE(owner[gi])) remote[CELLV(x->rank, g->chunk, x->version)]++;
     }
   }
   for (size_t i = 0; i < cv; i++) rd_off[i + 1] += rd_off[i];
@@ -93,13 +94,13 @@ int sc_split_build(const sc_prog *prog, const uint32_t *node, int input_phase, s
           const sc_src *x = &prog->srcs[g->src_off + s];
           int32_t w = pub[CELLV(x->rank, g->chunk, x->version)];
           int wp = w >= 0 ? out->phase[w] : input_phase;
-          p = max_i(p, node[x->rank] != node[r] ? wp + 1 : wp);
+          p = max_i(p, NODE(x->rank) != NODE(r) ? wp + 1 : wp);
         }
         if (g->phase != SC_PH_A && g->version >= 1) { /* an overwrite: after the old version's reads */
           size_t old = CELLV(r, g->chunk, g->version - 1);
           int32_t w = pub[old];
           for (uint32_t k = rd_off[old]; k < rd_off[old + 1]; k++)
-            p = max_i(p, node[owner[rd[k]]] != node[r] ? (w >= 0 ? out->phase[w] : input_phase) + 1 : out->phase[rd[k]]);
+            p = max_i(p, NODE(owner[rd[k]]) != NODE(r) ? (w >= 0 ? out->phase[w] : input_phase) + 1 : out->phase[rd[k]]);
         }
         if (p != out->phase[gi]) { out->phase[gi] = p; changed = 1; }
         prev = p;
@@ -129,7 +130,7 @@ int sc_split_build(const sc_prog *prog, const uint32_t *node, int input_phase, s
     uint32_t r = owner[gi];
     for (uint32_t s = 0; g->phase != SC_PH_C && s < g->nsrc; s++) {
       const sc_src *x = &prog->srcs[g->src_off + s];
-      if (node[x->rank] == node[r]) continue;
+      if (NODE(x->rank) == NODE(r)) continue;
       int32_t w = pub[CELLV(x->rank, g->chunk, x->version)];
       int32_t b = w >= 0 ? out->phase[w] : input_phase;
       uint32_t k = 0;
@@ -151,6 +152,7 @@ int sc_split_build(const sc_prog *prog, const uint32_t *node, int input_phase, s
     out->copies[j] = m;
   }
 #undef CELLV
+#undef NODE
   rc = 0;
 done:
   free(pub);

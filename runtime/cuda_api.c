@@ -15,6 +15,7 @@
 
 #include "codegen/cuda_emit.h"
 #include "codegen/prog.h"
+#include "cuda_group.h"
 #include "err.h"
 #include "fileio.h"
 #include "nvrtc.h"
@@ -42,18 +43,13 @@ schedc_status schedc_cuda_source_v2(const schedc_plan *plan, int rank, schedc_dt
   if (sc_prog_build(&plan->ir, &prog)) return sc_err(SCHEDC_ENOMEM, "out of memory");
   int check = flags & SCHEDC_CUDA_SRC_CHECKSUMS;
   sc_split sp;
-  uint32_t *node = nodes ? malloc((size_t)plan->ir.nranks * sizeof *node) : NULL;
-  int rc = nodes && !node ? -1 : 0;
-  for (uint32_t r = 0; node && r < plan->ir.nranks; r++) node[r] = (uint32_t)((long)r * nodes / plan->ir.nranks);
-  if (nodes && (rc || (rc = sc_split_build(&prog, node, check ? 0 : -1, &sp)) != 0)) { /* as the runtime splits it */
-    free(node);
+  schedc_status st = nodes ? sc_cu_split_build(&prog, &plan->ir, nodes, check, &sp) : SCHEDC_OK; /* as the runtime */
+  if (st != SCHEDC_OK) {
     sc_prog_free(&prog);
-    return rc == -1 ? sc_err(SCHEDC_ENOMEM, "out of memory")
-                    : sc_err(SCHEDC_EINTERNAL, "plan '%s': no consistent phases across nodes", plan->ir.name);
+    return st;
   }
   *source = sc_cuda_emit_split(&plan->ir, &prog, rank, (int)dtype, (int)op, check, nodes ? &sp : NULL);
   if (nodes) sc_split_free(&sp);
-  free(node);
   sc_prog_free(&prog);
   return *source ? SCHEDC_OK : sc_err(SCHEDC_ENOMEM, "out of memory emitting CUDA source");
 }

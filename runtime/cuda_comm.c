@@ -152,7 +152,6 @@ schedc_status sc_cu_group_setup(cu_group *g) {
   if (st == SCHEDC_OK && nv && *nv && (*end || K < 1 || K > CU_MAX_RANKS))
     st = sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_NODES='%s': a node count from 1 to %d", nv, CU_MAX_RANKS);
   else if (st == SCHEDC_OK) g->nnodes = (int)K;
-  for (int r = 0; r < g->N && r < CU_MAX_RANKS; r++) g->node[r] = (uint32_t)((long)r * g->nnodes / g->N);
   for (int r = 0; r < n && st == SCHEDC_OK; r++) {
     if ((st = dv->select(g->dev[r])) != SCHEDC_OK) break;
     for (int q = 0; q < n && !g->virt && st == SCHEDC_OK; q++)
@@ -290,11 +289,8 @@ schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, const sc_prog *pr
   }
   cu_kset *k = &g->ks[g->nks];
   memset(k, 0, sizeof *k);
-  if (g->nnodes > 1) {
-    int rc = sc_split_build(prog, g->node, g->check ? 0 : -1, &k->split);
-    if (rc) return rc == -1 ? sc_err(SCHEDC_ENOMEM, "out of memory")
-                            : sc_err(SCHEDC_EINTERNAL, "plan '%s': no consistent phases across nodes", plan->ir.name);
-  }
+  schedc_status sst = g->nnodes > 1 ? sc_cu_split_build(prog, &plan->ir, g->nnodes, g->check, &k->split) : SCHEDC_OK;
+  if (sst != SCHEDC_OK) return sst;
   char *src = sc_cuda_emit_split(&plan->ir, prog, g->me, dtype, op, g->check, g->nnodes > 1 ? &k->split : NULL),
        fn[32] = "schedc_all";
   if (!src) { sc_split_free(&k->split); return sc_err(SCHEDC_ENOMEM, "out of memory emitting the CUDA source"); }
@@ -469,7 +465,8 @@ static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog 
     for (uint32_t i = 0; i < sp->ncopies && st == SCHEDC_OK; i++) {
       const sc_mirror_copy *m = &sp->copies[i];
       if (m->boundary != ph) continue;
-      size_t lo = K * m->chunk / ir->nchunks, hi = K * (m->chunk + 1) / ir->nchunks, vw = 16 / esz;
+      size_t lo, hi, vw = 16 / esz;
+      sc_chunk_range(K, ir->nchunks, m->chunk, &lo, &hi);
       char *dst = (char *)g->mir[m->dst] + ((size_t)m->slot * mstride + lo % vw) * esz;
       if ((st = dv->select(g->dev[m->dst])) == SCHEDC_OK)
         st = dv->copy(dst, W[m->src] + lo * esz, (hi - lo) * esz, g->stream[m->dst]);
@@ -482,6 +479,14 @@ static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog 
   }
   for (int r = 0; r < n && st == SCHEDC_OK; r++) st = sc_cu_finish(g, k, r, r, W[r], acc, K);
   return st;
+}
+
+schedc_status sc_cu_split_build(const sc_prog *prog, const sc_ir *ir, int nnodes, int check, sc_split *out) {
+  /* with checksums the input crosses after phase 0, whose entry takes its sums */
+  int rc = sc_split_build(prog, (uint32_t)nnodes, check ? 0 : -1, out);
+  if (rc == -1) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  if (rc) return sc_err(SCHEDC_EINTERNAL, "plan '%s': no consistent phases across nodes", ir->name);
+  return SCHEDC_OK;
 }
 
 size_t sc_cu_mir_bytes(size_t slots, size_t mstride, size_t esz, int nblk, size_t *sum_off) {

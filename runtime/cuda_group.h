@@ -63,8 +63,7 @@ typedef struct cu_group {
   uint64_t plan_hash;
   int digest, repair, flipout; /* verification (cuda_verify.c): digest on, repair on, flipout rank or -1 */
   int check;                 /* per-transfer checksums: kernels emitted with sc_seal / sc_check */
-  int nnodes;                /* SCHEDC_CUDA_NODES: rank r on node r * nnodes / N; > 1: phases */
-  uint32_t node[CU_MAX_RANKS];
+  int nnodes;                /* SCHEDC_CUDA_NODES (rank r on sc_split_node(r, nnodes, N)); > 1: phases */
   void **mir;                /* [n] mirror slots of cross-node payloads (nnodes > 1) */
   size_t mir_bytes;
   int flip_rank, flip_step;  /* flip:RANK:STEP injection (checksum mode), -1: none */
@@ -119,6 +118,9 @@ schedc_status sc_cu_verify_slots(cu_group *g, const char *cn, size_t bytes);
  * chunk, sums): its schedule line looked up in ir (when given); action: the repair warning's
  * last words instead of an error (then SCHEDC_OK). */
 schedc_status sc_cu_corrupt(const cu_group *g, const uint32_t *w, const sc_ir *ir, const char *action);
+/* The plan split across nnodes nodes as the kernels of this group are (checksums: the input
+ * crosses after phase 0). SCHEDC_ENOMEM, SCHEDC_EINTERNAL. */
+schedc_status sc_cu_split_build(const sc_prog *prog, const sc_ir *ir, int nnodes, int check, sc_split *out);
 /* Split across nodes: the index in P of the mirror table (then the mirror sums table, mstride,
  * the phase); the elements per mirror slot (a chunk at its own offset modulo 16 bytes); and the
  * bytes of a rank's mirrors: the slots, then at *sum_off their sums (nblk words per slot). */

@@ -162,7 +162,7 @@ static schedc_status verify(cu_group *g, const char *cn, size_t bytes) {
  * writers from overwriting them before every reader has them. NCCL send/recv will take the
  * place of the pulls between real nodes (docs/cuda.md). */
 static schedc_status stage(cu_group *g, const sc_ir *ir, const sc_split *sp, int ph, size_t K, size_t esz,
-                           size_t mstride) {
+                           size_t mstride, size_t sum_off) {
   cu_proc *p = g->proc;
   const sc_cudev *dv = g->dv;
   uint64_t one = 1, all[CU_MAX_RANKS];
@@ -173,16 +173,14 @@ static schedc_status stage(cu_group *g, const sc_ir *ir, const sc_split *sp, int
   for (uint32_t i = 0; i < sp->ncopies && st == SCHEDC_OK; i++) {
     const sc_mirror_copy *m = &sp->copies[i];
     if (m->boundary != ph || (int)m->dst != g->me) continue;
-    size_t lo = K * m->chunk / ir->nchunks, hi = K * (m->chunk + 1) / ir->nchunks;
+    size_t lo, hi;
+    sc_chunk_range(K, ir->nchunks, m->chunk, &lo, &hi);
     char *dst = (char *)p->arena + off_mir(p) + ((size_t)m->slot * mstride + lo % vw) * esz;
     st = dv->copy(dst, (char *)p->base[m->src] + off_work(p) + lo * esz, (hi - lo) * esz, g->stream[0]);
-    if (st == SCHEDC_OK && g->check) { /* the writer's sums of the chunk's parts travel with it */
-      size_t so;
-      sc_cu_mir_bytes(sp->maxslots, mstride, esz, g->nblk, &so);
-      st = dv->copy((char *)p->arena + off_mir(p) + so + (size_t)m->slot * g->nblk * 8,
+    if (st == SCHEDC_OK && g->check) /* the writer's sums of the chunk's parts travel with it */
+      st = dv->copy((char *)p->arena + off_mir(p) + sum_off + (size_t)m->slot * g->nblk * 8,
                     (uint64_t *)((char *)p->base[m->src] + off_ctr()) + 2 * p->cells + (size_t)m->chunk * g->nblk,
                     (size_t)g->nblk * 8, g->stream[0]);
-    }
   }
   if (st == SCHEDC_OK) st = dv->sync(g->stream[0]);
   if (st == SCHEDC_OK) st = exchange(g, &one, all, 1);
@@ -211,7 +209,8 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
     for (uint32_t i = 0; i < prog->rank[q].ng; i++) {
       const sc_group *gr = &prog->groups[prog->rank[q].g_off + i];
       for (uint32_t s = 0; gr->phase != SC_PH_C && s < gr->nsrc; s++)
-        slots += g->node[prog->srcs[gr->src_off + s].rank] != g->node[q];
+        slots += sc_split_node(prog->srcs[gr->src_off + s].rank, (uint32_t)g->nnodes, (uint32_t)N) !=
+                 sc_split_node((uint32_t)q, (uint32_t)g->nnodes, (uint32_t)N);
     }
     size_t so, need = sc_cu_mir_bytes(slots, mstride, esz, g->nblk, &so);
     if (need > mbytes) mbytes = need;
@@ -258,9 +257,9 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   void *params[] = {P};
   const sc_split *sp = g->nnodes > 1 ? &k->split : NULL;
   int nph = sp ? (int)sp->nphases : 1, a = sc_cu_split_args(g);
+  size_t so = 0; /* where this rank's mirror sums start */
   if (sp) {
-    size_t so;
-    sc_cu_mir_bytes(k->split.maxslots, mstride, esz, g->nblk, &so);
+    sc_cu_mir_bytes(sp->maxslots, mstride, esz, g->nblk, &so);
     P[a + me] = (uint64_t)(uintptr_t)((char *)p->arena + off_mir(p));
     P[a + N + me] = (uint64_t)(uintptr_t)((char *)p->arena + off_mir(p) + so);
     P[a + 2 * N] = mstride;
@@ -269,7 +268,7 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   for (int ph = -1; ph < nph && st == SCHEDC_OK && K; ph++) {
     if (ph >= 0 && sp) P[a + 2 * N + 1] = (uint64_t)ph;
     if (ph >= 0) st = dv->launch(k->run_fn[0], (unsigned)g->nblk, (unsigned)g->threads, params, 0, g->stream[0]);
-    if (sp && st == SCHEDC_OK && ph < nph - 1) st = stage(g, &plan->ir, sp, ph, K, esz, mstride);
+    if (sp && st == SCHEDC_OK && ph < nph - 1) st = stage(g, &plan->ir, sp, ph, K, esz, mstride, so);
   }
   if (st == SCHEDC_OK) st = sc_cu_finish(g, k, 0, me, W, acc, K);
   p->last_stream = g->stream[0];
