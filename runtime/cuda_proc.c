@@ -118,11 +118,13 @@ static schedc_status regrow(cu_group *g, size_t cells, size_t temp_bytes, size_t
   return st;
 }
 
-/* What every rank must agree on at a call; words of the host exchange. */
-enum { D_SEQ, D_COLL, D_DTYPE, D_OP, D_ROOT, D_COUNT, D_PLAN, D_NBLK, D_GROW, D_VERIFY, D_WORDS };
+/* What every rank must agree on at a call; words of the host exchange. Growth last: ranks that
+ * differ in what decides it are named for that, not for its effect. */
+enum { D_SEQ, D_COLL, D_DTYPE, D_OP, D_ROOT, D_COUNT, D_PLAN, D_NBLK, D_VERIFY, D_NODES, D_GROW, D_WORDS };
 static const char *const d_name[D_WORDS] = {"call number", "collective", "dtype", "op", "root", "count", "plan",
-                                            "blocks per rank (SCHEDC_CUDA_BLOCKS)", "buffer growth",
-                                            "verification (SCHEDC_VERIFY, SCHEDC_REPAIR: 0 none, 1 digest, 3 repair)"};
+                                            "blocks per rank (SCHEDC_CUDA_BLOCKS)",
+                                            "verification (SCHEDC_VERIFY, SCHEDC_REPAIR: 1 digest + 2 checksum + 4 repair)",
+                                            "nodes (SCHEDC_CUDA_NODES)", "buffer growth"};
 
 /* Word w of a descriptor as a reader wants it: names for the enumerations, hex for the plan. */
 static void d_word(int w, uint64_t v, char *buf, size_t cap) {
@@ -224,7 +226,8 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   if (st != SCHEDC_OK) return sc_cu_breaks(g, st);
   if (grow) unmap_peers(g);
   uint64_t d[D_WORDS] = {g->epoch, (uint64_t)coll, (uint64_t)dtype, (uint64_t)g->op, (uint64_t)root, count,
-                         plan->hash, (uint64_t)g->nblk, (uint64_t)grow, (uint64_t)(g->digest | g->repair << 1)};
+                         plan->hash, (uint64_t)g->nblk, (uint64_t)(g->digest | g->check << 1 | g->repair << 2),
+                         (uint64_t)g->nnodes, (uint64_t)grow};
   uint64_t all[CU_MAX_RANKS * D_WORDS]; /* the exchange tables: at most 64 ranks, so on the stack */
   st = exchange(g, d, all, D_WORDS);
   for (int q = 0; q < N && st == SCHEDC_OK; q++)

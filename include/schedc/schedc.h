@@ -427,7 +427,8 @@ schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, c
  * any rank's kernel). With verification every rank's call returns the same verdict
  * (SCHEDC_ECORRUPT naming the differing ranks or the corrupted transfer, as on the CPU
  * backends); after a digest failure the communicator stays usable, after a corrupted transfer
- * it is broken. The ranks must agree on the verification (else SCHEDC_EMISMATCH). */
+ * it is broken. The ranks must agree on the verification and on
+ * SCHEDC_CUDA_NODES (else SCHEDC_EMISMATCH). */
 schedc_status schedc_comm_init_cuda_rank(int rank, int nranks, int device, const char *job,
                                          const schedc_comm_opts *opts, schedc_comm **out);
 /* The stream (a CUstream / cudaStream_t of the rank's device) the rank's next collectives are

@@ -250,19 +250,32 @@ static void checksums_procs(int r) {
   all_right(r, SCHEDC_VERIFY_FULL, "flip:1:2", "1");
 }
 
-/* Clean, with digest: no alarm. Then a group whose ranks verify differently: EMISMATCH. */
-static void clean_then_disagree(int r) {
-  all_right(r, SCHEDC_VERIFY_DIGEST, NULL, NULL);
-  schedc_comm *c = NULL;
+/* A group (job id + suffix) whose rank 0 runs with verify0 and SCHEDC_CUDA_NODES=nodes0 (NULL:
+ * unset) and the others with verify and no split: its first call is EMISMATCH naming `what`. */
+static void disagrees(int r, const char *suffix, int verify0, int verify, const char *nodes0, const char *what) {
+  char saved[64];
+  snprintf(saved, sizeof saved, "%s", job);
+  strcat(job, suffix);
+  if (r == 0 && nodes0) setenv("SCHEDC_CUDA_NODES", nodes0, 1);
+  schedc_comm *c = proc_comm(r, r == 0 ? verify0 : verify);
+  unsetenv("SCHEDC_CUDA_NODES");
   void *in = NULL, *out = NULL;
-  strcat(job, "-b");
-  c = proc_comm(r, r == 0 ? SCHEDC_VERIFY_DIGEST : SCHEDC_VERIFY_NONE);
   CHECK(schedc_cuda_alloc(c, 4 * R * 1000, &in) == SCHEDC_OK && schedc_cuda_alloc(c, 4 * R * 1000, &out) == SCHEDC_OK);
   CHECK(issue(c, r, SCHEDC_ALLREDUCE, in, out) == SCHEDC_EMISMATCH);
-  CHECK_CONTAINS(schedc_errmsg(), "disagree on the verification");
+  CHECK_CONTAINS(schedc_errmsg(), what);
   schedc_cuda_free(c, in);
   schedc_cuda_free(c, out);
   schedc_comm_free(c);
+  snprintf(job, sizeof job, "%s", saved);
+}
+
+/* Clean, with digest: no alarm. Then groups whose ranks verify or split differently (they would
+ * run kernels that do not fit together): EMISMATCH. */
+static void clean_then_disagree(int r) {
+  all_right(r, SCHEDC_VERIFY_DIGEST, NULL, NULL);
+  disagrees(r, "-b", SCHEDC_VERIFY_DIGEST, SCHEDC_VERIFY_NONE, NULL, "disagree on the verification");
+  disagrees(r, "-c", SCHEDC_VERIFY_CHECKSUM, SCHEDC_VERIFY_NONE, NULL, "disagree on the verification");
+  disagrees(r, "-d", SCHEDC_VERIFY_NONE, SCHEDC_VERIFY_NONE, "2", "disagree on the nodes (SCHEDC_CUDA_NODES)");
 }
 
 int main(void) {
