@@ -487,12 +487,13 @@ int cli_run(int argc, char **argv) {
   }
   x.res = mmap(NULL, (size_t)n * sizeof *x.res, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (x.res == MAP_FAILED) { perror("schedc run: mmap"); schedc_plan_free(x.plan); rc = EXIT_REJECTED; goto done; }
-  const char *nodes = !strcmp(backend, "cuda") ? getenv("SCHEDC_CUDA_NODES") : NULL; /* staged across nodes */
-  printf("# %s '%s': %s, %d ranks, %d chunks, %lld x %s, op %s, backend %s%s%s%s\n", o.file, x.info.name,
+  const char *nodes = !strcmp(backend, "cuda") ? getenv("SCHEDC_CUDA_NODES") : NULL, *net = getenv("SCHEDC_CUDA_NET");
+  int staged = nodes && *nodes && strcmp(nodes, "1"); /* staged across nodes; between processes maybe by NCCL */
+  printf("# %s '%s': %s, %d ranks, %d chunks, %lld x %s, op %s, backend %s%s%s%s%s\n", o.file, x.info.name,
          schedc_collective_name(x.info.collective), n, x.info.nchunks, o.count, schedc_dtype_name(o.dtype),
          schedc_op_name(o.op), backend, virt ? " (virtual ranks on one GPU)" : procs ? " (a process per GPU)" : "",
-         nodes && *nodes && strcmp(nodes, "1") ? ", staged across SCHEDC_CUDA_NODES=" : "",
-         nodes && *nodes && strcmp(nodes, "1") ? nodes : "");
+         staged ? ", staged across SCHEDC_CUDA_NODES=" : "", staged ? nodes : "",
+         staged && procs && net && !strcmp(net, "nccl") ? " through NCCL (SCHEDC_CUDA_NET=nccl)" : "");
   fflush(stdout);
   schedc_comm_opts co = comm_opts(&x);
   cli_ranks cb = {&x, procs ? run_cuda_rank_cb : run_rank_cb, run_failed_cb};

@@ -25,7 +25,7 @@ void sc_split_free(sc_split *s) {
 
 static int max_i(int a, int b) { return a > b ? a : b; }
 
-int sc_split_build(const sc_prog *prog, uint32_t nnodes, int input_phase, sc_split *out) {
+int sc_split_build(const sc_prog *prog, const uint32_t *node, int input_phase, sc_split *out) {
   memset(out, 0, sizeof *out);
   uint32_t n = prog->nranks, C = prog->nchunks, V = prog->nsteps + 1, G = 0, NS = 0;
   for (uint32_t r = 0; r < n; r++) G += prog->rank[r].ng;
@@ -55,7 +55,7 @@ int sc_split_build(const sc_prog *prog, uint32_t nnodes, int input_phase, sc_spl
       if (g->phase != SC_PH_A) pub[((size_t)r * C + g->chunk) * V + g->version] = (int32_t)gi;
     }
 #define CELLV(q, c, v) (((size_t)(q) * C + (c)) * V + (v))
-#define NODE(q) sc_split_node((q), nnodes, n)
+#define NODE(q) node[q]
   /* readers of each version, and how many of them are across nodes */
   for (uint32_t gi = 0; gi < G; gi++) {
     const sc_group *g = &prog->groups[gi];

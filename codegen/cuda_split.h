@@ -37,13 +37,14 @@ static inline uint32_t sc_split_node(uint32_t r, uint32_t nnodes, uint32_t nrank
   return (uint32_t)((uint64_t)r * nnodes / nranks);
 }
 
-/* Cut prog for its ranks split into nnodes nodes (sc_split_node). A payload read across nodes is moved at the
+/* Cut prog for its ranks on nodes node[r] (node[r] for each of prog->nranks ranks: any map, e.g.
+ * sc_split_node's contiguous one or the hosts of the ranks). A payload read across nodes is moved at the
  * boundary after the phase its writer published it in, so its reader runs at least one phase
  * later, and so does the writer's next overwrite of that cell. The input counts as published in
  * phase input_phase: -1 (moved right after the copy-in) or 0 (when its checksums, computed at
  * the kernel's entry, must travel with it). Returns 0, -1 (out of memory) or -2 (no consistent
  * phases: cannot happen for a verified plan). */
-int sc_split_build(const sc_prog *prog, uint32_t nnodes, int input_phase, sc_split *out);
+int sc_split_build(const sc_prog *prog, const uint32_t *node, int input_phase, sc_split *out);
 void sc_split_free(sc_split *s);
 
 #endif

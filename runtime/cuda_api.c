@@ -43,7 +43,9 @@ schedc_status schedc_cuda_source_v2(const schedc_plan *plan, int rank, schedc_dt
   if (sc_prog_build(&plan->ir, &prog)) return sc_err(SCHEDC_ENOMEM, "out of memory");
   int check = flags & SCHEDC_CUDA_SRC_CHECKSUMS;
   sc_split sp;
-  schedc_status st = nodes ? sc_cu_split_build(&prog, &plan->ir, nodes, check, &sp) : SCHEDC_OK; /* as the runtime */
+  uint32_t node[CU_MAX_RANKS];
+  for (uint32_t r = 0; r < plan->ir.nranks && r < CU_MAX_RANKS; r++) node[r] = sc_split_node(r, (uint32_t)nodes, plan->ir.nranks);
+  schedc_status st = nodes ? sc_cu_split_build(&prog, &plan->ir, node, check, &sp) : SCHEDC_OK; /* as the runtime */
   if (st != SCHEDC_OK) {
     sc_prog_free(&prog);
     return st;

@@ -14,9 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "codegen/cuda_emit.h"
 #include "cuda_group.h"
+#include "cuda_net.h"
 #include "err.h"
 #include "kernels.h"
 
@@ -29,11 +32,34 @@ schedc_status sc_cu_breaks(cu_group *g, schedc_status st) {
   return st;
 }
 
+schedc_status sc_cu_sync(cu_group *g, void *stream) {
+  if (!g->net) return g->dv->sync(stream);
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (unsigned us = 1;; us = us < 1000 ? 2 * us : us) {
+    int done = 0;
+    schedc_status st = g->dv->query(stream, &done);
+    if (st != SCHEDC_OK || done) return st;
+    if ((st = g->nt->health(g->net)) == SCHEDC_OK) {
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      if ((double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) <= g->timeout_s) {
+        usleep(us);
+        continue;
+      }
+      st = sc_err(SCHEDC_ETIMEOUT, "cuda rank %d: its work did not finish within %g s: the transfers between nodes "
+                  "are stuck (a peer on another node stopped?; timeout: SCHEDC_TIMEOUT)", g->me, g->timeout_s);
+    }
+    g->nt->destroy(g->net, 1); /* frees the stream of the stuck transfers; the group is broken */
+    g->net = NULL;
+    return st;
+  }
+}
+
 static schedc_status sync_all(cu_group *g) {
   schedc_status st = SCHEDC_OK;
   for (int r = 0; r < g->n; r++) {
     if (g->dv->select(g->dev[r]) != SCHEDC_OK) continue;
-    schedc_status s = g->dv->sync(g->stream[r]);
+    schedc_status s = sc_cu_sync(g, g->stream[r]);
     if (st == SCHEDC_OK) st = s;
   }
   return st;
@@ -45,7 +71,7 @@ schedc_status sc_cu_err_status(cu_group *g, const sc_ir *ir, uint32_t *rec) {
   schedc_status st = SCHEDC_OK;
   if (g->err && (st = g->dv->select(g->dev[0])) == SCHEDC_OK &&
       (st = g->dv->copy(e, g->err, sizeof buf, g->stream[0])) == SCHEDC_OK)
-    st = g->dv->sync(g->stream[0]);
+    st = sc_cu_sync(g, g->stream[0]);
   if (st != SCHEDC_OK || !e[0]) return st;
   if (e[0] == 2) return sc_cu_corrupt(g, e + 1, ir, NULL);
   char who[32] = "a peer";
@@ -152,6 +178,7 @@ schedc_status sc_cu_group_setup(cu_group *g) {
   if (st == SCHEDC_OK && nv && *nv && (*end || K < 1 || K > CU_MAX_RANKS))
     st = sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_NODES='%s': a node count from 1 to %d", nv, CU_MAX_RANKS);
   else if (st == SCHEDC_OK) g->nnodes = (int)K;
+  for (int r = 0; r < g->N; r++) g->node[r] = sc_split_node((uint32_t)r, (uint32_t)g->nnodes, (uint32_t)g->N);
   for (int r = 0; r < n && st == SCHEDC_OK; r++) {
     if ((st = dv->select(g->dev[r])) != SCHEDC_OK) break;
     for (int q = 0; q < n && !g->virt && st == SCHEDC_OK; q++)
@@ -170,6 +197,11 @@ schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, c
   if (nranks < 1 || nranks > CU_MAX_RANKS)
     return sc_err(SCHEDC_EINVAL, "nranks %d out of range [1, %d] for the cuda backend", nranks, CU_MAX_RANKS);
   if (flags & ~SCHEDC_CUDA_VIRTUAL) return sc_err(SCHEDC_EINVAL, "flags 0x%x: only SCHEDC_CUDA_VIRTUAL is defined", flags);
+  const char *net = getenv("SCHEDC_CUDA_NET");
+  if (net && !strcmp(net, "nccl"))
+    return sc_err(SCHEDC_EUNAVAIL, "SCHEDC_CUDA_NET=nccl: NCCL carries payloads between the processes of a process "
+                  "per GPU (schedc_comm_init_cuda_rank, schedc run --processes); one process driving every GPU has "
+                  "no other process to send to");
   const sc_cudev *dv = sc_cudev_get();
   int ndev = 0;
   schedc_status st = dv->init(&ndev);
@@ -265,7 +297,7 @@ schedc_status schedc_cuda_copy(schedc_comm *c, void *dst, const void *src, size_
   void *s = g->stream[slot(g, c)];
   schedc_status st = g->dv->select(g->dev[slot(g, c)]);
   if (st == SCHEDC_OK) st = g->dv->copy(dst, src, bytes, s);
-  if (st == SCHEDC_OK) st = g->dv->sync(s);
+  if (st == SCHEDC_OK) st = sc_cu_sync(g, s);
   pthread_mutex_unlock(&g->mu);
   return st;
 }
@@ -289,7 +321,7 @@ schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, const sc_prog *pr
   }
   cu_kset *k = &g->ks[g->nks];
   memset(k, 0, sizeof *k);
-  schedc_status sst = g->nnodes > 1 ? sc_cu_split_build(prog, &plan->ir, g->nnodes, g->check, &k->split) : SCHEDC_OK;
+  schedc_status sst = g->nnodes > 1 ? sc_cu_split_build(prog, &plan->ir, g->node, g->check, &k->split) : SCHEDC_OK;
   if (sst != SCHEDC_OK) return sst;
   char *src = sc_cuda_emit_split(&plan->ir, prog, g->me, dtype, op, g->check, g->nnodes > 1 ? &k->split : NULL),
        fn[32] = "schedc_all";
@@ -481,9 +513,9 @@ static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog 
   return st;
 }
 
-schedc_status sc_cu_split_build(const sc_prog *prog, const sc_ir *ir, int nnodes, int check, sc_split *out) {
+schedc_status sc_cu_split_build(const sc_prog *prog, const sc_ir *ir, const uint32_t *node, int check, sc_split *out) {
   /* with checksums the input crosses after phase 0, whose entry takes its sums */
-  int rc = sc_split_build(prog, (uint32_t)nnodes, check ? 0 : -1, out);
+  int rc = sc_split_build(prog, node, check ? 0 : -1, out);
   if (rc == -1) return sc_err(SCHEDC_ENOMEM, "out of memory");
   if (rc) return sc_err(SCHEDC_EINTERNAL, "plan '%s': no consistent phases across nodes", ir->name);
   return SCHEDC_OK;

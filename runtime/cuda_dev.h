@@ -40,6 +40,8 @@ typedef struct sc_cudev {
   void (*stream_free)(void *stream);
   /* Block the host until `stream`'s work is done. */
   schedc_status (*sync)(void *stream);
+  /* Without blocking: *done = 1 when `stream`'s work is done (a timed drain polls it). */
+  schedc_status (*query)(void *stream, int *done);
   /* Work enqueued on `waiter` from now on waits for what `stream` holds now. */
   schedc_status (*join)(void *waiter, void *stream);
   /* The device's identity on this host (PCI domain, bus, device), so that two processes never

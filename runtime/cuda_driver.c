@@ -20,7 +20,7 @@ typedef uint64_t CUdptr;
 enum { ATTR_CLOCK_KHZ = 13, ATTR_SMS = 16, ATTR_PCI_BUS = 33, ATTR_PCI_DEVICE = 34, ATTR_PCI_DOMAIN = 50,
        ATTR_CC_MAJOR = 75, ATTR_CC_MINOR = 76, ATTR_COOP = 95 };
 enum { IPC_LAZY_ENABLE_PEER_ACCESS = 1 };
-enum { EVENT_DISABLE_TIMING = 2, STREAM_NON_BLOCKING = 1, ERR_PEER_ALREADY_ENABLED = 704 };
+enum { EVENT_DISABLE_TIMING = 2, STREAM_NON_BLOCKING = 1, ERR_PEER_ALREADY_ENABLED = 704, ERR_NOT_READY = 600 };
 #define MAX_DEV 64
 
 static struct {
@@ -47,6 +47,7 @@ static struct {
   CUres (*StreamCreate)(void **, unsigned);
   CUres (*StreamDestroy)(void *);
   CUres (*StreamSynchronize)(void *);
+  CUres (*StreamQuery)(void *);
   CUres (*StreamWaitEvent)(void *, void *, unsigned);
   CUres (*EventCreate)(void **, unsigned);
   CUres (*EventRecord)(void *, void *);
@@ -78,6 +79,7 @@ static void load(void) {
       S(ModuleGetFunction, "cuModuleGetFunction"), S(LaunchKernel, "cuLaunchKernel"),
       S(LaunchCooperativeKernel, "cuLaunchCooperativeKernel"), S(StreamCreate, "cuStreamCreate"),
       S(StreamDestroy, "cuStreamDestroy_v2"), S(StreamSynchronize, "cuStreamSynchronize"),
+      S(StreamQuery, "cuStreamQuery"),
       S(StreamWaitEvent, "cuStreamWaitEvent"), S(EventCreate, "cuEventCreate"), S(EventRecord, "cuEventRecord"),
       S(EventDestroy, "cuEventDestroy_v2"), S(GetErrorString, "cuGetErrorString"),
       S(IpcGetMemHandle, "cuIpcGetMemHandle"), S(IpcOpenMemHandle, "cuIpcOpenMemHandle_v2"),
@@ -210,6 +212,12 @@ static schedc_status drv_sync(void *s) {
   CK("cuStreamSynchronize", D.StreamSynchronize(s));
   return SCHEDC_OK;
 }
+static schedc_status drv_query(void *s, int *done) {
+  CUres r = D.StreamQuery(s);
+  *done = r != ERR_NOT_READY;
+  if (r && r != ERR_NOT_READY) return fail("cuStreamQuery", r);
+  return SCHEDC_OK;
+}
 static schedc_status drv_join(void *waiter, void *stream) {
   if (waiter == stream) return SCHEDC_OK;
   void *ev;
@@ -247,7 +255,7 @@ static void drv_ipc_close(void *p) {
 
 const sc_cudev sc_cudev_driver = {"CUDA driver", drv_init, drv_info, drv_select, drv_peer, drv_alloc, drv_release,
                                   drv_copy, drv_load, drv_unload, drv_kernel, drv_launch, drv_stream_new,
-                                  drv_stream_free, drv_sync, drv_join, drv_ident, drv_ipc_get, drv_ipc_open,
+                                  drv_stream_free, drv_sync, drv_query, drv_join, drv_ident, drv_ipc_get, drv_ipc_open,
                                   drv_ipc_close};
 
 const sc_cudev *sc_cudev_get(void) {

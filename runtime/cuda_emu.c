@@ -294,6 +294,10 @@ static void emu_stream_free(void *s) {
   free(s);
 }
 /* Conservative: the waiter's later work starts only after `stream`'s work has finished. */
+static schedc_status emu_query(void *s, int *done) { /* launches are joined, not polled */
+  *done = 1;
+  return emu_sync(s);
+}
 static schedc_status emu_join(void *waiter, void *stream) {
   (void)waiter;
   return emu_sync(stream);
@@ -307,5 +311,5 @@ static schedc_status emu_ident(int dev, unsigned long long *id) {
 
 const sc_cudev sc_cudev_emu = {"emulated (host C++)", emu_init, emu_info, emu_select, emu_peer, emu_alloc,
                                emu_release, emu_copy, emu_load, emu_unload, emu_kernel, emu_launch, emu_stream_new,
-                               emu_stream_free, emu_sync, emu_join, emu_ident, emu_ipc_get, emu_ipc_open,
+                               emu_stream_free, emu_sync, emu_query, emu_join, emu_ident, emu_ipc_get, emu_ipc_open,
                                emu_release};

@@ -63,7 +63,11 @@ typedef struct cu_group {
   uint64_t plan_hash;
   int digest, repair, flipout; /* verification (cuda_verify.c): digest on, repair on, flipout rank or -1 */
   int check;                 /* per-transfer checksums: kernels emitted with sc_seal / sc_check */
-  int nnodes;                /* SCHEDC_CUDA_NODES (rank r on sc_split_node(r, nnodes, N)); > 1: phases */
+  const struct sc_cunet *nt; /* a process per GPU with SCHEDC_CUDA_NET=nccl: what carries the payloads
+                                between nodes (cuda_net.h), else NULL (peers' memory mapped) */
+  void *net;                 /* its communicator (every rank of the group) */
+  int nnodes;                /* nodes: SCHEDC_CUDA_NODES, or the hosts (schedc_comm_init_cuda_over); > 1: phases */
+  uint32_t node[CU_MAX_RANKS]; /* [N] each rank's node (sc_split_node's contiguous split, or by host) */
   void **mir;                /* [n] mirror slots of cross-node payloads (nnodes > 1) */
   size_t mir_bytes;
   int flip_rank, flip_step;  /* flip:RANK:STEP injection (checksum mode), -1: none */
@@ -72,6 +76,10 @@ typedef struct cu_group {
   struct cu_proc *proc;      /* a process per GPU: the IPC state (cuda_proc.c); NULL otherwise */
 } cu_group;
 
+/* Block until `stream`'s work is done. With transfers between nodes in the stream (g->net), no
+ * kernel timeout bounds it, so it polls, up to the timeout, and aborts the transfers after it:
+ * SCHEDC_ETIMEOUT (or what the library reports) instead of a wait for a peer that is gone. */
+schedc_status sc_cu_sync(cu_group *g, void *stream);
 /* Record the failure for every rank of the group; returns st. */
 schedc_status sc_cu_breaks(cu_group *g, schedc_status st);
 /* SCHEDC_EPEER naming the failure that broke the group. */
@@ -118,9 +126,9 @@ schedc_status sc_cu_verify_slots(cu_group *g, const char *cn, size_t bytes);
  * chunk, sums): its schedule line looked up in ir (when given); action: the repair warning's
  * last words instead of an error (then SCHEDC_OK). */
 schedc_status sc_cu_corrupt(const cu_group *g, const uint32_t *w, const sc_ir *ir, const char *action);
-/* The plan split across nnodes nodes as the kernels of this group are (checksums: the input
+/* The plan split across the nodes node[r] as the kernels of this group are (checksums: the input
  * crosses after phase 0). SCHEDC_ENOMEM, SCHEDC_EINTERNAL. */
-schedc_status sc_cu_split_build(const sc_prog *prog, const sc_ir *ir, int nnodes, int check, sc_split *out);
+schedc_status sc_cu_split_build(const sc_prog *prog, const sc_ir *ir, const uint32_t *node, int check, sc_split *out);
 /* Split across nodes: the index in P of the mirror table (then the mirror sums table, mstride,
  * the phase); the elements per mirror slot (a chunk at its own offset modulo 16 bytes); and the
  * bytes of a rank's mirrors: the slots, then at *sum_off their sums (nblk words per slot). */

@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cuda_group.h"
+#include "cuda_net.h"
 #include "err.h"
 #include "kernels.h"
 
@@ -23,7 +25,9 @@
  * call (they follow from the call, which all ranks agree on), so the layout agrees too; a grown
  * arena is a fresh allocation, so its counters start at 0, below every epoch. */
 typedef struct cu_proc {
-  schedc_comm *boot;         /* shm communicator of the same ranks (host side only) */
+  schedc_comm *boot;         /* CPU communicator of the same ranks (host side only): our shm one,
+                                or the caller's (schedc_comm_init_cuda_over), borrowed */
+  int own_boot;
   void *arena;
   size_t cells, temp_bytes, work_bytes, mir_bytes; /* capacities */
   void **base;               /* [N]: every rank's arena as mapped here (own: arena) */
@@ -36,6 +40,14 @@ static size_t off_temp(const cu_proc *p) { return ARENA_HEAD + up256(p->cells * 
 static size_t off_work(const cu_proc *p) { return off_temp(p) + up256(p->temp_bytes); }
 static size_t off_mir(const cu_proc *p) { return off_work(p) + up256(p->work_bytes); }
 
+/* The rank whose arena holds the kernels' failure record for this rank's kernels: rank 0, or
+ * with NCCL the first rank of this rank's node (the others are not mapped). */
+static int leader(const cu_group *g) {
+  int q = 0;
+  while (g->net && g->node[q] != g->node[g->me]) q++;
+  return q;
+}
+
 static void unmap_peers(cu_group *g) {
   cu_proc *p = g->proc;
   for (int q = 0; q < g->N && p->base; q++) {
@@ -47,7 +59,11 @@ static void unmap_peers(cu_group *g) {
 
 /* Host-side exchange: every rank's `words` 64-bit words, in rank order, into all. */
 static schedc_status exchange(cu_group *g, const uint64_t *mine, uint64_t *all, size_t words) {
-  schedc_status st = schedc_allgather(mine, all, words, SCHEDC_I64, g->proc->boot, NULL);
+  schedc_comm *b = g->proc->boot;
+  sc_inject saved = b->inj; /* a borrowed communicator's SCHEDC_INJECT is for its own collectives */
+  sc_inject_parse(NULL, &b->inj);
+  schedc_status st = schedc_allgather(mine, all, words, SCHEDC_I64, b, NULL);
+  b->inj = saved;
   if (st != SCHEDC_OK)
     st = sc_err(st, "cuda rank %d: the host exchange with the other ranks failed: %s", g->me, schedc_errmsg());
   return st;
@@ -63,8 +79,10 @@ void sc_cu_proc_free(cu_group *g) {
     unmap_peers(g);
     uint64_t one = 1, all[CU_MAX_RANKS];
     if (p->arena && !g->broken[0] && exchange(g, &one, all, 1) == SCHEDC_OK) g->dv->release(p->arena);
+    if (g->net) g->nt->destroy(g->net, g->broken[0] != 0);
+    g->net = NULL;
   }
-  schedc_comm_free(p->boot);
+  if (p->own_boot) schedc_comm_free(p->boot);
   free(p->base);
   free(p);
   g->proc = NULL;
@@ -105,6 +123,7 @@ static schedc_status regrow(cu_group *g, size_t cells, size_t temp_bytes, size_t
       return sc_err(SCHEDC_EPEER, "cuda rank %d: rank %d could not allocate its device memory", g->me, q);
   for (int q = 0; q < g->N && st == SCHEDC_OK; q++) {
     if (q == g->me) { p->base[q] = p->arena; continue; }
+    if (g->net && g->node[q] != g->node[g->me]) continue; /* another node: reached through NCCL only */
     memcpy(h.b, all + 9 * (size_t)q, sizeof h.b);
     if ((st = dv->ipc_open(&h, &p->base[q])) != SCHEDC_OK)
       st = sc_err(st, "cuda rank %d: cannot map rank %d's device memory: %s", g->me, q, schedc_errmsg());
@@ -114,7 +133,7 @@ static schedc_status regrow(cu_group *g, size_t cells, size_t temp_bytes, size_t
   for (int q = 0; q < g->N && xs == SCHEDC_OK && st == SCHEDC_OK; q++)
     if (!all[q]) st = sc_err(SCHEDC_EPEER, "cuda rank %d: rank %d could not map its peers' device memory", g->me, q);
   if (st == SCHEDC_OK) st = xs;
-  if (st == SCHEDC_OK) g->err = p->base[0];
+  if (st == SCHEDC_OK) g->err = p->base[leader(g)];
   return st;
 }
 
@@ -148,7 +167,7 @@ static schedc_status verify(cu_group *g, const char *cn, size_t bytes) {
   int nbad = 0, root = st == SCHEDC_OK && g->digest ? sc_digest_majority(all, g->N, &nbad) : 0;
   if (st == SCHEDC_OK && nbad && g->repair && (st = sc_rebroadcast(p->boot, host, bytes, root)) == SCHEDC_OK) {
     if (all[g->me] != all[root] && (st = g->dv->copy(g->recv[0], host, bytes, g->stream[0])) == SCHEDC_OK)
-      st = g->dv->sync(g->stream[0]);
+      st = sc_cu_sync(g, g->stream[0]);
     if (st == SCHEDC_OK && sc_verify_digest(NULL, host, bytes) != all[root])
       st = sc_err(SCHEDC_ECORRUPT, "%s: repair failed on rank %d", cn, g->me);
   }
@@ -157,35 +176,91 @@ static schedc_status verify(cu_group *g, const char *cn, size_t bytes) {
   return nbad ? sc_digest_outcome(cn, all, g->N, g->me, root, g->repair) : SCHEDC_OK;
 }
 
-/* The boundary after phase ph (-1: after the copy-in) when the plan is split across nodes: once
- * every rank's kernel of the phase has ended (a host barrier after draining this rank's stream;
- * a failure recorded by any kernel ends the call on every rank alike), this rank pulls the
- * payloads it reads from other nodes into its mirror slots, and a second barrier keeps their
- * writers from overwriting them before every reader has them. NCCL send/recv will take the
- * place of the pulls between real nodes (docs/cuda.md). */
+/* Copy m of a boundary: the payload in its writer's working buffer (the writer's arena at wb, as
+ * mapped here) and its mirror slot in the reader's arena rb; with checksums the writer's sums of
+ * the chunk's parts, which travel with it, and where they land. */
+typedef struct xfer { char *from, *to; size_t bytes; char *sfrom, *sto; } xfer;
+static xfer xfer_of(const cu_group *g, const sc_mirror_copy *m, char *wb, char *rb, uint32_t nchunks, size_t K,
+                    size_t esz, size_t mstride, size_t sum_off) {
+  const cu_proc *p = g->proc;
+  size_t lo, hi, vw = 16 / esz, sums = (size_t)g->nblk * 8;
+  sc_chunk_range(K, nchunks, m->chunk, &lo, &hi);
+  xfer x = {wb + off_work(p) + lo * esz, rb + off_mir(p) + ((size_t)m->slot * mstride + lo % vw) * esz, (hi - lo) * esz,
+            wb + off_ctr() + (2 * p->cells + (size_t)m->chunk * g->nblk) * 8, rb + off_mir(p) + sum_off + (size_t)m->slot * sums};
+  return x;
+}
+
+/* The boundary after phase ph (-1: after the copy-in) when the plan is split across nodes and
+ * the peers' memory is mapped: once every rank's kernel of the phase has ended (a host barrier
+ * after draining this rank's stream; a failure recorded by any kernel ends the call on every
+ * rank alike), this rank pulls the payloads it reads from other nodes into its mirror slots,
+ * and a second barrier keeps their writers from overwriting them before every reader has them. */
 static schedc_status stage(cu_group *g, const sc_ir *ir, const sc_split *sp, int ph, size_t K, size_t esz,
                            size_t mstride, size_t sum_off) {
   cu_proc *p = g->proc;
   const sc_cudev *dv = g->dv;
   uint64_t one = 1, all[CU_MAX_RANKS];
-  schedc_status st = dv->sync(g->stream[0]);
+  schedc_status st = sc_cu_sync(g, g->stream[0]);
   if (st == SCHEDC_OK) st = exchange(g, &one, all, 1);
   if (st == SCHEDC_OK) st = sc_cu_err_status(g, ir, NULL);
-  size_t vw = 16 / esz;
   for (uint32_t i = 0; i < sp->ncopies && st == SCHEDC_OK; i++) {
     const sc_mirror_copy *m = &sp->copies[i];
     if (m->boundary != ph || (int)m->dst != g->me) continue;
-    size_t lo, hi;
-    sc_chunk_range(K, ir->nchunks, m->chunk, &lo, &hi);
-    char *dst = (char *)p->arena + off_mir(p) + ((size_t)m->slot * mstride + lo % vw) * esz;
-    st = dv->copy(dst, (char *)p->base[m->src] + off_work(p) + lo * esz, (hi - lo) * esz, g->stream[0]);
-    if (st == SCHEDC_OK && g->check) /* the writer's sums of the chunk's parts travel with it */
-      st = dv->copy((char *)p->arena + off_mir(p) + sum_off + (size_t)m->slot * g->nblk * 8,
-                    (uint64_t *)((char *)p->base[m->src] + off_ctr()) + 2 * p->cells + (size_t)m->chunk * g->nblk,
-                    (size_t)g->nblk * 8, g->stream[0]);
+    xfer x = xfer_of(g, m, p->base[m->src], p->arena, ir->nchunks, K, esz, mstride, sum_off);
+    st = dv->copy(x.to, x.from, x.bytes, g->stream[0]);
+    if (st == SCHEDC_OK && g->check) st = dv->copy(x.sto, x.sfrom, (size_t)g->nblk * 8, g->stream[0]);
   }
-  if (st == SCHEDC_OK) st = dv->sync(g->stream[0]);
+  if (st == SCHEDC_OK) st = sc_cu_sync(g, g->stream[0]);
   if (st == SCHEDC_OK) st = exchange(g, &one, all, 1);
+  return st;
+}
+
+/* The same boundary through NCCL (SCHEDC_CUDA_NET=nccl; peers on other nodes are not mapped):
+ * one group per rank holding its sends (payloads other nodes read from it) and receives (into
+ * its mirror slots), in the order of the split's copy list on both sides, so they match per
+ * pair; enqueued on the rank's stream between the phases' launches. Stream order replaces both
+ * barriers: a send completes before the writer's next phase may overwrite its buffer, a
+ * receive before the reader's next phase reads the slot. No host wait. */
+static schedc_status stage_net(cu_group *g, const sc_ir *ir, const sc_split *sp, int ph, size_t K, size_t esz,
+                               size_t mstride, size_t sum_off) {
+  cu_proc *p = g->proc;
+  const sc_cunet *nt = g->nt;
+  size_t sums = (size_t)g->nblk * 8;
+  schedc_status st = nt->group_start();
+  if (st != SCHEDC_OK) return st;
+  for (uint32_t i = 0; i < sp->ncopies && st == SCHEDC_OK; i++) {
+    const sc_mirror_copy *m = &sp->copies[i];
+    int out = (int)m->src == g->me;
+    if (m->boundary != ph || (!out && (int)m->dst != g->me)) continue;
+    xfer x = xfer_of(g, m, p->arena, p->arena, ir->nchunks, K, esz, mstride, sum_off);
+    if (out) st = nt->send(g->net, x.from, x.bytes, (int)m->dst, g->stream[0]);
+    else st = nt->recv(g->net, x.to, x.bytes, (int)m->src, g->stream[0]);
+    if (st == SCHEDC_OK && g->check) /* the sums as a second message */
+      st = out ? nt->send(g->net, x.sfrom, sums, (int)m->dst, g->stream[0])
+               : nt->recv(g->net, x.sto, sums, (int)m->src, g->stream[0]);
+  }
+  schedc_status e = nt->group_end(); /* a started group is always ended */
+  return st != SCHEDC_OK ? st : e;
+}
+
+/* With NCCL each node's kernels have their own failure record. Once every kernel of the call has
+ * ended (the caller's barrier), the records go to every rank, and a node whose record is clean
+ * takes the first failure of another (its first words: what failed and where), so every rank
+ * returns the same verdict. Every rank of a node writes the same words. */
+static schedc_status share_record(cu_group *g) {
+  if (!g->net || g->nnodes < 2) return SCHEDC_OK;
+  uint32_t rec[CU_ERR_WORDS] = {0};
+  uint64_t mine[CU_ERR_WORDS / 2], all[CU_MAX_RANKS * (CU_ERR_WORDS / 2)];
+  schedc_status st = g->dv->copy(rec, g->err, sizeof rec, g->stream[0]);
+  if (st == SCHEDC_OK) st = sc_cu_sync(g, g->stream[0]);
+  memcpy(mine, rec, sizeof mine);
+  if (st == SCHEDC_OK) st = exchange(g, mine, all, CU_ERR_WORDS / 2);
+  for (int q = 0; q < g->N && st == SCHEDC_OK && !rec[0]; q++) {
+    const uint32_t *w = (const uint32_t *)(all + (size_t)q * (CU_ERR_WORDS / 2));
+    if (!w[0]) continue;
+    if ((st = g->dv->copy(g->err, w, 8 * sizeof *w, g->stream[0])) == SCHEDC_OK) st = sc_cu_sync(g, g->stream[0]);
+    break;
+  }
   return st;
 }
 
@@ -211,8 +286,7 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
     for (uint32_t i = 0; i < prog->rank[q].ng; i++) {
       const sc_group *gr = &prog->groups[prog->rank[q].g_off + i];
       for (uint32_t s = 0; gr->phase != SC_PH_C && s < gr->nsrc; s++)
-        slots += sc_split_node(prog->srcs[gr->src_off + s].rank, (uint32_t)g->nnodes, (uint32_t)N) !=
-                 sc_split_node((uint32_t)q, (uint32_t)g->nnodes, (uint32_t)N);
+        slots += g->node[prog->srcs[gr->src_off + s].rank] != g->node[q];
     }
     size_t so, need = sc_cu_mir_bytes(slots, mstride, esz, g->nblk, &so);
     if (need > mbytes) mbytes = need;
@@ -221,7 +295,7 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   schedc_status st = SCHEDC_OK;
   /* A regrow frees memory peers' kernels use and peers map: before the exchange, drain this
    * rank's kernels and unmap the peers (so after it, every rank has done both). */
-  if (grow && p->last_stream && (st = dv->select(g->dev[0])) == SCHEDC_OK && (st = dv->sync(p->last_stream)) == SCHEDC_OK)
+  if (grow && p->last_stream && (st = dv->select(g->dev[0])) == SCHEDC_OK && (st = sc_cu_sync(g, p->last_stream)) == SCHEDC_OK)
     st = sc_cu_err_status(g, NULL, NULL); /* a timeout of an earlier call not yet seen by schedc_cuda_sync */
   if (st != SCHEDC_OK) return sc_cu_breaks(g, st);
   if (grow) unmap_peers(g);
@@ -248,6 +322,7 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   uint64_t P[CU_PARAMS] = {0};
   for (int q = 0; q < N; q++) {
     char *b = p->base[q];
+    if (!b) continue; /* on another node (NCCL): never addressed by this rank's kernels */
     P[q] = (uint64_t)(uintptr_t)(b + off_work(p));
     P[2 * N + q] = (uint64_t)(uintptr_t)(b + off_ctr());
     P[3 * N + q] = (uint64_t)(uintptr_t)((uint64_t *)(b + off_ctr()) + p->cells);
@@ -271,22 +346,124 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   for (int ph = -1; ph < nph && st == SCHEDC_OK && K; ph++) {
     if (ph >= 0 && sp) P[a + 2 * N + 1] = (uint64_t)ph;
     if (ph >= 0) st = dv->launch(k->run_fn[0], (unsigned)g->nblk, (unsigned)g->threads, params, 0, g->stream[0]);
-    if (sp && st == SCHEDC_OK && ph < nph - 1) st = stage(g, &plan->ir, sp, ph, K, esz, mstride, so);
+    if (sp && st == SCHEDC_OK && ph < nph - 1)
+      st = (g->net ? stage_net : stage)(g, &plan->ir, sp, ph, K, esz, mstride, so);
   }
   if (st == SCHEDC_OK) st = sc_cu_finish(g, k, 0, me, W, acc, K);
   p->last_stream = g->stream[0];
   /* checksums: judged once every rank's kernel has finished (all read one failure record) */
   uint64_t one = 1, all1[CU_MAX_RANKS];
-  if (st == SCHEDC_OK && g->check && (st = dv->sync(g->stream[0])) == SCHEDC_OK &&
-      (st = exchange(g, &one, all1, 1)) == SCHEDC_OK)
+  if (st == SCHEDC_OK && g->check && (st = sc_cu_sync(g, g->stream[0])) == SCHEDC_OK &&
+      (st = exchange(g, &one, all1, 1)) == SCHEDC_OK && (st = share_record(g)) == SCHEDC_OK)
     st = sc_cu_check_verdict(g, &plan->ir, me);
   if (st == SCHEDC_OK && (g->digest || g->flipout >= 0) && sc_same_bits(coll))
     return verify(g, cn, sc_same_bits_elems(coll, count, N) * schedc_dtype_size(dtype));
   return st == SCHEDC_OK ? st : sc_cu_breaks(g, st);
 }
 
-schedc_status schedc_comm_init_cuda_rank(int rank, int nranks, int device, const char *job,
-                                         const schedc_comm_opts *opts, schedc_comm **out) {
+/* SCHEDC_CUDA_NET: how payloads cross nodes. ipc (the default): every peer's memory mapped, the
+ * staged copies pulled from it (one host); nccl: NCCL send/recv between the ranks. */
+static schedc_status net_choice(int *nccl) {
+  const char *v = getenv("SCHEDC_CUDA_NET");
+  *nccl = v && !strcmp(v, "nccl");
+  if (v && *v && !*nccl && strcmp(v, "ipc"))
+    return sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_NET='%s': ipc (peers map each other's device memory: one host) or nccl "
+                  "(payloads between nodes through NCCL send/recv)", v);
+  return SCHEDC_OK;
+}
+
+/* The NCCL communicator of the group's ranks: rank 0 makes the rendezvous, the host exchange
+ * gives it to all, every rank joins; a last exchange says whether every rank did, so that a rank
+ * whose NCCL failed does not leave its peers waiting at their first transfer. */
+static schedc_status net_setup(cu_group *g) {
+  const sc_cunet *nt = sc_cunet_get();
+  int version = 0;
+  sc_netid id;
+  memset(&id, 0, sizeof id);
+  schedc_status st = g->dv->select(g->dev[0]);
+  if (st == SCHEDC_OK) st = nt->load(&version);
+  if (st == SCHEDC_OK && g->me == 0) st = nt->unique_id(&id);
+  uint64_t mine[17], all[CU_MAX_RANKS * 17];
+  memcpy(mine, id.b, sizeof id.b);
+  mine[16] = st == SCHEDC_OK;
+  schedc_status xs = exchange(g, mine, all, 17);
+  if (st != SCHEDC_OK || (st = xs) != SCHEDC_OK) return st;
+  for (int q = 0; q < g->N; q++)
+    if (!all[17 * (size_t)q + 16])
+      return sc_err(SCHEDC_EPEER, "cuda rank %d: rank %d could not load NCCL", g->me, q);
+  memcpy(id.b, all, sizeof id.b); /* rank 0's */
+  void *net = NULL;
+  if ((st = nt->init(&id, g->N, g->me, g->timeout_s, &net)) == SCHEDC_OK) {
+    g->nt = nt;
+    g->net = net;
+  }
+  uint64_t ok = st == SCHEDC_OK;
+  xs = exchange(g, &ok, all, 1);
+  for (int q = 0; q < g->N && xs == SCHEDC_OK && st == SCHEDC_OK; q++)
+    if (!all[q]) st = sc_err(SCHEDC_EPEER, "cuda rank %d: rank %d could not join the NCCL communicator", g->me, q);
+  return st == SCHEDC_OK ? xs : st;
+}
+
+/* This process's host, as a 64-bit id: SCHEDC_HOST_ID when set (containers that share a host
+ * name, tests that pretend to be several hosts), else the host name and the kernel's boot id. */
+static uint64_t host_id(void) {
+  char buf[512] = "";
+  const char *e = getenv("SCHEDC_HOST_ID");
+  if (e && *e) {
+    snprintf(buf, sizeof buf, "id:%s", e);
+  } else {
+    gethostname(buf, 255);
+    buf[255] = 0;
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    size_t l = strlen(buf);
+    if (f && !fgets(buf + l, (int)(sizeof buf - l), f)) buf[l] = 0;
+    if (f) fclose(f);
+  }
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (const char *c = buf; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+  return h;
+}
+
+/* The transport and the nodes, from every rank's words {gpu, blocks, host, SCHEDC_CUDA_NET}
+ * (all: N rows of 4). Ranks on several hosts are nodes by host and need NCCL; on one host the
+ * nodes are SCHEDC_CUDA_NODES's and NCCL is asked for. Every rank sees the same table, so the
+ * same verdict, except for what only names this rank's own GPU. */
+static schedc_status agree(cu_group *g, const uint64_t *all, int device, int *nccl) {
+  int N = g->N, me = g->me, hosts = 0;
+  for (int q = 0; q < N; q++) {
+    int first = 0;
+    while (all[4 * first + 2] != all[4 * q + 2]) first++;
+    g->node[q] = first == q ? (uint32_t)hosts++ : g->node[first];
+  }
+  for (int q = 0; q < N; q++) {
+    int a = q < me ? q : me, b = q < me ? me : q;
+    if (q != me && all[4 * q + 2] == all[4 * me + 2] && all[4 * q] == all[4 * me])
+      return sc_err(SCHEDC_EINVAL, "ranks %d and %d are on the same GPU (device %d of rank %d, PCI id %llx): one "
+                    "process per GPU", a, b, device, me, (unsigned long long)all[4 * me]);
+    if (all[4 * q + 1] != all[4 * me + 1])
+      return sc_err(SCHEDC_EINVAL, "ranks %d and %d use %llu and %llu blocks per rank: set SCHEDC_CUDA_BLOCKS alike on "
+                    "every rank", me, q, (unsigned long long)all[4 * me + 1], (unsigned long long)all[4 * q + 1]);
+    if (hosts > 1 && all[4 * q + 3] == 1)
+      return sc_err(SCHEDC_EINVAL, "rank %d sets SCHEDC_CUDA_NET=ipc, but the ranks are on %d hosts, which cannot map "
+                    "each other's device memory: unset it (between hosts payloads go through NCCL)", q, hosts);
+    if (hosts == 1 && (all[4 * q + 3] == 2) != (all[4 * me + 3] == 2))
+      return sc_err(SCHEDC_EINVAL, "ranks %d and %d move payloads between nodes differently (rank %d: %s, rank %d: %s): "
+                    "set SCHEDC_CUDA_NET alike on every rank", a, b, a, all[4 * a + 3] == 2 ? "nccl" : "ipc", b,
+                    all[4 * b + 3] == 2 ? "nccl" : "ipc");
+  }
+  if (hosts > 1 && g->nnodes > 1)
+    return sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_NODES=%d emulates nodes on one host, but the ranks are on %d hosts (the "
+                  "hosts are the nodes): unset it", g->nnodes, hosts);
+  if (hosts > 1) g->nnodes = hosts; /* else node[] stays SCHEDC_CUDA_NODES's split */
+  else for (int q = 0; q < N; q++) g->node[q] = sc_split_node((uint32_t)q, (uint32_t)g->nnodes, (uint32_t)N);
+  *nccl = hosts > 1 || all[4 * me + 3] == 2;
+  return SCHEDC_OK;
+}
+
+/* A process-per-GPU communicator; host: the caller's CPU communicator to borrow for the host
+ * exchanges, or NULL to make our own over shared memory from job. */
+static schedc_status proc_init(int rank, int nranks, int device, const char *job, schedc_comm *host,
+                               const schedc_comm_opts *opts, schedc_comm **out) {
   if (!out) return sc_err(SCHEDC_EINVAL, "out is NULL");
   *out = NULL;
   if (nranks < 1 || nranks > CU_MAX_RANKS)
@@ -315,29 +492,29 @@ schedc_status schedc_comm_init_cuda_rank(int rank, int nranks, int device, const
   /* The bootstrap first: the same ranks over shared memory, unverified, without injections or a
    * default plan of the caller's (its only collective is an allgather of a few words). Joined
    * before anything else can fail, so that a rank failing below leaves it and its peers learn
-   * so at once instead of at the timeout. */
+   * so at once instead of at the timeout. A borrowed one is the caller's as it is. */
   schedc_comm_opts bo = SCHEDC_COMM_OPTS_INIT;
   bo.timeout_s = c->timeout_s;
   bo.verify = SCHEDC_VERIFY_NONE;
-  st = schedc_comm_init_shm(rank, nranks, job, &bo, &g->proc->boot);
-  if (st == SCHEDC_OK) sc_inject_parse(NULL, &g->proc->boot->inj);
+  g->proc->own_boot = !host;
+  if (host) g->proc->boot = host;
+  else st = schedc_comm_init_shm(rank, nranks, job, &bo, &g->proc->boot);
   int ndev = 0;
   if (st == SCHEDC_OK && (st = dv->init(&ndev)) == SCHEDC_OK && (device < 0 || device >= ndev))
     st = sc_err(SCHEDC_EINVAL, "rank %d: CUDA device %d out of range [0, %d)", rank, device, ndev);
   if (st == SCHEDC_OK) st = sc_cu_group_setup(g);
-  /* one GPU per process, and the same blocks per rank everywhere (the counters' layout) */
+  int nccl = 0;
+  const char *nv = getenv("SCHEDC_CUDA_NET");
+  if (st == SCHEDC_OK) st = net_choice(&nccl);
+  /* one GPU per process, the same blocks per rank everywhere, the hosts (one, with our own
+   * shared-memory bootstrap) and the transport */
   unsigned long long id = 0;
   if (st == SCHEDC_OK) st = dv->ident(device, &id);
-  uint64_t mine[2] = {id, (uint64_t)g->nblk}, all[CU_MAX_RANKS * 2];
-  if (st == SCHEDC_OK) st = exchange(g, mine, all, 2);
-  for (int q = 0; q < nranks && st == SCHEDC_OK; q++) {
-    if (q != rank && all[2 * q] == id)
-      st = sc_err(SCHEDC_EINVAL, "ranks %d and %d are on the same GPU (device %d of rank %d, PCI id %llx): one "
-                  "process per GPU", q < rank ? q : rank, q < rank ? rank : q, device, rank, id);
-    else if (all[2 * q + 1] != mine[1])
-      st = sc_err(SCHEDC_EINVAL, "ranks %d and %d use %llu and %llu blocks per rank: set SCHEDC_CUDA_BLOCKS alike on "
-                  "every rank", rank, q, (unsigned long long)mine[1], (unsigned long long)all[2 * q + 1]);
-  }
+  uint64_t mine[4] = {id, (uint64_t)g->nblk, host ? host_id() : 0, nccl ? 2u : nv && *nv ? 1u : 0u};
+  uint64_t all[CU_MAX_RANKS * 4];
+  if (st == SCHEDC_OK) st = exchange(g, mine, all, 4);
+  if (st == SCHEDC_OK) st = agree(g, all, device, &nccl);
+  if (st == SCHEDC_OK && nccl) st = net_setup(g);
   if (st != SCHEDC_OK) {
     sc_cu_group_free(g);
     sc_comm_release(c);
@@ -348,4 +525,18 @@ schedc_status schedc_comm_init_cuda_rank(int rank, int nranks, int device, const
   c->trdata = g;
   *out = c;
   return SCHEDC_OK;
+}
+
+schedc_status schedc_comm_init_cuda_rank(int rank, int nranks, int device, const char *job,
+                                         const schedc_comm_opts *opts, schedc_comm **out) {
+  return proc_init(rank, nranks, device, job, NULL, opts, out);
+}
+
+schedc_status schedc_comm_init_cuda_over(schedc_comm *host, int device, const schedc_comm_opts *opts,
+                                         schedc_comm **out) {
+  if (out) *out = NULL;
+  if (!host || host->backend == SCHEDC_BACKEND_CUDA)
+    return sc_err(SCHEDC_EINVAL, "host: %s (a CPU communicator of the same ranks: shm or mpi)",
+                  host ? "a cuda communicator" : "NULL");
+  return proc_init(host->rank, host->nranks, device, NULL, host, opts, out);
 }

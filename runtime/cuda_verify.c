@@ -38,18 +38,18 @@ schedc_status sc_cu_result_digest(cu_group *g, int s, int rank, size_t bytes, vo
   const sc_cudev *dv = g->dv;
   unsigned char *dst = g->recv[s];
   schedc_status st = dv->select(g->dev[s]);
-  if (st == SCHEDC_OK) st = dv->sync(g->stream[s]);
+  if (st == SCHEDC_OK) st = sc_cu_sync(g, g->stream[s]);
   if (st == SCHEDC_OK) st = sc_cu_err_status(g, NULL, NULL); /* a kernel that timed out left no result to judge */
   if (st == SCHEDC_OK && g->flipout == rank && bytes) { /* injected, as the CPU backends' flipout */
     size_t at = (size_t)((g->epoch >> CU_EPOCH_BITS) * 7919 % bytes);
     unsigned char b = 0;
-    if ((st = dv->copy(&b, dst + at, 1, g->stream[s])) == SCHEDC_OK && (st = dv->sync(g->stream[s])) == SCHEDC_OK) {
+    if ((st = dv->copy(&b, dst + at, 1, g->stream[s])) == SCHEDC_OK && (st = sc_cu_sync(g, g->stream[s])) == SCHEDC_OK) {
       b ^= 0x10;
       st = dv->copy(dst + at, &b, 1, g->stream[s]);
     }
   }
   if (st == SCHEDC_OK && bytes) st = dv->copy(host, dst, bytes, g->stream[s]);
-  if (st == SCHEDC_OK) st = dv->sync(g->stream[s]);
+  if (st == SCHEDC_OK) st = sc_cu_sync(g, g->stream[s]);
   if (st == SCHEDC_OK) *d = sc_verify_digest(NULL, host, bytes);
   return st;
 }

@@ -428,9 +428,27 @@ schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, c
  * (SCHEDC_ECORRUPT naming the differing ranks or the corrupted transfer, as on the CPU
  * backends); after a digest failure the communicator stays usable, after a corrupted transfer
  * it is broken. The ranks must agree on the verification and on
- * SCHEDC_CUDA_NODES (else SCHEDC_EMISMATCH). */
+ * SCHEDC_CUDA_NODES (else SCHEDC_EMISMATCH). SCHEDC_CUDA_NET=nccl moves the payloads that cross
+ * (emulated) nodes with NCCL send/recv instead of copies from mapped memory; the ranks must
+ * agree on it (else SCHEDC_EINVAL). */
 schedc_status schedc_comm_init_cuda_rank(int rank, int nranks, int device, const char *job,
                                          const schedc_comm_opts *opts, schedc_comm **out);
+/* One process per GPU on one or more hosts: as schedc_comm_init_cuda_rank, with rank and nranks
+ * those of `host`, a CPU communicator of the same ranks (schedc_comm_init_mpi across hosts, or
+ * shm) that carries the host exchanges instead of a shared-memory one. Borrowed: the caller
+ * frees it after this communicator and does not use it concurrently with this one's calls.
+ * The ranks' hosts (host name and boot id, or SCHEDC_HOST_ID where set) are their nodes: ranks
+ * on one host share memory through CUDA IPC, and the payloads that cross hosts go through NCCL
+ * (libnccl loaded with dlopen; SCHEDC_LIBNCCL) at the plan's phase boundaries, on the stream;
+ * every reduction stays in schedc's kernels, so the bits are those of one host. With every rank
+ * on one host it is schedc_comm_init_cuda_rank over `host`. Collective over every rank.
+ * SCHEDC_EINVAL (host NULL or not a CPU communicator, SCHEDC_CUDA_NET=ipc or SCHEDC_CUDA_NODES
+ * with several hosts), SCHEDC_EUNAVAIL (no NCCL where needed), SCHEDC_EPEER (a rank could not
+ * load or join NCCL), and those of schedc_comm_init_cuda_rank. Across hosts a kernel's timeout
+ * is reported on its host's ranks (schedc_cuda_sync); the ranks of other hosts see their stuck
+ * transfers end at the timeout or the failed rank missing at the next call. */
+schedc_status schedc_comm_init_cuda_over(schedc_comm *host, int device, const schedc_comm_opts *opts,
+                                         schedc_comm **out);
 /* The stream (a CUstream / cudaStream_t of the rank's device) the rank's next collectives are
  * enqueued on; NULL: the communicator's own stream. SCHEDC_EINVAL if comm is not cuda. */
 schedc_status schedc_cuda_set_stream(schedc_comm *comm, void *stream);

@@ -11,8 +11,10 @@
  * Modes `cuda` (virtual ranks on one GPU), `cuda-devices` (a GPU per rank, one process) and
  * `cuda-procs` (a forked process per GPU, buffers shared by CUDA IPC): the cuda backend's
  * generated kernels on the same sweep ([SKIP] without a device; SCHEDC_CUDA_EMULATE=1 runs them
- * on the host, on a smaller sweep since every kernel set is a C++ compile).
- * Usage: test_bitwise SCHEDULES_DIR [quick|shm|flips|verified|cuda|cuda-devices|cuda-procs]
+ * on the host, on a smaller sweep since every kernel set is a C++ compile). `cuda-hosts`: a
+ * process per GPU over a CPU communicator (schedc_comm_init_cuda_over), the ranks pretending to
+ * be on two hosts (SCHEDC_HOST_ID: the first half on one): IPC within a host, NCCL between.
+ * Usage: test_bitwise SCHEDULES_DIR [quick|shm|flips|verified|cuda|cuda-devices|cuda-procs|cuda-hosts]
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -106,6 +108,7 @@ static void run_cuda(job *jobs, int n, size_t inbytes, size_t outbytes) {
 
 static int use_shm; /* ranks are forked processes on the shm backend */
 static int use_cuda; /* 1: cuda virtual ranks on one device; 2: a device per rank; 3: a process per device */
+static int use_hosts; /* cuda-hosts: the process per device over a shm communicator, on two pretend hosts */
 static int use_procs; /* ranks are forked processes (shm, or cuda with a process per device) */
 static size_t shm_slice;
 static int g_verify, g_repair;     /* comm options of the flips / verified modes */
@@ -128,8 +131,20 @@ static void run_processes(job *jobs, int n, size_t inbytes, size_t outbytes) {
       co.slice_bytes = shm_slice;
       co.verify = g_verify;
       co.repair = g_repair;
-      schedc_status st = use_cuda ? schedc_comm_init_cuda_rank(r, n, r, jobid, &co, &comm)
-                                  : schedc_comm_init_shm(r, n, jobid, &co, &comm);
+      schedc_comm *host = NULL;
+      schedc_status st = SCHEDC_OK;
+      if (use_hosts) {
+        char hid[16];
+        snprintf(hid, sizeof hid, "host%d", 2 * r / n);
+        setenv("SCHEDC_HOST_ID", hid, 1);
+        schedc_comm_opts ho = SCHEDC_COMM_OPTS_INIT;
+        ho.timeout_s = 60;
+        if ((st = schedc_comm_init_shm(r, n, jobid, &ho, &host)) == SCHEDC_OK)
+          st = schedc_comm_init_cuda_over(host, r, &co, &comm);
+      } else {
+        st = use_cuda ? schedc_comm_init_cuda_rank(r, n, r, jobid, &co, &comm)
+                      : schedc_comm_init_shm(r, n, jobid, &co, &comm);
+      }
       char *mine = shared + (size_t)r * (outbytes + 8 + 512);
       if (st == SCHEDC_OK) {
         jobs[r].comm = comm;
@@ -143,6 +158,7 @@ static void run_processes(job *jobs, int n, size_t inbytes, size_t outbytes) {
         memcpy(mine + 8 + 512, jobs[r].out, outbytes);
         schedc_comm_free(comm);
       }
+      schedc_comm_free(host); /* after the communicator that borrows it */
       memcpy(mine, &st, sizeof st);
       snprintf(mine + 8, 512, "%s", jobs[r].err[0] ? jobs[r].err : schedc_errmsg());
       _exit(0);
@@ -354,7 +370,8 @@ int main(int argc, char **argv) {
   if (argc > 2 && !strcmp(argv[2], "verified")) { quick = 1; g_verify = SCHEDC_VERIFY_FULL; }
   if (use_shm) quick = 1;
   use_cuda = argc > 2 && !strcmp(argv[2], "cuda") ? 1 : argc > 2 && !strcmp(argv[2], "cuda-devices") ? 2
-             : argc > 2 && !strcmp(argv[2], "cuda-procs") ? 3 : 0;
+             : argc > 2 && (!strcmp(argv[2], "cuda-procs") || !strcmp(argv[2], "cuda-hosts")) ? 3 : 0;
+  use_hosts = argc > 2 && !strcmp(argv[2], "cuda-hosts");
   use_procs = use_shm || use_cuda == 3;
   int emulated = getenv("SCHEDC_CUDA_EMULATE") && !strcmp(getenv("SCHEDC_CUDA_EMULATE"), "1");
   int ndev = use_cuda ? schedc_cuda_device_count() : 0;

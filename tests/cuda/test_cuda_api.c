@@ -180,6 +180,84 @@ static void from_env(int r) {
   CHECK_CONTAINS(schedc_errmsg(), "LOCAL_RANK='x' is not an integer");
 }
 
+/* SCHEDC_CUDA_NET: ranks that move payloads between nodes differently are refused at init,
+ * naming the setting (one would send what the other never receives). */
+static void net_disagree(int r) {
+  if (r == 1) setenv("SCHEDC_CUDA_NET", "nccl", 1);
+  schedc_comm *c = NULL;
+  CHECK(schedc_comm_init_cuda_rank(r, 2, r, job, NULL, &c) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "ranks 0 and 1 move payloads between nodes differently (rank 0: ipc, rank 1: nccl)");
+  CHECK_CONTAINS(schedc_errmsg(), "set SCHEDC_CUDA_NET alike");
+  CHECK(c == NULL);
+}
+
+/* Two ranks on two nodes through (emulated) NCCL; rank 1 dies after the call's host meeting,
+ * having sent its input across but before its kernel: rank 0 waits for rank 1's next message
+ * only up to the timeout, is told which rank it waited for, and the group is broken. Before
+ * that, a clean call's bits. */
+static void net_dies(int r) {
+  setenv("SCHEDC_CUDA_NODES", "2", 1);
+  setenv("SCHEDC_CUDA_NET", "nccl", 1);
+  schedc_comm *c = NULL;
+  schedc_comm_opts o = short_timeout();
+  CHECK(schedc_comm_init_cuda_rank(r, 2, r, job, &o, &c) == SCHEDC_OK);
+  float h[1000], out[1000];
+  for (int i = 0; i < 1000; i++) h[i] = (float)(i % 7 + r);
+  void *b = NULL;
+  CHECK(schedc_cuda_alloc(c, sizeof h, &b) == SCHEDC_OK);
+  CHECK(schedc_cuda_copy(c, b, h, sizeof h) == SCHEDC_OK);
+  CHECK(schedc_allreduce(b, b, 1000, SCHEDC_F32, SCHEDC_SUM, c, NULL) == SCHEDC_OK);
+  CHECK(schedc_cuda_sync(c) == SCHEDC_OK);
+  CHECK(schedc_cuda_copy(c, out, b, sizeof out) == SCHEDC_OK);
+  int bad = 0;
+  for (int i = 0; i < 1000; i++) bad += out[i] != (float)(2 * (i % 7) + 1);
+  CHECK(bad == 0);
+  if (r == 1) setenv("SCHEDC_EMU_EXIT_AT_LAUNCH", "1", 1);
+  schedc_status st = schedc_allreduce(b, b, 1000, SCHEDC_F32, SCHEDC_SUM, c, NULL);
+  CHECK(r == 0); /* rank 1 never gets here */
+  if (st == SCHEDC_OK) st = schedc_cuda_sync(c); /* real NCCL: found by the stream's timed drain */
+  CHECK(st == SCHEDC_ETIMEOUT);
+  CHECK_CONTAINS(schedc_errmsg(), "waited more than 2 s for a message from rank 1");
+  printf("net_dies: rank 0 was told: %s\n", schedc_errmsg());
+  CHECK(schedc_allreduce(b, b, 1000, SCHEDC_F32, SCHEDC_SUM, c, NULL) == SCHEDC_EPEER);
+  schedc_cuda_free(c, b);
+  schedc_comm_free(c);
+}
+
+/* Over a CPU communicator on two (pretend) hosts: both ranks on device 0 is fine there (one GPU
+ * per process per host), and a small allreduce crosses through (emulated) NCCL; SCHEDC_CUDA_NET=ipc
+ * on one rank, or SCHEDC_CUDA_NODES, cannot apply across hosts: refused on every rank. */
+static void two_hosts(int r) {
+  setenv("SCHEDC_HOST_ID", r == 0 ? "x" : "y", 1);
+  schedc_comm *host = NULL, *c = NULL;
+  CHECK(schedc_comm_init_shm(r, 2, job, NULL, &host) == SCHEDC_OK);
+  CHECK(schedc_comm_init_cuda_over(host, 0, NULL, &c) == SCHEDC_OK);
+  CHECK(c && schedc_comm_rank(c) == r && schedc_comm_nranks(c) == 2);
+  float h[300], out[300];
+  for (int i = 0; i < 300; i++) h[i] = (float)(i % 5 + 10 * r);
+  void *b = NULL;
+  CHECK(schedc_cuda_alloc(c, sizeof h, &b) == SCHEDC_OK);
+  CHECK(schedc_cuda_copy(c, b, h, sizeof h) == SCHEDC_OK);
+  CHECK(schedc_allreduce(b, b, 300, SCHEDC_F32, SCHEDC_SUM, c, NULL) == SCHEDC_OK);
+  CHECK(schedc_cuda_sync(c) == SCHEDC_OK);
+  CHECK(schedc_cuda_copy(c, out, b, sizeof out) == SCHEDC_OK);
+  int bad = 0;
+  for (int i = 0; i < 300; i++) bad += out[i] != (float)(2 * (i % 5) + 10);
+  CHECK(bad == 0);
+  schedc_cuda_free(c, b);
+  schedc_comm_free(c);
+  if (r == 1) setenv("SCHEDC_CUDA_NET", "ipc", 1);
+  CHECK(schedc_comm_init_cuda_over(host, 0, NULL, &c) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "rank 1 sets SCHEDC_CUDA_NET=ipc, but the ranks are on 2 hosts");
+  unsetenv("SCHEDC_CUDA_NET");
+  setenv("SCHEDC_CUDA_NODES", "2", 1);
+  CHECK(schedc_comm_init_cuda_over(host, 0, NULL, &c) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "SCHEDC_CUDA_NODES=2 emulates nodes on one host, but the ranks are on 2 hosts");
+  unsetenv("SCHEDC_CUDA_NODES");
+  CHECK(c == NULL);
+  schedc_comm_free(host);
+}
+
 static void processes(void) {
   schedc_comm *c = NULL;
   CHECK(schedc_comm_init_cuda_rank(0, 1, 99, "capi", NULL, &c) == SCHEDC_EINVAL);
@@ -201,6 +279,19 @@ static void processes(void) {
   CHECK(in_processes(2, dies_during));
   CHECK(in_processes(2, cannot_grow));
   CHECK(in_processes(2, from_env));
+  CHECK(in_processes(2, net_disagree));
+  CHECK(in_processes(2, net_dies));
+  CHECK(in_processes(2, two_hosts));
+  CHECK(schedc_comm_init_cuda_over(NULL, 0, NULL, &c) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "host: NULL (a CPU communicator of the same ranks: shm or mpi)");
+  setenv("SCHEDC_CUDA_NET", "tcp", 1);
+  CHECK(schedc_comm_init_cuda_rank(0, 1, 0, "capi", NULL, &c) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "SCHEDC_CUDA_NET='tcp': ipc (peers map each other's device memory: one host) or nccl");
+  setenv("SCHEDC_CUDA_NET", "nccl", 1); /* NCCL is for a process per GPU */
+  schedc_comm *v[2] = {0};
+  CHECK(schedc_comm_init_cuda(2, NULL, SCHEDC_CUDA_VIRTUAL, NULL, v) == SCHEDC_EUNAVAIL);
+  CHECK_CONTAINS(schedc_errmsg(), "one process driving every GPU has no other process to send to");
+  unsetenv("SCHEDC_CUDA_NET");
 }
 
 int main(void) {
@@ -228,6 +319,10 @@ int main(void) {
   CHECK_CONTAINS(schedc_errmsg(), "SCHEDC_CUDA_NODES='0': a node count from 1 to 64");
   setenv("SCHEDC_CUDA_NODES", "2", 1);
   CHECK(schedc_comm_init_cuda(3, NULL, SCHEDC_CUDA_VIRTUAL, NULL, c) == SCHEDC_OK);
+  schedc_comm *over = NULL; /* a cuda communicator is no host for another */
+  CHECK(schedc_comm_init_cuda_over(c[0], 0, NULL, &over) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "host: a cuda communicator");
+  CHECK(over == NULL);
   { /* three ranks, two nodes: the ring's bits (small integers: every order is exact) */
     void *b[3];
     float h[3][300], out[300];

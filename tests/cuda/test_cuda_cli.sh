@@ -76,6 +76,15 @@ if [ -n "$emu" ]; then
     ok "grep -q 'staged across SCHEDC_CUDA_NODES=2' <<<\"\$out\" && [ \"\$(digests <<<\"\$out\")\" = '$want' ]" \
       "SCHEDC_CUDA_NODES=2 $mode: $out"
   done
+  # the boundaries through (emulated) NCCL between the processes; refused for one process
+  out=$(SCHEDC_CUDA_NODES=2 SCHEDC_CUDA_NET=nccl "$S" run "$D/tree.lua" --ranks 5 --count 3001 --dtype bf16 --backend cuda --processes 2>&1)
+  ok "grep -q 'staged across SCHEDC_CUDA_NODES=2 through NCCL' <<<\"\$out\" && [ \"\$(digests <<<\"\$out\")\" = '$want' ]" \
+    "SCHEDC_CUDA_NET=nccl --processes: $out"
+  out=$(SCHEDC_CUDA_NET=nccl "$S" run "$D/tree.lua" --ranks 5 --backend cuda --virtual 2>&1); rc=$?
+  ok "[ $rc != 0 ] && grep -q 'SCHEDC_CUDA_NET=nccl: NCCL carries payloads between the processes of a process per GPU' <<<\"\$out\"" \
+    "SCHEDC_CUDA_NET=nccl --virtual: $out"
+  out=$(SCHEDC_CUDA_NET=mpi "$S" run "$D/tree.lua" --ranks 2 --backend cuda --processes 2>&1); rc=$?
+  ok "[ $rc != 0 ] && grep -q \"SCHEDC_CUDA_NET='mpi': ipc (.*) or nccl\" <<<\"\$out\"" "SCHEDC_CUDA_NET=mpi: $out"
 fi
 
 # --processes: more ranks than (emulated) GPUs is refused, naming the device

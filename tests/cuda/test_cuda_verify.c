@@ -250,6 +250,39 @@ static void checksums_procs(int r) {
   all_right(r, SCHEDC_VERIFY_FULL, "flip:1:2", "1");
 }
 
+/* Over a shm communicator with rank 2 on another (pretend) host: flip:1:2 corrupts what rank 2
+ * loads from rank 1, which crossed hosts through (emulated) NCCL; rank 2's host sees it in its
+ * failure record, ranks 0 and 1 get it through the host exchange: every rank names the same
+ * transfer. With repair and the digest, every rank the test's bits. */
+static void checksums_hosts(int r) {
+  setenv("SCHEDC_HOST_ID", r < 2 ? "a" : "b", 1);
+  schedc_comm *host = NULL;
+  CHECK(schedc_comm_init_shm(r, R, job, NULL, &host) == SCHEDC_OK);
+  for (int repair = 0; repair < 2; repair++) {
+    with_env("flip:1:2", repair ? "1" : NULL);
+    schedc_comm *c = NULL;
+    schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
+    o.verify = repair ? SCHEDC_VERIFY_FULL : SCHEDC_VERIFY_CHECKSUM;
+    o.timeout_s = 10;
+    CHECK(schedc_comm_init_cuda_over(host, r, &o, &c) == SCHEDC_OK);
+    void *in = NULL, *out = NULL;
+    CHECK(schedc_cuda_alloc(c, 4 * R * 1000, &in) == SCHEDC_OK && schedc_cuda_alloc(c, 4 * R * 1000, &out) == SCHEDC_OK);
+    schedc_status st = issue(c, r, SCHEDC_ALLREDUCE, in, out);
+    if (repair) {
+      CHECK(st == SCHEDC_OK);
+      CHECK(wrong(c, SCHEDC_ALLREDUCE, out) == 0);
+    } else {
+      CHECK(st == SCHEDC_ECORRUPT);
+      CHECK_CONTAINS(schedc_errmsg(), "corrupted transfer: the payload rank 1 sent to rank 2 at step 2");
+    }
+    schedc_cuda_free(c, in);
+    schedc_cuda_free(c, out);
+    schedc_comm_free(c);
+  }
+  with_env(NULL, NULL);
+  schedc_comm_free(host);
+}
+
 /* A group (job id + suffix) whose rank 0 runs with verify0 and SCHEDC_CUDA_NODES=nodes0 (NULL:
  * unset) and the others with verify and no split: its first call is EMISMATCH naming `what`. */
 static void disagrees(int r, const char *suffix, int verify0, int verify, const char *nodes0, const char *what) {
@@ -306,6 +339,7 @@ int main(void) {
     CHECK(in_processes(R, names_rank1));
     CHECK(in_processes(R, repairs_rank2));
     CHECK(in_processes(R, clean_then_disagree));
+    CHECK(in_processes(R, checksums_hosts));
   } else {
     printf("a GPU per rank and a process per GPU not run: %d device(s), %d needed\n", ndev, R);
   }

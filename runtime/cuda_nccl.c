@@ -1,0 +1,133 @@
+/*
+ * cuda_nccl.c — transfers between nodes on NCCL (cuda_net.h), loaded with dlopen: the entry
+ * points are declared here with NCCL's ABI types (int results and enums, opaque communicators
+ * and streams, the 128-byte unique id by value), so the build needs neither NCCL nor CUDA.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_net.h"
+#include "err.h"
+
+enum { NCCL_UINT8 = 1, NCCL_IN_PROGRESS = 7 };
+typedef struct { unsigned char b[128]; } nccl_id;
+
+static struct {
+  void *lib;
+  char why[512];
+  int version;
+  int (*GetVersion)(int *);
+  int (*GetUniqueId)(nccl_id *);
+  int (*CommInitRank)(void **, int, nccl_id, int);
+  int (*Send)(const void *, size_t, int, int, void *, void *);
+  int (*Recv)(void *, size_t, int, int, void *, void *);
+  int (*GroupStart)(void);
+  int (*GroupEnd)(void);
+  int (*CommGetAsyncError)(void *, int *);
+  int (*CommDestroy)(void *);
+  int (*CommAbort)(void *);
+  const char *(*GetErrorString)(int);
+  const char *(*GetLastError)(void *);
+} L;
+static pthread_once_t l_once = PTHREAD_ONCE_INIT;
+
+static void load_lib(void) {
+  const char *env = getenv("SCHEDC_LIBNCCL"), *home = getenv("CUDA_HOME");
+  char homelib[512] = "";
+  if (home && *home) snprintf(homelib, sizeof homelib, "%s/lib64/libnccl.so.2", home);
+  const char *cands[] = {env, "libnccl.so.2", homelib[0] ? homelib : NULL, "/usr/local/cuda/lib64/libnccl.so.2"};
+  size_t w = 0;
+  for (size_t i = 0; i < sizeof cands / sizeof cands[0] && !L.lib; i++) {
+    if (!cands[i] || !*cands[i]) continue;
+    L.lib = dlopen(cands[i], RTLD_NOW | RTLD_LOCAL);
+    w += (size_t)snprintf(L.why + w, w < sizeof L.why ? sizeof L.why - w : 0, "%s%s", w ? ", " : "", cands[i]);
+  }
+  if (!L.lib) return;
+  struct { void **f; const char *name; } syms[] = {
+#define S(f) {(void **)&L.f, "nccl" #f}
+      S(GetVersion), S(GetUniqueId), S(CommInitRank), S(Send), S(Recv), S(GroupStart), S(GroupEnd),
+      S(CommGetAsyncError), S(CommDestroy), S(CommAbort), S(GetErrorString), S(GetLastError),
+#undef S
+  };
+  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
+    if (!(*syms[i].f = dlsym(L.lib, syms[i].name))) {
+      snprintf(L.why, sizeof L.why, "NCCL found but lacks %s, which schedc uses", syms[i].name);
+      dlclose(L.lib);
+      L.lib = NULL;
+      return;
+    }
+  if (L.GetVersion(&L.version)) L.version = 0;
+}
+
+static schedc_status fail(const char *what, int r, void *comm) {
+  const char *last = comm && L.GetLastError ? L.GetLastError(comm) : NULL;
+  return sc_err(SCHEDC_EPEER, "NCCL %s: %s (error %d)%s%s", what, L.GetErrorString ? L.GetErrorString(r) : "?", r,
+                last && *last ? ": " : "", last && *last ? last : "");
+}
+#define CK(what, call, comm) do { int r_ = (call); if (r_) return fail(what, r_, comm); } while (0)
+
+static schedc_status nccl_load(int *version) {
+  pthread_once(&l_once, load_lib);
+  *version = L.version;
+  if (!L.lib)
+    return sc_err(SCHEDC_EUNAVAIL, "NCCL is not available (%s%s); install it or set SCHEDC_LIBNCCL to libnccl.so.2",
+                  strchr(L.why, ' ') ? "" : "looked for ", L.why);
+  return SCHEDC_OK;
+}
+
+static schedc_status nccl_unique_id(sc_netid *id) {
+  int v;
+  schedc_status st = nccl_load(&v);
+  if (st != SCHEDC_OK) return st;
+  nccl_id u;
+  CK("ncclGetUniqueId", L.GetUniqueId(&u), NULL);
+  memcpy(id->b, u.b, sizeof u.b);
+  return SCHEDC_OK;
+}
+
+static schedc_status nccl_init(const sc_netid *id, int nranks, int rank, double timeout_s, void **comm) {
+  (void)timeout_s; /* NCCL's own bootstrap has its timeouts */
+  int v;
+  schedc_status st = nccl_load(&v);
+  if (st != SCHEDC_OK) return st;
+  nccl_id u;
+  memcpy(u.b, id->b, sizeof u.b);
+  CK("ncclCommInitRank", L.CommInitRank(comm, nranks, u, rank), NULL);
+  return SCHEDC_OK;
+}
+
+static schedc_status nccl_group_start(void) { CK("ncclGroupStart", L.GroupStart(), NULL); return SCHEDC_OK; }
+static schedc_status nccl_group_end(void) { CK("ncclGroupEnd", L.GroupEnd(), NULL); return SCHEDC_OK; }
+
+static schedc_status nccl_send(void *comm, const void *buf, size_t bytes, int peer, void *stream) {
+  CK("ncclSend", L.Send(buf, bytes, NCCL_UINT8, peer, comm, stream), comm);
+  return SCHEDC_OK;
+}
+
+static schedc_status nccl_recv(void *comm, void *buf, size_t bytes, int peer, void *stream) {
+  CK("ncclRecv", L.Recv(buf, bytes, NCCL_UINT8, peer, comm, stream), comm);
+  return SCHEDC_OK;
+}
+
+static schedc_status nccl_health(void *comm) {
+  int r = 0;
+  CK("ncclCommGetAsyncError", L.CommGetAsyncError(comm, &r), comm);
+  if (r && r != NCCL_IN_PROGRESS) return fail("(asynchronous)", r, comm);
+  return SCHEDC_OK;
+}
+
+static void nccl_destroy(void *comm, int abort) {
+  if (comm && L.lib) (abort ? L.CommAbort : L.CommDestroy)(comm);
+}
+
+const sc_cunet sc_cunet_nccl = {"nccl", nccl_load, nccl_unique_id, nccl_init, nccl_group_start, nccl_send,
+                                nccl_recv, nccl_group_end, nccl_health, nccl_destroy};
+
+const sc_cunet *sc_cunet_get(void) {
+  const char *e = getenv("SCHEDC_CUDA_EMULATE");
+  return e && !strcmp(e, "1") ? &sc_cunet_emu : &sc_cunet_nccl; /* as sc_cudev_get */
+}

@@ -1,0 +1,23 @@
+/*
+ * test_nccl_load.c — NCCL loads with dlopen and every entry point schedc uses resolves, against
+ * the real libnccl (the CUDA toolkit's lib64, or SCHEDC_LIBNCCL): the table a GPU run would use,
+ * checked without a GPU (nothing is initialised: that needs a device). [SKIP] without NCCL.
+ */
+#include <stdio.h>
+
+#include "../check.h"
+#include "runtime/cuda_net.h"
+
+int main(void) {
+  int v = -1;
+  schedc_status st = sc_cunet_nccl.load(&v);
+  if (st != SCHEDC_OK) {
+    CHECK_CONTAINS(schedc_errmsg(), "SCHEDC_LIBNCCL"); /* the refusal says what to set */
+    printf("[SKIP] %s\n", schedc_errmsg());
+    return tc_fail ? 1 : 0;
+  }
+  printf("NCCL %d.%d.%d loaded, every entry point resolved\n", v / 10000, v / 100 % 100, v % 100);
+  CHECK(v >= 20900); /* NCCL 2.x from 2.9 on codes its version as major * 10000 + minor * 100 + patch */
+  CHECK(sc_cunet_get() == &sc_cunet_nccl || sc_cunet_get() == &sc_cunet_emu);
+  return DONE();
+}
