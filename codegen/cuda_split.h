@@ -2,7 +2,7 @@
  * cuda_split.h — a plan's write groups cut into phases where data crosses nodes (ranks that
  * cannot map each other's memory): within a phase the kernels synchronise through counters as
  * usual; between phases the host moves each cross-node payload into a mirror slot of its reader
- * (the boundary a later NCCL path fills with ncclSend/ncclRecv). Shared by the code generator and
+ * (or NCCL's grouped send/recv between hosts fills it). Shared by the code generator and
  * the runtime, which must agree on phases, slots and counts.
  */
 #ifndef SC_CUDA_SPLIT_H

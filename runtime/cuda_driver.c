@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cuda_dev.h"
+#include "dl.h"
 #include "err.h"
 
 typedef int CUres;
@@ -69,7 +70,7 @@ static void load(void) {
     snprintf(D.why, sizeof D.why, "no CUDA driver (%s: %s)", env && *env ? env : "libcuda.so.1", dlerror());
     return;
   }
-  struct { void **f; const char *name; } syms[] = {
+  sc_dlsym syms[] = {
 #define S(f, n) {(void **)&D.f, n}
       S(Init, "cuInit"), S(DeviceGetCount, "cuDeviceGetCount"), S(DeviceGet, "cuDeviceGet"),
       S(DeviceGetAttribute, "cuDeviceGetAttribute"), S(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
@@ -86,13 +87,12 @@ static void load(void) {
       S(IpcCloseMemHandle, "cuIpcCloseMemHandle"),
 #undef S
   };
-  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
-    if (!(*syms[i].f = dlsym(D.lib, syms[i].name))) {
-      snprintf(D.why, sizeof D.why, "the CUDA driver lacks %s", syms[i].name);
-      dlclose(D.lib);
-      D.lib = NULL;
-      return;
-    }
+  const char *missing = sc_dl_syms(D.lib, syms, sizeof syms / sizeof syms[0]);
+  if (missing) {
+    snprintf(D.why, sizeof D.why, "the CUDA driver lacks %s", missing);
+    D.lib = NULL;
+    return;
+  }
   CUres r = D.Init(0);
   if (r || D.DeviceGetCount(&D.ndev) || D.ndev < 1) {
     snprintf(D.why, sizeof D.why, "no CUDA device (cuInit: %d)", r);

@@ -4,13 +4,13 @@
  * and streams, the 128-byte unique id by value), so the build needs neither NCCL nor CUDA.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_net.h"
+#include "dl.h"
 #include "err.h"
 
 enum { NCCL_UINT8 = 1, NCCL_IN_PROGRESS = 7 };
@@ -40,26 +40,19 @@ static void load_lib(void) {
   char homelib[512] = "";
   if (home && *home) snprintf(homelib, sizeof homelib, "%s/lib64/libnccl.so.2", home);
   const char *cands[] = {env, "libnccl.so.2", homelib[0] ? homelib : NULL, "/usr/local/cuda/lib64/libnccl.so.2"};
-  size_t w = 0;
-  for (size_t i = 0; i < sizeof cands / sizeof cands[0] && !L.lib; i++) {
-    if (!cands[i] || !*cands[i]) continue;
-    L.lib = dlopen(cands[i], RTLD_NOW | RTLD_LOCAL);
-    w += (size_t)snprintf(L.why + w, w < sizeof L.why ? sizeof L.why - w : 0, "%s%s", w ? ", " : "", cands[i]);
-  }
-  if (!L.lib) return;
-  struct { void **f; const char *name; } syms[] = {
+  if (!(L.lib = sc_dl_first(cands, sizeof cands / sizeof cands[0], L.why, sizeof L.why))) return;
+  sc_dlsym syms[] = {
 #define S(f) {(void **)&L.f, "nccl" #f}
       S(GetVersion), S(GetUniqueId), S(CommInitRank), S(Send), S(Recv), S(GroupStart), S(GroupEnd),
       S(CommGetAsyncError), S(CommDestroy), S(CommAbort), S(GetErrorString), S(GetLastError),
 #undef S
   };
-  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
-    if (!(*syms[i].f = dlsym(L.lib, syms[i].name))) {
-      snprintf(L.why, sizeof L.why, "NCCL found but lacks %s, which schedc uses", syms[i].name);
-      dlclose(L.lib);
-      L.lib = NULL;
-      return;
-    }
+  const char *missing = sc_dl_syms(L.lib, syms, sizeof syms / sizeof syms[0]);
+  if (missing) {
+    snprintf(L.why, sizeof L.why, "NCCL found but lacks %s, which schedc uses", missing);
+    L.lib = NULL;
+    return;
+  }
   if (L.GetVersion(&L.version)) L.version = 0;
 }
 

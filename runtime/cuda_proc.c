@@ -1,10 +1,11 @@
 /*
  * cuda_proc.c — the cuda communicator with one process per GPU (schedc_comm_init_cuda_rank), the
  * way trainers run: each process owns its rank's device memory in one "arena" (counters, temps,
- * working buffer) that its peers map through CUDA IPC; a shared-memory communicator on the host
- * (the bootstrap) exchanges the IPC handles and checks at every call that the ranks agree; it
- * is also the barrier of the verification verdicts and of the boundaries of a plan split across
- * nodes.
+ * working buffer) that its peers on the same node map through CUDA IPC; a CPU communicator on
+ * the host (the bootstrap: our shared-memory one, or the caller's, e.g. MPI across hosts)
+ * exchanges the IPC handles and checks at every call that the ranks agree; it is also the
+ * barrier of the verification verdicts and of the IPC boundaries of a plan split across nodes.
+ * Between nodes over NCCL (cuda_net.h) the boundaries are grouped send/recv on the stream.
  */
 #define _GNU_SOURCE
 #include <stdint.h>

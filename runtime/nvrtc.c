@@ -5,12 +5,12 @@
 #define _GNU_SOURCE
 #include "nvrtc.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dl.h"
 #include "err.h"
 
 typedef struct nvrtc_prog_ *nvrtc_prog;
@@ -37,24 +37,19 @@ static void load(void) {
   if (home) snprintf(homelib, sizeof homelib, "%s/lib64/libnvrtc.so", home);
   const char *cands[] = {env, "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", homelib[0] ? homelib : NULL,
                          "/usr/local/cuda/lib64/libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13"};
-  size_t w = 0;
-  for (size_t i = 0; i < sizeof cands / sizeof cands[0] && !N.lib; i++) {
-    if (!cands[i] || !*cands[i]) continue;
-    N.lib = dlopen(cands[i], RTLD_NOW | RTLD_LOCAL);
-    w += (size_t)snprintf(N.where + w, w < sizeof N.where ? sizeof N.where - w : 0, "%s%s", w ? ", " : "", cands[i]);
-  }
-  if (!N.lib) return;
-#define SYM(f, name) *(void **)&N.f = dlsym(N.lib, name)
-  SYM(version, "nvrtcVersion"); SYM(create, "nvrtcCreateProgram"); SYM(destroy, "nvrtcDestroyProgram");
-  SYM(compile, "nvrtcCompileProgram"); SYM(log_size, "nvrtcGetProgramLogSize"); SYM(log, "nvrtcGetProgramLog");
-  SYM(ptx_size, "nvrtcGetPTXSize"); SYM(ptx, "nvrtcGetPTX"); SYM(cubin_size, "nvrtcGetCUBINSize");
-  SYM(cubin, "nvrtcGetCUBIN"); SYM(errstr, "nvrtcGetErrorString");
+  if (!(N.lib = sc_dl_first(cands, sizeof cands / sizeof cands[0], N.where, sizeof N.where))) return;
+  sc_dlsym syms[] = {
+#define SYM(f, name) {(void **)&N.f, name}
+      SYM(version, "nvrtcVersion"), SYM(create, "nvrtcCreateProgram"), SYM(destroy, "nvrtcDestroyProgram"),
+      SYM(compile, "nvrtcCompileProgram"), SYM(log_size, "nvrtcGetProgramLogSize"), SYM(log, "nvrtcGetProgramLog"),
+      SYM(ptx_size, "nvrtcGetPTXSize"), SYM(ptx, "nvrtcGetPTX"), SYM(cubin_size, "nvrtcGetCUBINSize"),
+      SYM(cubin, "nvrtcGetCUBIN"), SYM(errstr, "nvrtcGetErrorString"),
 #undef SYM
-  if (!N.version || !N.create || !N.destroy || !N.compile || !N.log_size || !N.log || !N.ptx_size || !N.ptx ||
-      !N.cubin_size || !N.cubin || !N.errstr) {
-    dlclose(N.lib);
+  };
+  const char *missing = sc_dl_syms(N.lib, syms, sizeof syms / sizeof syms[0]);
+  if (missing) {
     N.lib = NULL;
-    snprintf(N.where, sizeof N.where, "NVRTC found but lacks an entry point schedc needs");
+    snprintf(N.where, sizeof N.where, "NVRTC found but lacks %s, which schedc uses", missing);
   }
 }
 

@@ -180,6 +180,22 @@ static void from_env(int r) {
   CHECK_CONTAINS(schedc_errmsg(), "LOCAL_RANK='x' is not an integer");
 }
 
+/* A 2-rank allreduce of 1000 small integers (rank r's element i: i % 7 + 10 r; every order of
+ * the sum is exact) into device buffer *b (allocated here), checked against the sum written
+ * out here. */
+static void small_allreduce(schedc_comm *c, int r, void **b) {
+  float h[1000], out[1000];
+  for (int i = 0; i < 1000; i++) h[i] = (float)(i % 7 + 10 * r);
+  CHECK(schedc_cuda_alloc(c, sizeof h, b) == SCHEDC_OK);
+  CHECK(schedc_cuda_copy(c, *b, h, sizeof h) == SCHEDC_OK);
+  CHECK(schedc_allreduce(*b, *b, 1000, SCHEDC_F32, SCHEDC_SUM, c, NULL) == SCHEDC_OK);
+  CHECK(schedc_cuda_sync(c) == SCHEDC_OK);
+  CHECK(schedc_cuda_copy(c, out, *b, sizeof out) == SCHEDC_OK);
+  int bad = 0;
+  for (int i = 0; i < 1000; i++) bad += out[i] != (float)(2 * (i % 7) + 10);
+  CHECK(bad == 0);
+}
+
 /* SCHEDC_CUDA_NET: ranks that move payloads between nodes differently are refused at init,
  * naming the setting (one would send what the other never receives). */
 static void net_disagree(int r) {
@@ -201,17 +217,8 @@ static void net_dies(int r) {
   schedc_comm *c = NULL;
   schedc_comm_opts o = short_timeout();
   CHECK(schedc_comm_init_cuda_rank(r, 2, r, job, &o, &c) == SCHEDC_OK);
-  float h[1000], out[1000];
-  for (int i = 0; i < 1000; i++) h[i] = (float)(i % 7 + r);
   void *b = NULL;
-  CHECK(schedc_cuda_alloc(c, sizeof h, &b) == SCHEDC_OK);
-  CHECK(schedc_cuda_copy(c, b, h, sizeof h) == SCHEDC_OK);
-  CHECK(schedc_allreduce(b, b, 1000, SCHEDC_F32, SCHEDC_SUM, c, NULL) == SCHEDC_OK);
-  CHECK(schedc_cuda_sync(c) == SCHEDC_OK);
-  CHECK(schedc_cuda_copy(c, out, b, sizeof out) == SCHEDC_OK);
-  int bad = 0;
-  for (int i = 0; i < 1000; i++) bad += out[i] != (float)(2 * (i % 7) + 1);
-  CHECK(bad == 0);
+  small_allreduce(c, r, &b);
   if (r == 1) setenv("SCHEDC_EMU_EXIT_AT_LAUNCH", "1", 1);
   schedc_status st = schedc_allreduce(b, b, 1000, SCHEDC_F32, SCHEDC_SUM, c, NULL);
   CHECK(r == 0); /* rank 1 never gets here */
@@ -233,17 +240,8 @@ static void two_hosts(int r) {
   CHECK(schedc_comm_init_shm(r, 2, job, NULL, &host) == SCHEDC_OK);
   CHECK(schedc_comm_init_cuda_over(host, 0, NULL, &c) == SCHEDC_OK);
   CHECK(c && schedc_comm_rank(c) == r && schedc_comm_nranks(c) == 2);
-  float h[300], out[300];
-  for (int i = 0; i < 300; i++) h[i] = (float)(i % 5 + 10 * r);
   void *b = NULL;
-  CHECK(schedc_cuda_alloc(c, sizeof h, &b) == SCHEDC_OK);
-  CHECK(schedc_cuda_copy(c, b, h, sizeof h) == SCHEDC_OK);
-  CHECK(schedc_allreduce(b, b, 300, SCHEDC_F32, SCHEDC_SUM, c, NULL) == SCHEDC_OK);
-  CHECK(schedc_cuda_sync(c) == SCHEDC_OK);
-  CHECK(schedc_cuda_copy(c, out, b, sizeof out) == SCHEDC_OK);
-  int bad = 0;
-  for (int i = 0; i < 300; i++) bad += out[i] != (float)(2 * (i % 5) + 10);
-  CHECK(bad == 0);
+  small_allreduce(c, r, &b);
   schedc_cuda_free(c, b);
   schedc_comm_free(c);
   if (r == 1) setenv("SCHEDC_CUDA_NET", "ipc", 1);
