@@ -49,9 +49,9 @@ schedc_status sc_cu_sync(cu_group *g, void *stream) {
       st = sc_err(SCHEDC_ETIMEOUT, "cuda rank %d: its work did not finish within %g s: the transfers between nodes "
                   "are stuck (a peer on another node stopped?; timeout: SCHEDC_TIMEOUT)", g->me, g->timeout_s);
     }
-    g->nt->destroy(g->net, 1); /* frees the stream of the stuck transfers; the group is broken */
+    g->nt->destroy(g->net, 1); /* frees the stream of the stuck transfers */
     g->net = NULL;
-    return st;
+    return sc_cu_breaks(g, st); /* without its NCCL communicator the group cannot go on */
   }
 }
 

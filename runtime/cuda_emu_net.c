@@ -163,17 +163,22 @@ static schedc_status en_health(void *comm) {
   return SCHEDC_OK;
 }
 
-/* Messages to this rank that were never received go; the last rank out removes the directory. */
+/* Messages to this rank that were never received go, and after a failure (abort: a peer may be
+ * gone) also those this rank sent that are still there; the last rank out removes the directory. */
 static void en_destroy(void *comm, int abort) {
-  (void)abort;
   emu_net *c = comm;
   if (!c) return;
   char path[256];
-  for (int q = 0; q < c->nranks; q++)
+  for (int q = 0; q < c->nranks; q++) {
     for (uint64_t s = c->got[q];; s++) {
       msg_path(c, q, c->rank, s, path, sizeof path);
       if (unlink(path)) break;
     }
+    for (uint64_t s = c->sent[q]; abort && s-- > 0;) { /* newest first: the unreceived are the last */
+      msg_path(c, c->rank, q, s, path, sizeof path);
+      if (unlink(path)) break;
+    }
+  }
   rmdir(c->dir);
   free(c->sent);
   free(c->got);

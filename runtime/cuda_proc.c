@@ -348,7 +348,7 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
     if (ph >= 0 && sp) P[a + 2 * N + 1] = (uint64_t)ph;
     if (ph >= 0) st = dv->launch(k->run_fn[0], (unsigned)g->nblk, (unsigned)g->threads, params, 0, g->stream[0]);
     if (sp && st == SCHEDC_OK && ph < nph - 1)
-      st = (g->net ? stage_net : stage)(g, &plan->ir, sp, ph, K, esz, mstride, so);
+      st = (g->nt ? stage_net : stage)(g, &plan->ir, sp, ph, K, esz, mstride, so);
   }
   if (st == SCHEDC_OK) st = sc_cu_finish(g, k, 0, me, W, acc, K);
   p->last_stream = g->stream[0];
