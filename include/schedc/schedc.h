@@ -405,8 +405,8 @@ enum { SCHEDC_CUDA_VIRTUAL = 1 };
 /* Create nranks communicators (comms[r] is rank r's). devices[r] is rank r's CUDA device
  * (NULL: rank r on device r); with SCHEDC_CUDA_VIRTUAL in flags, every rank on devices[0] (NULL:
  * device 0). At most 64 ranks. SCHEDC_EUNAVAIL (no driver or device, peer access impossible,
- * an injection the backend cannot do, SCHEDC_CUDA_NET=nccl: NCCL is for a process per GPU), SCHEDC_EINVAL, SCHEDC_ENOMEM. On failure no comm is
- * created. With verification the last rank's call (the one that launches the kernels) judges:
+ * an injection the backend cannot do, SCHEDC_CUDA_NET=nccl: NCCL is for a process per GPU),
+ * SCHEDC_EINVAL, SCHEDC_ENOMEM. On failure no comm is created. With verification the last rank's call (the one that launches the kernels) judges:
  * SCHEDC_ECORRUPT there, and since the other ranks' calls have returned, the group is then
  * broken so that every rank's next call and schedc_cuda_sync report it; with repair the call
  * succeeds (a transfer read again, differing results given the majority's bits). */
