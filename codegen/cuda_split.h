@@ -31,14 +31,15 @@ typedef struct sc_split {
   uint32_t ncopies;
 } sc_split;
 
-/* Rank r's node when nranks ranks are split into nnodes contiguous nodes (more nodes than ranks:
- * every rank alone). The one rule, for the code generator and the runtime alike. */
-static inline uint32_t sc_split_node(uint32_t r, uint32_t nnodes, uint32_t nranks) {
-  return (uint32_t)((uint64_t)r * nnodes / nranks);
+/* node[0..nranks): the ranks split into nnodes contiguous nodes, rank r on r * nnodes / nranks
+ * (more nodes than ranks: every rank alone). The one rule for SCHEDC_CUDA_NODES and
+ * SCHEDC_CUDA_SRC_NODES, for the code generator and the runtime alike. */
+static inline void sc_split_contiguous(uint32_t *node, uint32_t nnodes, uint32_t nranks) {
+  for (uint32_t r = 0; r < nranks; r++) node[r] = (uint32_t)((uint64_t)r * nnodes / nranks);
 }
 
 /* Cut prog for its ranks on nodes node[r] (node[r] for each of prog->nranks ranks: any map, e.g.
- * sc_split_node's contiguous one or the hosts of the ranks). A payload read across nodes is moved at the
+ * sc_split_contiguous's or the hosts of the ranks). A payload read across nodes is moved at the
  * boundary after the phase its writer published it in, so its reader runs at least one phase
  * later, and so does the writer's next overwrite of that cell. The input counts as published in
  * phase input_phase: -1 (moved right after the copy-in) or 0 (when its checksums, computed at

@@ -44,7 +44,7 @@ schedc_status schedc_cuda_source_v2(const schedc_plan *plan, int rank, schedc_dt
   int check = flags & SCHEDC_CUDA_SRC_CHECKSUMS;
   sc_split sp;
   uint32_t node[CU_MAX_RANKS];
-  for (uint32_t r = 0; r < plan->ir.nranks && r < CU_MAX_RANKS; r++) node[r] = sc_split_node(r, (uint32_t)nodes, plan->ir.nranks);
+  if (nodes && plan->ir.nranks <= CU_MAX_RANKS) sc_split_contiguous(node, (uint32_t)nodes, plan->ir.nranks);
   schedc_status st = nodes ? sc_cu_split_build(&prog, &plan->ir, node, check, &sp) : SCHEDC_OK; /* as the runtime */
   if (st != SCHEDC_OK) {
     sc_prog_free(&prog);

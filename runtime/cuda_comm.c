@@ -178,7 +178,7 @@ schedc_status sc_cu_group_setup(cu_group *g) {
   if (st == SCHEDC_OK && nv && *nv && (*end || K < 1 || K > CU_MAX_RANKS))
     st = sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_NODES='%s': a node count from 1 to %d", nv, CU_MAX_RANKS);
   else if (st == SCHEDC_OK) g->nnodes = (int)K;
-  for (int r = 0; r < g->N; r++) g->node[r] = sc_split_node((uint32_t)r, (uint32_t)g->nnodes, (uint32_t)g->N);
+  sc_split_contiguous(g->node, (uint32_t)g->nnodes, (uint32_t)g->N);
   for (int r = 0; r < n && st == SCHEDC_OK; r++) {
     if ((st = dv->select(g->dev[r])) != SCHEDC_OK) break;
     for (int q = 0; q < n && !g->virt && st == SCHEDC_OK; q++)

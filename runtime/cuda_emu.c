@@ -293,11 +293,11 @@ static void emu_stream_free(void *s) {
   pthread_mutex_destroy(&((emu_stream *)s)->mu);
   free(s);
 }
-/* Conservative: the waiter's later work starts only after `stream`'s work has finished. */
 static schedc_status emu_query(void *s, int *done) { /* launches are joined, not polled */
   *done = 1;
   return emu_sync(s);
 }
+/* Conservative: the waiter's later work starts only after `stream`'s work has finished. */
 static schedc_status emu_join(void *waiter, void *stream) {
   (void)waiter;
   return emu_sync(stream);

@@ -67,7 +67,7 @@ typedef struct cu_group {
                                 between nodes (cuda_net.h), else NULL (peers' memory mapped) */
   void *net;                 /* its communicator (every rank of the group) */
   int nnodes;                /* nodes: SCHEDC_CUDA_NODES, or the hosts (schedc_comm_init_cuda_over); > 1: phases */
-  uint32_t node[CU_MAX_RANKS]; /* [N] each rank's node (sc_split_node's contiguous split, or by host) */
+  uint32_t node[CU_MAX_RANKS]; /* [N] each rank's node (sc_split_contiguous, or by host) */
   void **mir;                /* [n] mirror slots of cross-node payloads (nnodes > 1) */
   size_t mir_bytes;
   int flip_rank, flip_step;  /* flip:RANK:STEP injection (checksum mode), -1: none */

@@ -362,12 +362,13 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   return st == SCHEDC_OK ? st : sc_cu_breaks(g, st);
 }
 
-/* SCHEDC_CUDA_NET: how payloads cross nodes. ipc (the default): every peer's memory mapped, the
- * staged copies pulled from it (one host); nccl: NCCL send/recv between the ranks. */
-static schedc_status net_choice(int *nccl) {
+/* SCHEDC_CUDA_NET: how payloads cross nodes, as *net: 0 unset, 1 ipc (every peer's memory mapped,
+ * the staged copies pulled from it: one host), 2 nccl (NCCL send/recv between the ranks). */
+enum { NET_UNSET, NET_IPC, NET_NCCL };
+static schedc_status net_choice(uint64_t *net) {
   const char *v = getenv("SCHEDC_CUDA_NET");
-  *nccl = v && !strcmp(v, "nccl");
-  if (v && *v && !*nccl && strcmp(v, "ipc"))
+  *net = !v || !*v ? NET_UNSET : !strcmp(v, "nccl") ? NET_NCCL : NET_IPC;
+  if (*net == NET_IPC && strcmp(v, "ipc"))
     return sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_NET='%s': ipc (peers map each other's device memory: one host) or nccl "
                   "(payloads between nodes through NCCL send/recv)", v);
   return SCHEDC_OK;
@@ -431,10 +432,11 @@ static uint64_t host_id(void) {
  * same verdict, except for what only names this rank's own GPU. */
 static schedc_status agree(cu_group *g, const uint64_t *all, int device, int *nccl) {
   int N = g->N, me = g->me, hosts = 0;
+  uint32_t host[CU_MAX_RANKS]; /* each rank's host, numbered in order of first appearance */
   for (int q = 0; q < N; q++) {
     int first = 0;
     while (all[4 * first + 2] != all[4 * q + 2]) first++;
-    g->node[q] = first == q ? (uint32_t)hosts++ : g->node[first];
+    host[q] = first == q ? (uint32_t)hosts++ : host[first];
   }
   for (int q = 0; q < N; q++) {
     int a = q < me ? q : me, b = q < me ? me : q;
@@ -444,20 +446,22 @@ static schedc_status agree(cu_group *g, const uint64_t *all, int device, int *nc
     if (all[4 * q + 1] != all[4 * me + 1])
       return sc_err(SCHEDC_EINVAL, "ranks %d and %d use %llu and %llu blocks per rank: set SCHEDC_CUDA_BLOCKS alike on "
                     "every rank", me, q, (unsigned long long)all[4 * me + 1], (unsigned long long)all[4 * q + 1]);
-    if (hosts > 1 && all[4 * q + 3] == 1)
+    if (hosts > 1 && all[4 * q + 3] == NET_IPC)
       return sc_err(SCHEDC_EINVAL, "rank %d sets SCHEDC_CUDA_NET=ipc, but the ranks are on %d hosts, which cannot map "
                     "each other's device memory: unset it (between hosts payloads go through NCCL)", q, hosts);
-    if (hosts == 1 && (all[4 * q + 3] == 2) != (all[4 * me + 3] == 2))
+    if (hosts == 1 && (all[4 * q + 3] == NET_NCCL) != (all[4 * me + 3] == NET_NCCL))
       return sc_err(SCHEDC_EINVAL, "ranks %d and %d move payloads between nodes differently (rank %d: %s, rank %d: %s): "
-                    "set SCHEDC_CUDA_NET alike on every rank", a, b, a, all[4 * a + 3] == 2 ? "nccl" : "ipc", b,
-                    all[4 * b + 3] == 2 ? "nccl" : "ipc");
+                    "set SCHEDC_CUDA_NET alike on every rank", a, b, a, all[4 * a + 3] == NET_NCCL ? "nccl" : "ipc", b,
+                    all[4 * b + 3] == NET_NCCL ? "nccl" : "ipc");
   }
   if (hosts > 1 && g->nnodes > 1)
     return sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_NODES=%d emulates nodes on one host, but the ranks are on %d hosts (the "
                   "hosts are the nodes): unset it", g->nnodes, hosts);
-  if (hosts > 1) g->nnodes = hosts; /* else node[] stays SCHEDC_CUDA_NODES's split */
-  else for (int q = 0; q < N; q++) g->node[q] = sc_split_node((uint32_t)q, (uint32_t)g->nnodes, (uint32_t)N);
-  *nccl = hosts > 1 || all[4 * me + 3] == 2;
+  if (hosts > 1) { /* the hosts are the nodes; on one host node[] stays SCHEDC_CUDA_NODES's split */
+    g->nnodes = hosts;
+    memcpy(g->node, host, (size_t)N * sizeof *host);
+  }
+  *nccl = hosts > 1 || all[4 * me + 3] == NET_NCCL;
   return SCHEDC_OK;
 }
 
@@ -505,13 +509,13 @@ static schedc_status proc_init(int rank, int nranks, int device, const char *job
     st = sc_err(SCHEDC_EINVAL, "rank %d: CUDA device %d out of range [0, %d)", rank, device, ndev);
   if (st == SCHEDC_OK) st = sc_cu_group_setup(g);
   int nccl = 0;
-  const char *nv = getenv("SCHEDC_CUDA_NET");
-  if (st == SCHEDC_OK) st = net_choice(&nccl);
+  uint64_t net = NET_UNSET;
+  if (st == SCHEDC_OK) st = net_choice(&net);
   /* one GPU per process, the same blocks per rank everywhere, the hosts (one, with our own
    * shared-memory bootstrap) and the transport */
   unsigned long long id = 0;
   if (st == SCHEDC_OK) st = dv->ident(device, &id);
-  uint64_t mine[4] = {id, (uint64_t)g->nblk, host ? host_id() : 0, nccl ? 2u : nv && *nv ? 1u : 0u};
+  uint64_t mine[4] = {id, (uint64_t)g->nblk, host ? host_id() : 0, net};
   uint64_t all[CU_MAX_RANKS * 4];
   if (st == SCHEDC_OK) st = exchange(g, mine, all, 4);
   if (st == SCHEDC_OK) st = agree(g, all, device, &nccl);
