@@ -191,21 +191,34 @@ schedc_status sc_cu_group_setup(cu_group *g) {
   return st;
 }
 
+/* SCHEDC_CUDA_NET: how payloads cross nodes, as *net: 0 unset, 1 ipc (every peer's memory mapped,
+ * the staged copies pulled from it: one host), 2 nccl (NCCL send/recv between the ranks).
+ * Any other value: SCHEDC_EINVAL naming it and the legal ones. */
+schedc_status sc_cu_net_choice(uint64_t *net) {
+  const char *v = getenv("SCHEDC_CUDA_NET");
+  *net = !v || !*v ? SC_NET_UNSET : !strcmp(v, "nccl") ? SC_NET_NCCL : SC_NET_IPC;
+  if (*net == SC_NET_IPC && strcmp(v, "ipc"))
+    return sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_NET='%s': ipc (peers map each other's device memory: one host) or nccl "
+                  "(payloads between nodes through NCCL send/recv)", v);
+  return SCHEDC_OK;
+}
+
 schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, const schedc_comm_opts *opts,
                                     schedc_comm **comms) {
   if (!comms) return sc_err(SCHEDC_EINVAL, "comms is NULL");
   if (nranks < 1 || nranks > CU_MAX_RANKS)
     return sc_err(SCHEDC_EINVAL, "nranks %d out of range [1, %d] for the cuda backend", nranks, CU_MAX_RANKS);
   if (flags & ~SCHEDC_CUDA_VIRTUAL) return sc_err(SCHEDC_EINVAL, "flags 0x%x: only SCHEDC_CUDA_VIRTUAL is defined", flags);
-  const char *net = getenv("SCHEDC_CUDA_NET");
-  if (net && !strcmp(net, "nccl"))
+  uint64_t net;
+  schedc_status st = sc_cu_net_choice(&net);
+  if (st != SCHEDC_OK) return st;
+  if (net == SC_NET_NCCL)
     return sc_err(SCHEDC_EUNAVAIL, "SCHEDC_CUDA_NET=nccl: NCCL carries payloads between the processes of a process "
                   "per GPU (schedc_comm_init_cuda_rank, schedc run --processes); one process driving every GPU has "
                   "no other process to send to");
   const sc_cudev *dv = sc_cudev_get();
   int ndev = 0;
-  schedc_status st = dv->init(&ndev);
-  if (st != SCHEDC_OK) return st;
+  if ((st = dv->init(&ndev)) != SCHEDC_OK) return st;
   int virt = flags & SCHEDC_CUDA_VIRTUAL, dev[CU_MAX_RANKS];
   for (int r = 0; r < nranks; r++) {
     int d = dev[r] = virt ? (devices ? devices[0] : 0) : devices ? devices[r] : r;

@@ -1,6 +1,6 @@
 /*
  * cuda_driver.c — the device table on the CUDA driver API (cuda_dev.h), loaded with dlopen: the
- * entry points are declared here with the driver's ABI types (int status, opaque handles,
+ * entry points are declared in dl_abi.h with the driver's ABI types (int status, opaque handles,
  * 64-bit device pointers), so the build needs no CUDA SDK. Modules come from NVRTC cubins
  * through the compile cache (schedc_cuda_compile).
  */
@@ -14,49 +14,17 @@
 
 #include "cuda_dev.h"
 #include "dl.h"
+#include "dl_abi.h"
 #include "err.h"
 
-typedef int CUres;
-typedef uint64_t CUdptr;
-enum { ATTR_CLOCK_KHZ = 13, ATTR_SMS = 16, ATTR_PCI_BUS = 33, ATTR_PCI_DEVICE = 34, ATTR_PCI_DOMAIN = 50,
-       ATTR_CC_MAJOR = 75, ATTR_CC_MINOR = 76, ATTR_COOP = 95 };
-enum { IPC_LAZY_ENABLE_PEER_ACCESS = 1 };
-enum { EVENT_DISABLE_TIMING = 2, STREAM_NON_BLOCKING = 1, ERR_PEER_ALREADY_ENABLED = 704, ERR_NOT_READY = 600 };
+typedef sc_abi_res CUres;
+typedef sc_cudptr CUdptr;
 #define MAX_DEV 64
 
 static struct {
   void *lib;
   char why[256];
-  CUres (*Init)(unsigned);
-  CUres (*DeviceGetCount)(int *);
-  CUres (*DeviceGet)(int *, int);
-  CUres (*DeviceGetAttribute)(int *, int, int);
-  CUres (*PrimaryCtxRetain)(void **, int);
-  CUres (*CtxSetCurrent)(void *);
-  CUres (*CtxEnablePeerAccess)(void *, unsigned);
-  CUres (*MemAlloc)(CUdptr *, size_t);
-  CUres (*MemFree)(CUdptr);
-  CUres (*MemsetD8Async)(CUdptr, unsigned char, size_t, void *);
-  CUres (*MemcpyAsync)(CUdptr, CUdptr, size_t, void *);
-  CUres (*ModuleLoadData)(void **, const void *);
-  CUres (*ModuleUnload)(void *);
-  CUres (*ModuleGetFunction)(void **, void *, const char *);
-  CUres (*LaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *, void **,
-                        void **);
-  CUres (*LaunchCooperativeKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
-                                   void **);
-  CUres (*StreamCreate)(void **, unsigned);
-  CUres (*StreamDestroy)(void *);
-  CUres (*StreamSynchronize)(void *);
-  CUres (*StreamQuery)(void *);
-  CUres (*StreamWaitEvent)(void *, void *, unsigned);
-  CUres (*EventCreate)(void **, unsigned);
-  CUres (*EventRecord)(void *, void *);
-  CUres (*EventDestroy)(void *);
-  CUres (*GetErrorString)(CUres, const char **);
-  CUres (*IpcGetMemHandle)(sc_ipc *, CUdptr);
-  CUres (*IpcOpenMemHandle)(CUdptr *, sc_ipc, unsigned); /* the handle goes by value (64 bytes) */
-  CUres (*IpcCloseMemHandle)(CUdptr);
+  SC_ABI_CUDA(SC_ABI_FIELD)
   int ndev;
   void *ctx[MAX_DEV];
 } D;
@@ -71,20 +39,8 @@ static void load(void) {
     return;
   }
   sc_dlsym syms[] = {
-#define S(f, n) {(void **)&D.f, n}
-      S(Init, "cuInit"), S(DeviceGetCount, "cuDeviceGetCount"), S(DeviceGet, "cuDeviceGet"),
-      S(DeviceGetAttribute, "cuDeviceGetAttribute"), S(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
-      S(CtxSetCurrent, "cuCtxSetCurrent"), S(CtxEnablePeerAccess, "cuCtxEnablePeerAccess"),
-      S(MemAlloc, "cuMemAlloc_v2"), S(MemFree, "cuMemFree_v2"), S(MemsetD8Async, "cuMemsetD8Async"),
-      S(MemcpyAsync, "cuMemcpyAsync"), S(ModuleLoadData, "cuModuleLoadData"), S(ModuleUnload, "cuModuleUnload"),
-      S(ModuleGetFunction, "cuModuleGetFunction"), S(LaunchKernel, "cuLaunchKernel"),
-      S(LaunchCooperativeKernel, "cuLaunchCooperativeKernel"), S(StreamCreate, "cuStreamCreate"),
-      S(StreamDestroy, "cuStreamDestroy_v2"), S(StreamSynchronize, "cuStreamSynchronize"),
-      S(StreamQuery, "cuStreamQuery"),
-      S(StreamWaitEvent, "cuStreamWaitEvent"), S(EventCreate, "cuEventCreate"), S(EventRecord, "cuEventRecord"),
-      S(EventDestroy, "cuEventDestroy_v2"), S(GetErrorString, "cuGetErrorString"),
-      S(IpcGetMemHandle, "cuIpcGetMemHandle"), S(IpcOpenMemHandle, "cuIpcOpenMemHandle_v2"),
-      S(IpcCloseMemHandle, "cuIpcCloseMemHandle"),
+#define S(f, sym, res, params) SC_ABI_SYM(D, f, sym)
+      SC_ABI_CUDA(S)
 #undef S
   };
   const char *missing = sc_dl_syms(D.lib, syms, sizeof syms / sizeof syms[0]);
@@ -105,7 +61,8 @@ static void load(void) {
 static schedc_status fail(const char *what, CUres r) {
   const char *s = NULL;
   if (D.GetErrorString) D.GetErrorString(r, &s);
-  return sc_err(r == 2 ? SCHEDC_ENOMEM : SCHEDC_EINTERNAL, "CUDA %s: %s (error %d)", what, s ? s : "?", r);
+  return sc_err(r == SC_CU_ERR_OUT_OF_MEMORY ? SCHEDC_ENOMEM : SCHEDC_EINTERNAL, "CUDA %s: %s (error %d)", what,
+                s ? s : "?", r);
 }
 #define CK(what, call) do { CUres r_ = (call); if (r_) return fail(what, r_); } while (0)
 
@@ -119,11 +76,11 @@ static schedc_status drv_init(int *ndev) {
 static schedc_status drv_info(int dev, char arch[16], int *sms, double *ticks, int *coop, int *threads) {
   int d, maj = 0, min = 0, khz = 0;
   CK("cuDeviceGet", D.DeviceGet(&d, dev));
-  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(&maj, ATTR_CC_MAJOR, d));
-  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(&min, ATTR_CC_MINOR, d));
-  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(sms, ATTR_SMS, d));
-  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(&khz, ATTR_CLOCK_KHZ, d));
-  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(coop, ATTR_COOP, d));
+  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(&maj, SC_CU_ATTR_CC_MAJOR, d));
+  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(&min, SC_CU_ATTR_CC_MINOR, d));
+  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(sms, SC_CU_ATTR_SMS, d));
+  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(&khz, SC_CU_ATTR_CLOCK_KHZ, d));
+  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(coop, SC_CU_ATTR_COOP, d));
   snprintf(arch, 16, "sm_%d%d", maj, min);
   *ticks = khz > 0 ? khz * 1e3 : 2e9; /* clock64 counts SM cycles */
   *threads = 512;                     /* the kernels' __launch_bounds__ */
@@ -151,7 +108,7 @@ static schedc_status drv_peer(int peer) {
     if (st != SCHEDC_OK) return st;
   }
   CUres r = D.CtxEnablePeerAccess(D.ctx[peer], 0);
-  if (r && r != ERR_PEER_ALREADY_ENABLED) return fail("cuCtxEnablePeerAccess", r);
+  if (r && r != SC_CU_ERR_PEER_ALREADY_ENABLED) return fail("cuCtxEnablePeerAccess", r);
   return SCHEDC_OK;
 }
 
@@ -202,7 +159,7 @@ static schedc_status drv_launch(void *fn, unsigned grid, unsigned block, void **
 }
 
 static schedc_status drv_stream_new(void **s) {
-  CK("cuStreamCreate", D.StreamCreate(s, STREAM_NON_BLOCKING));
+  CK("cuStreamCreate", D.StreamCreate(s, SC_CU_STREAM_NON_BLOCKING));
   return SCHEDC_OK;
 }
 static void drv_stream_free(void *s) {
@@ -214,14 +171,14 @@ static schedc_status drv_sync(void *s) {
 }
 static schedc_status drv_query(void *s, int *done) {
   CUres r = D.StreamQuery(s);
-  *done = r != ERR_NOT_READY;
-  if (r && r != ERR_NOT_READY) return fail("cuStreamQuery", r);
+  *done = r != SC_CU_ERR_NOT_READY;
+  if (r && r != SC_CU_ERR_NOT_READY) return fail("cuStreamQuery", r);
   return SCHEDC_OK;
 }
 static schedc_status drv_join(void *waiter, void *stream) {
   if (waiter == stream) return SCHEDC_OK;
   void *ev;
-  CK("cuEventCreate", D.EventCreate(&ev, EVENT_DISABLE_TIMING));
+  CK("cuEventCreate", D.EventCreate(&ev, SC_CU_EVENT_DISABLE_TIMING));
   CUres r = D.EventRecord(ev, stream);
   if (!r) r = D.StreamWaitEvent(waiter, ev, 0);
   D.EventDestroy(ev); /* released once the wait has happened */
@@ -232,9 +189,9 @@ static schedc_status drv_join(void *waiter, void *stream) {
 static schedc_status drv_ident(int dev, unsigned long long *id) {
   int d, dom = 0, bus = 0, slot = 0;
   CK("cuDeviceGet", D.DeviceGet(&d, dev));
-  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(&dom, ATTR_PCI_DOMAIN, d));
-  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(&bus, ATTR_PCI_BUS, d));
-  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(&slot, ATTR_PCI_DEVICE, d));
+  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(&dom, SC_CU_ATTR_PCI_DOMAIN, d));
+  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(&bus, SC_CU_ATTR_PCI_BUS, d));
+  CK("cuDeviceGetAttribute", D.DeviceGetAttribute(&slot, SC_CU_ATTR_PCI_DEVICE, d));
   *id = (unsigned long long)(unsigned)dom << 32 | (unsigned long long)(unsigned)bus << 8 | (unsigned)slot;
   return SCHEDC_OK;
 }
@@ -245,7 +202,7 @@ static schedc_status drv_ipc_get(void *p, sc_ipc *h) {
 }
 static schedc_status drv_ipc_open(const sc_ipc *h, void **p) {
   CUdptr d = 0;
-  CK("cuIpcOpenMemHandle", D.IpcOpenMemHandle(&d, *h, IPC_LAZY_ENABLE_PEER_ACCESS));
+  CK("cuIpcOpenMemHandle", D.IpcOpenMemHandle(&d, *h, SC_CU_IPC_LAZY_ENABLE_PEER_ACCESS));
   *p = (void *)(uintptr_t)d;
   return SCHEDC_OK;
 }

@@ -76,6 +76,9 @@ typedef struct cu_group {
   struct cu_proc *proc;      /* a process per GPU: the IPC state (cuda_proc.c); NULL otherwise */
 } cu_group;
 
+/* SCHEDC_CUDA_NET (how payloads cross nodes) as SC_NET_*; another value: SCHEDC_EINVAL naming it. */
+enum { SC_NET_UNSET, SC_NET_IPC, SC_NET_NCCL };
+schedc_status sc_cu_net_choice(uint64_t *net);
 /* Block until `stream`'s work is done. With transfers between nodes in the stream (g->net), no
  * kernel timeout bounds it, so it polls, up to the timeout, and aborts the transfers after it:
  * SCHEDC_ETIMEOUT (or what the library reports) instead of a wait for a peer that is gone. */

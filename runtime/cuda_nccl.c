@@ -1,6 +1,6 @@
 /*
  * cuda_nccl.c — transfers between nodes on NCCL (cuda_net.h), loaded with dlopen: the entry
- * points are declared here with NCCL's ABI types (int results and enums, opaque communicators
+ * points are declared in dl_abi.h with NCCL's ABI types (int results and enums, opaque communicators
  * and streams, the 128-byte unique id by value), so the build needs neither NCCL nor CUDA.
  */
 #define _GNU_SOURCE
@@ -11,27 +11,14 @@
 
 #include "cuda_net.h"
 #include "dl.h"
+#include "dl_abi.h"
 #include "err.h"
-
-enum { NCCL_UINT8 = 1, NCCL_IN_PROGRESS = 7 };
-typedef struct { unsigned char b[128]; } nccl_id;
 
 static struct {
   void *lib;
   char why[512];
   int version;
-  int (*GetVersion)(int *);
-  int (*GetUniqueId)(nccl_id *);
-  int (*CommInitRank)(void **, int, nccl_id, int);
-  int (*Send)(const void *, size_t, int, int, void *, void *);
-  int (*Recv)(void *, size_t, int, int, void *, void *);
-  int (*GroupStart)(void);
-  int (*GroupEnd)(void);
-  int (*CommGetAsyncError)(void *, int *);
-  int (*CommDestroy)(void *);
-  int (*CommAbort)(void *);
-  const char *(*GetErrorString)(int);
-  const char *(*GetLastError)(void *);
+  SC_ABI_NCCL(SC_ABI_FIELD)
 } L;
 static pthread_once_t l_once = PTHREAD_ONCE_INIT;
 
@@ -42,9 +29,8 @@ static void load_lib(void) {
   const char *cands[] = {env, "libnccl.so.2", homelib[0] ? homelib : NULL, "/usr/local/cuda/lib64/libnccl.so.2"};
   if (!(L.lib = sc_dl_first(cands, sizeof cands / sizeof cands[0], L.why, sizeof L.why))) return;
   sc_dlsym syms[] = {
-#define S(f) {(void **)&L.f, "nccl" #f}
-      S(GetVersion), S(GetUniqueId), S(CommInitRank), S(Send), S(Recv), S(GroupStart), S(GroupEnd),
-      S(CommGetAsyncError), S(CommDestroy), S(CommAbort), S(GetErrorString), S(GetLastError),
+#define S(f, sym, res, params) SC_ABI_SYM(L, f, sym)
+      SC_ABI_NCCL(S)
 #undef S
   };
   const char *missing = sc_dl_syms(L.lib, syms, sizeof syms / sizeof syms[0]);
@@ -76,7 +62,7 @@ static schedc_status nccl_unique_id(sc_netid *id) {
   int v;
   schedc_status st = nccl_load(&v);
   if (st != SCHEDC_OK) return st;
-  nccl_id u;
+  sc_nccl_id u;
   CK("ncclGetUniqueId", L.GetUniqueId(&u), NULL);
   memcpy(id->b, u.b, sizeof u.b);
   return SCHEDC_OK;
@@ -87,7 +73,7 @@ static schedc_status nccl_init(const sc_netid *id, int nranks, int rank, double 
   int v;
   schedc_status st = nccl_load(&v);
   if (st != SCHEDC_OK) return st;
-  nccl_id u;
+  sc_nccl_id u;
   memcpy(u.b, id->b, sizeof u.b);
   CK("ncclCommInitRank", L.CommInitRank(comm, nranks, u, rank), NULL);
   return SCHEDC_OK;
@@ -97,19 +83,19 @@ static schedc_status nccl_group_start(void) { CK("ncclGroupStart", L.GroupStart(
 static schedc_status nccl_group_end(void) { CK("ncclGroupEnd", L.GroupEnd(), NULL); return SCHEDC_OK; }
 
 static schedc_status nccl_send(void *comm, const void *buf, size_t bytes, int peer, void *stream) {
-  CK("ncclSend", L.Send(buf, bytes, NCCL_UINT8, peer, comm, stream), comm);
+  CK("ncclSend", L.Send(buf, bytes, SC_NCCL_UINT8, peer, comm, stream), comm);
   return SCHEDC_OK;
 }
 
 static schedc_status nccl_recv(void *comm, void *buf, size_t bytes, int peer, void *stream) {
-  CK("ncclRecv", L.Recv(buf, bytes, NCCL_UINT8, peer, comm, stream), comm);
+  CK("ncclRecv", L.Recv(buf, bytes, SC_NCCL_UINT8, peer, comm, stream), comm);
   return SCHEDC_OK;
 }
 
 static schedc_status nccl_health(void *comm) {
   int r = 0;
   CK("ncclCommGetAsyncError", L.CommGetAsyncError(comm, &r), comm);
-  if (r && r != NCCL_IN_PROGRESS) return fail("(asynchronous)", r, comm);
+  if (r && r != SC_NCCL_IN_PROGRESS) return fail("(asynchronous)", r, comm);
   return SCHEDC_OK;
 }
 

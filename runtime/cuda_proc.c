@@ -362,18 +362,6 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   return st == SCHEDC_OK ? st : sc_cu_breaks(g, st);
 }
 
-/* SCHEDC_CUDA_NET: how payloads cross nodes, as *net: 0 unset, 1 ipc (every peer's memory mapped,
- * the staged copies pulled from it: one host), 2 nccl (NCCL send/recv between the ranks). */
-enum { NET_UNSET, NET_IPC, NET_NCCL };
-static schedc_status net_choice(uint64_t *net) {
-  const char *v = getenv("SCHEDC_CUDA_NET");
-  *net = !v || !*v ? NET_UNSET : !strcmp(v, "nccl") ? NET_NCCL : NET_IPC;
-  if (*net == NET_IPC && strcmp(v, "ipc"))
-    return sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_NET='%s': ipc (peers map each other's device memory: one host) or nccl "
-                  "(payloads between nodes through NCCL send/recv)", v);
-  return SCHEDC_OK;
-}
-
 /* The NCCL communicator of the group's ranks: rank 0 makes the rendezvous, the host exchange
  * gives it to all, every rank joins; a last exchange says whether every rank did, so that a rank
  * whose NCCL failed does not leave its peers waiting at their first transfer. */
@@ -446,13 +434,13 @@ static schedc_status agree(cu_group *g, const uint64_t *all, int device, int *nc
     if (all[4 * q + 1] != all[4 * me + 1])
       return sc_err(SCHEDC_EINVAL, "ranks %d and %d use %llu and %llu blocks per rank: set SCHEDC_CUDA_BLOCKS alike on "
                     "every rank", me, q, (unsigned long long)all[4 * me + 1], (unsigned long long)all[4 * q + 1]);
-    if (hosts > 1 && all[4 * q + 3] == NET_IPC)
+    if (hosts > 1 && all[4 * q + 3] == SC_NET_IPC)
       return sc_err(SCHEDC_EINVAL, "rank %d sets SCHEDC_CUDA_NET=ipc, but the ranks are on %d hosts, which cannot map "
                     "each other's device memory: unset it (between hosts payloads go through NCCL)", q, hosts);
-    if (hosts == 1 && (all[4 * q + 3] == NET_NCCL) != (all[4 * me + 3] == NET_NCCL))
+    if (hosts == 1 && (all[4 * q + 3] == SC_NET_NCCL) != (all[4 * me + 3] == SC_NET_NCCL))
       return sc_err(SCHEDC_EINVAL, "ranks %d and %d move payloads between nodes differently (rank %d: %s, rank %d: %s): "
-                    "set SCHEDC_CUDA_NET alike on every rank", a, b, a, all[4 * a + 3] == NET_NCCL ? "nccl" : "ipc", b,
-                    all[4 * b + 3] == NET_NCCL ? "nccl" : "ipc");
+                    "set SCHEDC_CUDA_NET alike on every rank", a, b, a, all[4 * a + 3] == SC_NET_NCCL ? "nccl" : "ipc", b,
+                    all[4 * b + 3] == SC_NET_NCCL ? "nccl" : "ipc");
   }
   if (hosts > 1 && g->nnodes > 1)
     return sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_NODES=%d emulates nodes on one host, but the ranks are on %d hosts (the "
@@ -461,7 +449,7 @@ static schedc_status agree(cu_group *g, const uint64_t *all, int device, int *nc
     g->nnodes = hosts;
     memcpy(g->node, host, (size_t)N * sizeof *host);
   }
-  *nccl = hosts > 1 || all[4 * me + 3] == NET_NCCL;
+  *nccl = hosts > 1 || all[4 * me + 3] == SC_NET_NCCL;
   return SCHEDC_OK;
 }
 
@@ -509,8 +497,8 @@ static schedc_status proc_init(int rank, int nranks, int device, const char *job
     st = sc_err(SCHEDC_EINVAL, "rank %d: CUDA device %d out of range [0, %d)", rank, device, ndev);
   if (st == SCHEDC_OK) st = sc_cu_group_setup(g);
   int nccl = 0;
-  uint64_t net = NET_UNSET;
-  if (st == SCHEDC_OK) st = net_choice(&net);
+  uint64_t net = SC_NET_UNSET;
+  if (st == SCHEDC_OK) st = sc_cu_net_choice(&net);
   /* one GPU per process, the same blocks per rank everywhere, the hosts (one, with our own
    * shared-memory bootstrap) and the transport */
   unsigned long long id = 0;

@@ -1,6 +1,6 @@
 /*
- * nvrtc.c — dlopen'ed NVRTC (see nvrtc.h). The entry points are declared here with the types of
- * NVRTC's public ABI (opaque handles, int status). The driver is in cuda_driver.c.
+ * nvrtc.c — dlopen'ed NVRTC (see nvrtc.h). The entry points are declared in dl_abi.h with the
+ * types of NVRTC's public ABI (opaque handles, int status). The driver is in cuda_driver.c.
  */
 #define _GNU_SOURCE
 #include "nvrtc.h"
@@ -11,23 +11,13 @@
 #include <string.h>
 
 #include "dl.h"
+#include "dl_abi.h"
 #include "err.h"
 
-typedef struct nvrtc_prog_ *nvrtc_prog;
 static struct {
   void *lib;
   char where[1024];
-  int (*version)(int *, int *);
-  int (*create)(nvrtc_prog *, const char *, const char *, int, const char *const *, const char *const *);
-  int (*destroy)(nvrtc_prog *);
-  int (*compile)(nvrtc_prog, int, const char *const *);
-  int (*log_size)(nvrtc_prog, size_t *);
-  int (*log)(nvrtc_prog, char *);
-  int (*ptx_size)(nvrtc_prog, size_t *);
-  int (*ptx)(nvrtc_prog, char *);
-  int (*cubin_size)(nvrtc_prog, size_t *);
-  int (*cubin)(nvrtc_prog, char *);
-  const char *(*errstr)(int);
+  SC_ABI_NVRTC(SC_ABI_FIELD)
 } N;
 static pthread_once_t n_once = PTHREAD_ONCE_INIT;
 
@@ -39,11 +29,8 @@ static void load(void) {
                          "/usr/local/cuda/lib64/libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13"};
   if (!(N.lib = sc_dl_first(cands, sizeof cands / sizeof cands[0], N.where, sizeof N.where))) return;
   sc_dlsym syms[] = {
-#define SYM(f, name) {(void **)&N.f, name}
-      SYM(version, "nvrtcVersion"), SYM(create, "nvrtcCreateProgram"), SYM(destroy, "nvrtcDestroyProgram"),
-      SYM(compile, "nvrtcCompileProgram"), SYM(log_size, "nvrtcGetProgramLogSize"), SYM(log, "nvrtcGetProgramLog"),
-      SYM(ptx_size, "nvrtcGetPTXSize"), SYM(ptx, "nvrtcGetPTX"), SYM(cubin_size, "nvrtcGetCUBINSize"),
-      SYM(cubin, "nvrtcGetCUBIN"), SYM(errstr, "nvrtcGetErrorString"),
+#define SYM(f, sym, res, params) SC_ABI_SYM(N, f, sym)
+      SC_ABI_NVRTC(SYM)
 #undef SYM
   };
   const char *missing = sc_dl_syms(N.lib, syms, sizeof syms / sizeof syms[0]);
@@ -63,7 +50,7 @@ static schedc_status need_nvrtc(void) {
 schedc_status sc_nvrtc_version(int *major, int *minor) {
   *major = *minor = -1;
   schedc_status st = need_nvrtc();
-  if (st == SCHEDC_OK) N.version(major, minor);
+  if (st == SCHEDC_OK) N.Version(major, minor);
   return st;
 }
 
@@ -73,24 +60,24 @@ schedc_status sc_nvrtc_compile(const char *src, const char *const *opts, int nop
   *log = NULL;
   schedc_status st = need_nvrtc();
   if (st != SCHEDC_OK) return st;
-  nvrtc_prog p;
-  int r = N.create(&p, src, "schedc.cu", 0, NULL, NULL);
-  if (r) return sc_err(SCHEDC_EINTERNAL, "nvrtcCreateProgram: %s", N.errstr(r));
-  r = N.compile(p, nopts, opts);
+  sc_nvrtc_prog p;
+  int r = N.CreateProgram(&p, src, "schedc.cu", 0, NULL, NULL);
+  if (r) return sc_err(SCHEDC_EINTERNAL, "nvrtcCreateProgram: %s", N.GetErrorString(r));
+  r = N.CompileProgram(p, nopts, opts);
   size_t ls = 0;
-  if (N.log_size(p, &ls) == 0 && ls > 1 && (*log = malloc(ls))) N.log(p, *log);
+  if (N.GetProgramLogSize(p, &ls) == 0 && ls > 1 && (*log = malloc(ls))) N.GetProgramLog(p, *log);
   if (r) {
-    N.destroy(&p);
+    N.DestroyProgram(&p);
     return SCHEDC_EINVAL; /* the caller adds the log, options and dumped source */
   }
   size_t n = 0;
-  r = ptx ? N.ptx_size(p, &n) : N.cubin_size(p, &n);
+  r = ptx ? N.GetPTXSize(p, &n) : N.GetCUBINSize(p, &n);
   if (!r && (*out = malloc(n + 1))) {
-    r = ptx ? N.ptx(p, *out) : N.cubin(p, *out);
+    r = ptx ? N.GetPTX(p, *out) : N.GetCUBIN(p, *out);
     (*out)[n] = 0;
     *len = n;
   }
-  N.destroy(&p);
+  N.DestroyProgram(&p);
   if (r || !*out) {
     free(*out);
     *out = NULL;

@@ -285,8 +285,11 @@ static void processes(void) {
   setenv("SCHEDC_CUDA_NET", "tcp", 1);
   CHECK(schedc_comm_init_cuda_rank(0, 1, 0, "capi", NULL, &c) == SCHEDC_EINVAL);
   CHECK_CONTAINS(schedc_errmsg(), "SCHEDC_CUDA_NET='tcp': ipc (peers map each other's device memory: one host) or nccl");
+  schedc_comm *v[2] = {0}; /* one process: the same word, the same refusal */
+  CHECK(schedc_comm_init_cuda(2, NULL, SCHEDC_CUDA_VIRTUAL, NULL, v) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "SCHEDC_CUDA_NET='tcp': ipc (peers map each other's device memory: one host) or nccl");
+  CHECK(!v[0] && !v[1]);
   setenv("SCHEDC_CUDA_NET", "nccl", 1); /* NCCL is for a process per GPU */
-  schedc_comm *v[2] = {0};
   CHECK(schedc_comm_init_cuda(2, NULL, SCHEDC_CUDA_VIRTUAL, NULL, v) == SCHEDC_EUNAVAIL);
   CHECK_CONTAINS(schedc_errmsg(), "one process driving every GPU has no other process to send to");
   unsetenv("SCHEDC_CUDA_NET");
