@@ -87,27 +87,40 @@ static schedc_status drv_info(int dev, char arch[16], int *sms, double *ticks, i
   return SCHEDC_OK;
 }
 
+/* The device's primary context, retained once for the process (communicators on several threads
+ * may select the same device first at once). */
+static schedc_status primary_ctx(int dev, void **ctx) {
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&mu);
+  CUres r = 0;
+  const char *what = "cuDeviceGet";
+  int d;
+  if (!D.ctx[dev] && !(r = D.DeviceGet(&d, dev))) {
+    what = "cuDevicePrimaryCtxRetain";
+    r = D.PrimaryCtxRetain(&D.ctx[dev], d);
+  }
+  *ctx = D.ctx[dev];
+  pthread_mutex_unlock(&mu);
+  return r ? fail(what, r) : SCHEDC_OK;
+}
+
 static schedc_status drv_select(int dev) {
   if (dev < 0 || dev >= D.ndev) return sc_err(SCHEDC_EINVAL, "CUDA device %d out of range [0, %d)", dev, D.ndev);
-  if (!D.ctx[dev]) {
-    int d;
-    CK("cuDeviceGet", D.DeviceGet(&d, dev));
-    CK("cuDevicePrimaryCtxRetain", D.PrimaryCtxRetain(&D.ctx[dev], d)); /* kept for the process */
-  }
-  CK("cuCtxSetCurrent", D.CtxSetCurrent(D.ctx[dev]));
+  void *ctx;
+  schedc_status st = primary_ctx(dev, &ctx);
+  if (st != SCHEDC_OK) return st;
+  CK("cuCtxSetCurrent", D.CtxSetCurrent(ctx));
   cur_dev = dev;
   return SCHEDC_OK;
 }
 
 static schedc_status drv_peer(int peer) {
   if (peer == cur_dev) return SCHEDC_OK;
-  if (!D.ctx[peer]) {
-    int keep = cur_dev;
-    schedc_status st = drv_select(peer);
-    if (st == SCHEDC_OK) st = drv_select(keep);
-    if (st != SCHEDC_OK) return st;
-  }
-  CUres r = D.CtxEnablePeerAccess(D.ctx[peer], 0);
+  if (peer < 0 || peer >= D.ndev) return sc_err(SCHEDC_EINVAL, "CUDA device %d out of range [0, %d)", peer, D.ndev);
+  void *ctx;
+  schedc_status st = primary_ctx(peer, &ctx);
+  if (st != SCHEDC_OK) return st;
+  CUres r = D.CtxEnablePeerAccess(ctx, 0);
   if (r && r != SC_CU_ERR_PEER_ALREADY_ENABLED) return fail("cuCtxEnablePeerAccess", r);
   return SCHEDC_OK;
 }
