@@ -431,14 +431,23 @@ schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, schedc_comm **o
   char *e1, *e2;
   long rank = strtol(r, &e1, 10), nranks = strtol(n, &e2, 10);
   if (*e1 || *e2 || !*r || !*n) return sc_err(SCHEDC_EINVAL, "%s='%s/%s' are not integers", src, r, n);
+  /* under an MPI launcher, built with MPI: the mpi backend by default, and the cuda backend's
+   * host exchanges over MPI (its ranks may then be on several hosts) */
+  int mpi_launched = 0;
+#ifdef SCHEDC_HAVE_MPI
+  mpi_launched = !strcmp(src, "OMPI_COMM_WORLD_RANK/SIZE");
+#endif
   const char *be = getenv("SCHEDC_BACKEND");
+  if (!be && mpi_launched) be = "mpi";
   if (be && !strcmp(be, "mpi")) return schedc_comm_init_mpi(NULL, opts, out);
   int cuda = be && !strcmp(be, "cuda");
   if (be && strcmp(be, "shm") && !cuda)
     return sc_err(SCHEDC_EINVAL, "SCHEDC_BACKEND='%s' (choose shm, mpi or cuda; threads needs schedc_comm_init_threads)", be);
-  /* cuda: the GPU is SCHEDC_CUDA_DEVICE, else torchrun's LOCAL_RANK, else the rank */
+  /* cuda: the GPU is SCHEDC_CUDA_DEVICE, else torchrun's LOCAL_RANK, else Open MPI's rank on
+   * this host, else the rank */
   const char *dv = getenv("SCHEDC_CUDA_DEVICE"), *dsrc = "SCHEDC_CUDA_DEVICE";
   if (!dv) { dv = getenv("LOCAL_RANK"); dsrc = "LOCAL_RANK"; }
+  if (!dv) { dv = getenv("OMPI_COMM_WORLD_LOCAL_RANK"); dsrc = "OMPI_COMM_WORLD_LOCAL_RANK"; }
   long device = rank;
   if (cuda && dv) {
     device = strtol(dv, &e1, 10);
@@ -451,6 +460,7 @@ schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, schedc_comm **o
     snprintf(jobbuf, sizeof jobbuf, "ompi%lu", (unsigned long)strtoul(getenv("OMPI_MCA_orte_hnp_uri"), NULL, 10));
     job = jobbuf;
   }
+  if (cuda && mpi_launched) return sc_cu_init_env_mpi((int)device, opts, out);
   if (!job) return sc_err(SCHEDC_EINVAL, "no job id in the environment: set SCHEDC_JOB (the same on every rank)");
   if (cuda) return schedc_comm_init_cuda_rank((int)rank, (int)nranks, (int)device, job, opts, out);
   return schedc_comm_init_shm((int)rank, (int)nranks, job, opts, out);

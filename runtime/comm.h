@@ -93,6 +93,11 @@ typedef struct sc_fliptarget {
 
 enum { SC_V_DIGEST = 1, SC_V_CHECKSUM = 2 }; /* bits of schedc_comm.verify */
 
+/* schedc_comm_init_env's cuda backend under an MPI launcher: a process per GPU whose host
+ * exchanges go over an MPI communicator of its own (freed with it), so the ranks may be on
+ * several hosts (schedc_comm_init_cuda_over). */
+schedc_status sc_cu_init_env_mpi(int device, const schedc_comm_opts *opts, schedc_comm **out);
+
 /* tuning.c: the tuning table's entries for this communicator's rank count. */
 typedef struct sc_tuneentry {
   int coll, root;

@@ -455,8 +455,8 @@ static schedc_status agree(cu_group *g, const uint64_t *all, int device, int *nc
 
 /* A process-per-GPU communicator; host: the caller's CPU communicator to borrow for the host
  * exchanges, or NULL to make our own over shared memory from job. */
-static schedc_status proc_init(int rank, int nranks, int device, const char *job, schedc_comm *host,
-                               const schedc_comm_opts *opts, schedc_comm **out) {
+static schedc_status proc_init_borrowing(int rank, int nranks, int device, const char *job, schedc_comm *host,
+                                         const schedc_comm_opts *opts, schedc_comm **out) {
   if (!out) return sc_err(SCHEDC_EINVAL, "out is NULL");
   *out = NULL;
   if (nranks < 1 || nranks > CU_MAX_RANKS)
@@ -520,9 +520,20 @@ static schedc_status proc_init(int rank, int nranks, int device, const char *job
   return SCHEDC_OK;
 }
 
+/* A process-per-GPU communicator; host: a CPU communicator for the host exchanges (the caller's,
+ * borrowed, or ours when own: freed with the group, and here on failure), or NULL to make our
+ * own over shared memory from job. */
+static schedc_status proc_init(int rank, int nranks, int device, const char *job, schedc_comm *host, int own,
+                               const schedc_comm_opts *opts, schedc_comm **out) {
+  schedc_status st = proc_init_borrowing(rank, nranks, device, job, host, opts, out);
+  if (st == SCHEDC_OK && own) ((cu_group *)(*out)->trdata)->proc->own_boot = 1;
+  if (st != SCHEDC_OK && own) schedc_comm_free(host);
+  return st;
+}
+
 schedc_status schedc_comm_init_cuda_rank(int rank, int nranks, int device, const char *job,
                                          const schedc_comm_opts *opts, schedc_comm **out) {
-  return proc_init(rank, nranks, device, job, NULL, opts, out);
+  return proc_init(rank, nranks, device, job, NULL, 0, opts, out);
 }
 
 schedc_status schedc_comm_init_cuda_over(schedc_comm *host, int device, const schedc_comm_opts *opts,
@@ -531,5 +542,16 @@ schedc_status schedc_comm_init_cuda_over(schedc_comm *host, int device, const sc
   if (!host || host->backend == SCHEDC_BACKEND_CUDA)
     return sc_err(SCHEDC_EINVAL, "host: %s (a CPU communicator of the same ranks: shm or mpi)",
                   host ? "a cuda communicator" : "NULL");
-  return proc_init(host->rank, host->nranks, device, NULL, host, opts, out);
+  return proc_init(host->rank, host->nranks, device, NULL, host, 0, opts, out);
+}
+
+schedc_status sc_cu_init_env_mpi(int device, const schedc_comm_opts *opts, schedc_comm **out) {
+  *out = NULL;
+  schedc_comm_opts bo = SCHEDC_COMM_OPTS_INIT; /* as proc_init's own bootstrap: unverified, no plan */
+  if (opts && opts->size >= offsetof(schedc_comm_opts, timeout_s) + sizeof opts->timeout_s) bo.timeout_s = opts->timeout_s;
+  bo.verify = SCHEDC_VERIFY_NONE;
+  schedc_comm *host = NULL;
+  schedc_status st = schedc_comm_init_mpi(NULL, &bo, &host);
+  if (st != SCHEDC_OK) return st;
+  return proc_init(host->rank, host->nranks, device, NULL, host, 1, opts, out);
 }

@@ -282,8 +282,10 @@ schedc_status schedc_comm_init_mpi(const void *mpi_comm, const schedc_comm_opts 
 /* From the environment: SCHEDC_RANK/SCHEDC_NRANKS/SCHEDC_JOB, else torchrun's RANK/WORLD_SIZE
  * (job from MASTER_PORT or TORCHELASTIC_RUN_ID), else Open MPI's OMPI_COMM_WORLD_RANK/SIZE.
  * SCHEDC_BACKEND=shm|mpi|cuda picks the backend (default shm; mpi under an MPI launcher when
- * built with MPI; cuda: one process per GPU, schedc_comm_init_cuda_rank, on device
- * SCHEDC_CUDA_DEVICE, else LOCAL_RANK, else the rank). SCHEDC_EINVAL names the missing variable. */
+ * built with MPI; cuda: one process per GPU on device SCHEDC_CUDA_DEVICE, else LOCAL_RANK, else
+ * OMPI_COMM_WORLD_LOCAL_RANK, else the rank: schedc_comm_init_cuda_rank, or under an MPI
+ * launcher when built with MPI schedc_comm_init_cuda_over an MPI communicator of its own, freed
+ * with it, so the ranks may span hosts). SCHEDC_EINVAL names the missing variable. */
 schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, schedc_comm **out);
 /* Destroy; NULL is a no-op. Safe after any error, including a dead peer. */
 void schedc_comm_free(schedc_comm *comm);

@@ -3,14 +3,56 @@
  * communicator), run under mpirun with the ranks on two pretend hosts (SCHEDC_HOST_ID: the
  * first half on one): the host exchanges go through MPI, payloads within a host through CUDA
  * IPC and between hosts through NCCL (emulated without a GPU). Results checked against values
- * computed here (small integers: every order of the sum is exact), with both checks on.
- * [SKIP] without a device or without MPI.
+ * computed here (small integers: every order of the sum is exact), with both checks on. Then
+ * schedc_comm_init_env under mpirun: SCHEDC_BACKEND=cuda over its own MPI communicator, and the
+ * mpi backend by default. [SKIP] without a device or without MPI.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "../check.h"
 #include "schedc/schedc.h"
+
+/* schedc_comm_init_env under mpirun with SCHEDC_BACKEND=cuda makes its own MPI host
+ * communicator: the pretend hosts count (so SCHEDC_CUDA_NET=ipc is refused across them, on every
+ * rank), the GPU is OMPI_COMM_WORLD_LOCAL_RANK, and an allreduce crosses the hosts. */
+static void env_cuda(int r, int n, const schedc_comm_opts *o) {
+  setenv("SCHEDC_BACKEND", "cuda", 1);
+  setenv("SCHEDC_CUDA_NET", "ipc", 1);
+  schedc_comm *e = NULL;
+  CHECK(schedc_comm_init_env(o, &e) == SCHEDC_EINVAL && !e);
+  CHECK_CONTAINS(schedc_errmsg(), "SCHEDC_CUDA_NET=ipc, but the ranks are on 2 hosts");
+  unsetenv("SCHEDC_CUDA_NET");
+  CHECK(schedc_comm_init_env(o, &e) == SCHEDC_OK && e && schedc_comm_rank(e) == r && schedc_comm_nranks(e) == n);
+  enum { COUNT = 777 };
+  float h[COUNT];
+  void *b = NULL;
+  CHECK(e && schedc_cuda_alloc(e, sizeof h, &b) == SCHEDC_OK);
+  for (int i = 0; i < COUNT; i++) h[i] = (float)(i % 5 * r);
+  if (b) {
+    CHECK(schedc_cuda_copy(e, b, h, sizeof h) == SCHEDC_OK);
+    CHECK(schedc_allreduce(b, b, COUNT, SCHEDC_F32, SCHEDC_SUM, e, NULL) == SCHEDC_OK);
+    CHECK(schedc_cuda_copy(e, h, b, sizeof h) == SCHEDC_OK);
+    CHECK(schedc_cuda_sync(e) == SCHEDC_OK);
+    int bad = 0;
+    for (int i = 0; i < COUNT; i++) bad += h[i] != (float)(i % 5 * n * (n - 1) / 2);
+    CHECK(bad == 0);
+    schedc_cuda_free(e, b);
+  }
+  schedc_comm_free(e); /* frees its MPI communicator too */
+  unsetenv("SCHEDC_BACKEND");
+}
+
+/* Under mpirun without SCHEDC_BACKEND: the mpi backend (no job id needed), host memory. */
+static void env_default(int r, int n) {
+  schedc_comm *e = NULL;
+  unsetenv("SCHEDC_JOB");
+  CHECK(schedc_comm_init_env(NULL, &e) == SCHEDC_OK && e && schedc_comm_rank(e) == r);
+  double x[3] = {r, 2.0 * r, 0.5};
+  CHECK(e && schedc_allreduce(x, x, 3, SCHEDC_F64, SCHEDC_SUM, e, NULL) == SCHEDC_OK);
+  CHECK(x[0] == n * (n - 1) / 2.0 && x[1] == n * (n - 1.0) && x[2] == 0.5 * n);
+  schedc_comm_free(e);
+}
 
 int main(void) {
   if (schedc_cuda_device_count() < 1) { printf("[SKIP] no CUDA device (and SCHEDC_CUDA_EMULATE is not 1)\n"); return 0; }
@@ -54,6 +96,8 @@ int main(void) {
   free(h);
   free(out);
   schedc_comm_free(c);
+  env_cuda(r, n, &o);
+  env_default(r, n);
   schedc_comm_free(host); /* after the communicator that borrows it */
   if (r == 0) printf("rank 0 of %d: allreduce and allgather across two hosts over MPI and NCCL\n", n);
   return DONE();
