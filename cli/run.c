@@ -1,6 +1,7 @@
 /*
- * run.c — `schedc run` (execute a plan on N CPU ranks: threads in this process, shm processes it
- * forks, or the processes of an MPI launcher) and `schedc launch` (start N processes of any
+ * run.c — `schedc run` (execute a plan on N ranks: threads in this process, shm processes it
+ * forks, the processes of an MPI launcher, or GPUs: cuda, one process or a process per GPU,
+ * forked or under an MPI launcher) and `schedc launch` (start N processes of any
  * program with the rank environment, like torchrun). Public API only.
  *
  * Buffers follow the "K-element buffer per rank" model: every rank has K elements (inputs from
@@ -371,10 +372,10 @@ static int report(runctx *x) {
 static void run_usage(FILE *f) {
   fprintf(f,
           "usage: schedc run FILE|PLAN --ranks N [--nodes M] [--topology T] [--count K] [--dtype T] [--op OP]\n"
-          "                  [--backend threads|shm|mpi|cuda [--virtual|--processes]] [--inputs DIR] [--outputs DIR]\n"
-          "                  [--slice BYTES]\n"
+          "                  [--backend threads|shm|mpi|cuda [--virtual|--processes|--mpi]] [--inputs DIR]\n"
+          "                  [--outputs DIR] [--slice BYTES]\n"
           "                  [--iters I] [--timeout S] [--seed S] [--check] [--verify MODE [--repair]] [-D k=v]...\n\n"
-          "Run the plan on N CPU ranks and print each rank's 64-bit digest and whether all ranks agree.\n"
+          "Run the plan on N ranks (CPU or GPU) and print each rank's 64-bit digest and whether all ranks agree.\n"
           "  --count K      elements per rank buffer (default 1048576)\n"
           "  --dtype T      f32 (default), f64, f16, bf16, i32, i64\n"
           "  --op OP        sum (default), prod, min, max, avg\n"
@@ -382,6 +383,9 @@ static void run_usage(FILE *f) {
           "                 with mpirun -np N; N comes from MPI), cuda (a GPU per rank, driven by this process)\n"
           "  --virtual      with cuda: all N ranks on one GPU (SCHEDC_CUDA_EMULATE=1: on the host, no GPU)\n"
           "  --processes    with cuda: forks a process per GPU (rank r on GPU r; buffers shared by CUDA IPC)\n"
+          "  --mpi          with cuda: the processes of an MPI launcher (mpirun -np N), a GPU each\n"
+          "                 (OMPI_COMM_WORLD_LOCAL_RANK), on one or more hosts: the host exchanges over\n"
+          "                 MPI, payloads between hosts through NCCL\n"
           "  --inputs DIR   read DIR/rank<r>.bin (K little-endian elements); default: seeded random\n"
           "  --outputs DIR  write each rank's final K-element buffer to DIR/rank<r>.bin\n"
           "  --slice BYTES  pipelining slice (never changes bits)\n"
@@ -407,7 +411,7 @@ int cli_run(int argc, char **argv) {
   o.defines = calloc((size_t)argc + 1, sizeof *o.defines);
   int rc = EXIT_USAGE;
   const char *backend = "threads";
-  int virt = 0, procs = 0;
+  int virt = 0, procs = 0, over_mpi = 0;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     long long ll;
@@ -423,6 +427,7 @@ int cli_run(int argc, char **argv) {
     else if (!strcmp(a, "--backend")) { VAL(); backend = v; }
     else if (!strcmp(a, "--virtual")) virt = 1;
     else if (!strcmp(a, "--processes")) procs = 1;
+    else if (!strcmp(a, "--mpi")) over_mpi = 1;
     else if (!strcmp(a, "--inputs")) { VAL(); o.inputs = v; }
     else if (!strcmp(a, "--outputs")) { VAL(); o.outputs = v; }
     else if (!strcmp(a, "--slice")) { VAL(); if (cli_parse_count(v, 1, 1LL << 34, &ll)) BAD("is not a byte count"); o.slice = ll; }
@@ -453,12 +458,15 @@ int cli_run(int argc, char **argv) {
   else if (!strcmp(backend, "mpi")) o.backend = SCHEDC_BACKEND_MPI;
   else if (!strcmp(backend, "cuda")) o.backend = SCHEDC_BACKEND_CUDA;
   else { fprintf(stderr, "schedc run: --backend '%s' (choose threads, shm, mpi or cuda)\n", backend); goto done; }
-  if ((virt || procs) && o.backend != SCHEDC_BACKEND_CUDA) {
-    fprintf(stderr, "schedc run: %s needs --backend cuda\n", virt ? "--virtual" : "--processes");
+  if ((virt || procs || over_mpi) && o.backend != SCHEDC_BACKEND_CUDA) {
+    fprintf(stderr, "schedc run: %s needs --backend cuda\n", virt ? "--virtual" : procs ? "--processes" : "--mpi");
     goto done;
   }
-  if (virt && procs) { fprintf(stderr, "schedc run: --virtual and --processes exclude each other\n"); goto done; }
-  if (o.backend == SCHEDC_BACKEND_MPI) {
+  if (virt + procs + over_mpi > 1) {
+    fprintf(stderr, "schedc run: --virtual, --processes and --mpi exclude each other\n");
+    goto done;
+  }
+  if (o.backend == SCHEDC_BACKEND_MPI || over_mpi) {
     rc = cli_run_mpi(&o);
     goto done;
   }
@@ -506,15 +514,34 @@ done:
   return rc;
 }
 
-/* MPI: this process is one rank of the MPI job (schedc initialises MPI itself). Results are
- * gathered to every rank with schedc_allgather, so the CLI needs no MPI header. */
+/* cuda over MPI: this process's GPU (its rank on this host, from Open MPI, else its rank), the
+ * host exchanges on `host` (the MPI communicator), buffers on the GPU. */
+static void run_cuda_over(runctx *x, schedc_comm *host, int me) {
+  const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  int dev = lr && *lr ? atoi(lr) : me;
+  schedc_comm_opts co = comm_opts(x);
+  schedc_comm *c = NULL;
+  schedc_status st = schedc_comm_init_cuda_over(host, dev, &co, &c);
+  if (st != SCHEDC_OK) {
+    x->res[me].status = st;
+    snprintf(x->res[me].err, sizeof x->res[me].err, "%s", schedc_errmsg());
+    return;
+  }
+  cuda_ranks(x, &c, me, me + 1);
+  schedc_comm_free(c);
+}
+
+/* MPI: this process is one rank of the MPI job (schedc initialises MPI itself); with
+ * --backend cuda --mpi, a process per GPU over it. Results are gathered to every rank with
+ * schedc_allgather, so the CLI needs no MPI header. */
 int cli_run_mpi(const runopts *o) {
   schedc_comm *comm;
+  int cuda = o->backend == SCHEDC_BACKEND_CUDA;
   schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
   co.timeout_s = o->timeout;
   co.slice_bytes = (size_t)o->slice;
-  co.verify = o->verify;
-  co.repair = o->repair;
+  co.verify = cuda ? SCHEDC_VERIFY_NONE : o->verify; /* with cuda the cuda communicator verifies */
+  co.repair = cuda ? 0 : o->repair;
   schedc_status st = schedc_comm_init_mpi(NULL, &co, &comm);
   if (st != SCHEDC_OK) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); return EXIT_USAGE; }
   int n = schedc_comm_nranks(comm), me = schedc_comm_rank(comm), rc = EXIT_REJECTED;
@@ -543,15 +570,16 @@ int cli_run_mpi(const runopts *o) {
     return EXIT_USAGE;
   }
   x.res = calloc((size_t)n, sizeof *x.res);
-  rank_main(&x, comm, me);
+  if (cuda) run_cuda_over(&x, comm, me);
+  else rank_main(&x, comm, me);
   rankres mine = x.res[me];
   st = schedc_allgather(&mine, x.res, sizeof mine / 4, SCHEDC_I32, comm, NULL);
   if (st != SCHEDC_OK) {
     printf("rank %d: error: %s\n", me, mine.status ? mine.err : schedc_errmsg());
   } else if (me == 0) {
-    printf("# %s '%s': %s, %d ranks, %d chunks, %lld x %s, op %s, backend mpi\n", o->file, x.info.name,
+    printf("# %s '%s': %s, %d ranks, %d chunks, %lld x %s, op %s, backend %s\n", o->file, x.info.name,
            schedc_collective_name(x.info.collective), n, x.info.nchunks, o->count, schedc_dtype_name(o->dtype),
-           schedc_op_name(o->op));
+           schedc_op_name(o->op), cuda ? "cuda (a process per GPU over MPI)" : "mpi");
     rc = report(&x);
   } else {
     rc = EXIT_OK;

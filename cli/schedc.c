@@ -34,7 +34,7 @@ static void usage_main(FILE *f) {
           "  compile FILE  verify and write a plan file (-o PLAN)\n"
           "  viz FILE      draw ranks x steps as SVG (-o OUT.svg)\n"
           "  emit-cuda FILE  write each rank's CUDA kernel source (-o DIR; --ptx compiles with NVRTC)\n"
-          "  run FILE      run a plan on N CPU ranks (threads, shm processes or MPI)\n"
+          "  run FILE      run a plan on N ranks (threads, shm processes, MPI or GPUs)\n"
           "  launch -n N -- CMD   start N processes of CMD with the rank environment\n"
           "  bench [FILE]  collective throughput per size (nccl-tests columns)\n"
           "  cost FILE     the cost model's predicted time per size (--topology T or --links F)\n"

@@ -3,7 +3,7 @@
 # a GPU the backend is refused with a clear message; on the emulated device (SCHEDC_CUDA_EMULATE=1:
 # the generated kernels compiled for the host) every rank's digest equals the threads backend's,
 # for virtual ranks, for a device per rank and for a process per device (--processes), over
-# several schedules, dtypes and ops. With CUDA_REAL=1 (tests/gpu/run_on_device.sh) the same on
+# several schedules, dtypes and ops, and for the processes of mpirun (--mpi, two pretend hosts). With CUDA_REAL=1 (tests/gpu/run_on_device.sh) the same on
 # the real GPU(s): virtual ranks, and a device (or process) per rank where there are enough GPUs.
 set -u
 S=$1; D=$2
@@ -85,7 +85,26 @@ if [ -n "$emu" ]; then
     "SCHEDC_CUDA_NET=nccl --virtual: $out"
   out=$(SCHEDC_CUDA_NET=mpi "$S" run "$D/tree.lua" --ranks 2 --backend cuda --processes 2>&1); rc=$?
   ok "[ $rc != 0 ] && grep -q \"SCHEDC_CUDA_NET='mpi': ipc (.*) or nccl\" <<<\"\$out\"" "SCHEDC_CUDA_NET=mpi: $out"
+  # --mpi: the processes of mpirun, a GPU each, on two pretend hosts (SCHEDC_HOST_ID by rank):
+  # between the hosts through (emulated) NCCL, both checks on; the threads backend's digests.
+  # SCHEDC_CUDA_NET=ipc across the hosts is refused on every rank.
+  if command -v mpirun >/dev/null; then
+    MPI="timeout 300 mpirun --allow-run-as-root --oversubscribe -np 4 -x SCHEDC_CUDA_EMULATE"
+    hosts='SCHEDC_HOST_ID=h$((OMPI_COMM_WORLD_RANK / 2)) exec "$0" "$@"'
+    want=$("$S" run "$D/ring.lua" --ranks 4 --count 5003 --dtype bf16 | digests)
+    out=$($MPI sh -c "$hosts" "$S" run "$D/ring.lua" --count 5003 --dtype bf16 --backend cuda --mpi --verify full 2>&1)
+    ok "grep -q 'backend cuda (a process per GPU over MPI)' <<<\"\$out\" && [ \"\$(digests <<<\"\$out\")\" = '$want' ]" \
+      "--mpi on two pretend hosts: threads gave
+$want
+cuda --mpi gave
+$out"
+    out=$($MPI -x SCHEDC_CUDA_NET=ipc sh -c "$hosts" "$S" run "$D/ring.lua" --count 5003 --backend cuda --mpi 2>&1)
+    ok "[ \$(grep -c 'error: rank 0 sets SCHEDC_CUDA_NET=ipc, but the ranks are on 2 hosts' <<<\"\$out\") = 4 ]" \
+      "--mpi with SCHEDC_CUDA_NET=ipc across hosts: $out"
+  fi
 fi
+out=$("$S" run "$D/ring.lua" --ranks 2 --mpi 2>&1)
+ok "grep -q -- '--mpi needs --backend cuda' <<<\"\$out\"" "--mpi without cuda: $out"
 
 # --processes: more ranks than (emulated) GPUs is refused, naming the device
 out=$(SCHEDC_EMU_DEVICES=2 "$S" run "$D/ring.lua" --ranks 3 --backend cuda --processes --timeout 5 2>&1)
