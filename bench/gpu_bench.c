@@ -2,9 +2,11 @@
  * gpu_bench.c — the cuda backend on one GPU, through the public API, in one run: the device's
  * device-to-device copy bandwidth (the baseline), the generated reduce kernel's bandwidth (a
  * 2-rank reduce whose one step is rank 0 += rank 1 over the whole buffer, so the call is that
- * one kernel) for several block counts, ring allreduce on virtual ranks, and NVRTC compile and
- * cache-hit times. Prints a markdown report. The reduce result is checked against a + b.
- * Usage: gpu_bench SCHEDULES_DIR [MIB]   (MIB: buffer size, default 1024)
+ * one kernel) for several block counts and 256 or 512 threads per block, ring allreduce on
+ * virtual ranks, what verification costs, and NVRTC compile and cache-hit times. Prints a
+ * markdown report. The reduce result is checked against a + b.
+ * Usage: gpu_bench SCHEDULES_DIR [MIB [reduce BLOCKS THREADS]]   (MIB: buffer size, default
+ * 1024; `reduce B T`: the copy and that one reduce configuration only, e.g. under ncu)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +64,8 @@ static double time_calls(schedc_comm **comms, int n, schedc_collective coll, voi
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) { fprintf(stderr, "usage: gpu_bench SCHEDULES_DIR [MIB]\n"); return 2; }
+  int only = argc > 5 && !strcmp(argv[3], "reduce"); /* one reduce configuration (for a profiler) */
+  if (argc < 2 || (argc > 3 && !only)) { fprintf(stderr, "usage: gpu_bench SCHEDULES_DIR [MIB [reduce BLOCKS THREADS]]\n"); return 2; }
   size_t mib = argc > 2 ? (size_t)atol(argv[2]) : 1024, bytes = mib << 20, K = bytes / 4;
   if (schedc_cuda_device_count() < 1) { printf("[SKIP] no CUDA device\n"); return 0; }
   printf("## cuda backend on one GPU (%zu MiB buffers, f32)\n\n", mib);
@@ -86,22 +89,26 @@ int main(int argc, char **argv) {
   if (!h0 || !h1 || !out) { fprintf(stderr, "out of memory\n"); return 1; }
   for (size_t i = 0; i < K; i++) { h0[i] = (float)(i % 1000) * 0.37f - 100.0f; h1[i] = 1.0f / (float)(1 + i % 77); }
   schedc_plan *red = load(argv[1], "tree.lua", 2, 0, "collective=reduce", "chunks=1");
-  printf("| blocks per rank | reduce call | bandwidth (3 x bytes) | vs copy |\n|---|---|---|---|\n");
+  printf("| blocks per rank | threads | reduce call | bandwidth (3 x bytes) | vs copy |\n|---|---|---|---|---|\n");
   double best = 0;
-  int blocks[] = {8, 16, 32, 66, 132};
-  for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
+  int blocks[] = {8, 16, 32, 66, 132}, threads[] = {256, 512}, nb = 5, nt = 2;
+  if (only) { blocks[0] = atoi(argv[4]); threads[0] = atoi(argv[5]); nb = nt = 1; }
+  for (int ci = 0; ci < nb * nt; ci++) {
+    int bi = ci % nb, ti = ci / nb;
     char v[16];
     snprintf(v, sizeof v, "%d", blocks[bi]);
     setenv("SCHEDC_CUDA_BLOCKS", v, 1);
+    snprintf(v, sizeof v, "%d", threads[ti]);
+    setenv("SCHEDC_CUDA_THREADS", v, 1);
     schedc_comm *c[2];
-    if (schedc_comm_init_cuda(2, NULL, SCHEDC_CUDA_VIRTUAL, NULL, c) != SCHEDC_OK) { printf("| %d | (%s) | | |\n", blocks[bi], schedc_errmsg()); continue; }
+    if (schedc_comm_init_cuda(2, NULL, SCHEDC_CUDA_VIRTUAL, NULL, c) != SCHEDC_OK) { printf("| %d | %d | (%s) | | |\n", blocks[bi], threads[ti], schedc_errmsg()); continue; }
     void *buf[2];
     if (schedc_cuda_alloc(c[0], bytes, &buf[0]) || schedc_cuda_alloc(c[1], bytes, &buf[1])) DIE("alloc");
     if (schedc_cuda_copy(c[0], buf[0], h0, bytes) || schedc_cuda_copy(c[1], buf[1], h1, bytes)) DIE("copy in");
     /* once for the bits: a + b, rounded once (f32 add; --fmad=false) */
     if (schedc_reduce(buf[0], buf[0], K, SCHEDC_F32, SCHEDC_SUM, 0, c[0], red) ||
         schedc_reduce(buf[1], NULL, K, SCHEDC_F32, SCHEDC_SUM, 0, c[1], red) || schedc_cuda_sync(c[0])) {
-      printf("| %d | (%s) | | |\n", blocks[bi], schedc_errmsg()); /* e.g. too many blocks to be resident */
+      printf("| %d | %d | (%s) | | |\n", blocks[bi], threads[ti], schedc_errmsg()); /* e.g. too many blocks to be resident */
       for (int r = 0; r < 2; r++) { schedc_cuda_free(c[r], buf[r]); schedc_comm_free(c[r]); }
       continue;
     }
@@ -115,14 +122,16 @@ int main(int argc, char **argv) {
     double s = time_calls(c, 2, SCHEDC_REDUCE, buf, K, red);
     double bw = 3.0 * (double)bytes / s / 1e9;
     if (bw > best) best = bw;
-    printf("| %d | %.3f ms | %.0f GB/s | %.0f%% |\n", blocks[bi], s * 1e3, bw, 100 * bw / copy_bw);
+    printf("| %d | %d | %.3f ms | %.0f GB/s | %.0f%% |\n", blocks[bi], threads[ti], s * 1e3, bw, 100 * bw / copy_bw);
     schedc_cuda_free(c[0], buf[0]);
     schedc_cuda_free(c[1], buf[1]);
     for (int r = 0; r < 2; r++) schedc_comm_free(c[r]);
   }
   unsetenv("SCHEDC_CUDA_BLOCKS");
+  unsetenv("SCHEDC_CUDA_THREADS");
   printf("\nreduce kernel, best: %.0f GB/s = %.0f%% of the copy bandwidth (goal >= 90%%); result = a + b bit for bit\n\n",
          best, 100 * best / copy_bw);
+  if (only) return 0;
 
   /* 3. ring allreduce on virtual ranks (all on this GPU: algorithm bandwidth = bytes / time) */
   printf("| virtual ranks | size | ring allreduce | bytes / time |\n|---|---|---|---|\n");

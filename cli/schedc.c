@@ -262,6 +262,7 @@ static int cuda_build(const schedc_plan *plan, const opts *o, const char *dir) {
         return EXIT_REJECTED;
       }
       snprintf(path, sizeof path, "%s/rank%d.ptx", dir, r);
+      if (len && ((const char *)img)[len - 1] == '\0') len--; /* the text, not its terminator: ptxas stops at a NUL */
       f = fopen(path, "w");
       if (!f || fwrite(img, 1, len, f) != len || fclose(f)) {
         fprintf(stderr, "schedc emit-cuda: cannot write %s: %s\n", path, strerror(errno));

@@ -15,6 +15,12 @@
  * code in one unit behind one kernel `schedc_all(sc_args, first, count)` (what the runtime
  * launches); plus the conversion kernels for f16/bf16 and avg. malloc'd; NULL on OOM or bad
  * dtype/op. */
+/* Blocks take tiles of a chunk in turn (sc_tile0 in the generated code): a tile is at most
+ * SC_CUDA_TILE_WINDOW / blocks bytes (rounded down to 16), never under SC_CUDA_TILE_MIN; the
+ * runtime sizes the temp slots by the same rule (sc_cu_layout). */
+#define SC_CUDA_TILE_WINDOW 4194304
+#define SC_CUDA_TILE_MIN 32768
+
 char *sc_cuda_emit(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, int op);
 /* The same with per-transfer checksums when `check` (SCHEDC_VERIFY=checksum): every published
  * version of a cell part carries a 64-bit sum of its elements, which each reader recomputes

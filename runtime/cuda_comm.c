@@ -369,7 +369,14 @@ schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, const sc_prog *pr
 void sc_cu_layout(const cu_group *g, const sc_prog *prog, size_t esz, size_t K, uint32_t *ntemp, size_t *tstride) {
   uint32_t C = prog->nchunks, nt = 0;
   for (int r = 0; r < g->N; r++) if (prog->rank[r].ntemp > nt) nt = prog->rank[r].ntemp;
-  size_t vw = 16 / esz, maxchunk = (K + C - 1) / C, part = (maxchunk + (size_t)g->nblk - 1) / (size_t)g->nblk;
+  /* A block's part of a chunk (sc_tile0): ceil(tiles / nblk) tiles of L elements, L the chunk's
+   * share per block rounded up to a vector, capped as sc_tile0 caps it; counted here for a chunk
+   * of maxchunk + vw elements, which bounds every chunk's (its start rounded down to a vector). */
+  size_t vw = 16 / esz, nb = (size_t)g->nblk, m = (K + C - 1) / C + vw;
+  size_t L = ((m + nb - 1) / nb + vw - 1) / vw * vw, cap = SC_CUDA_TILE_WINDOW / nb / esz / vw * vw;
+  if (cap < SC_CUDA_TILE_MIN / esz) cap = SC_CUDA_TILE_MIN / esz;
+  if (L > cap) L = cap;
+  size_t tiles = (m + L - 1) / L, part = (tiles + nb - 1) / nb * L;
   *ntemp = nt;
   *tstride = (part + 2 * vw + vw - 1) / vw * vw;
 }

@@ -18,7 +18,7 @@
 #define __device__
 #define __forceinline__ inline
 #define __noinline__ __attribute__((noinline))
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __shared__ static thread_local
 
 struct sc_emu_dim { unsigned x, y, z; };
@@ -52,6 +52,7 @@ static inline long long clock64(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
+static inline void __nanosleep(unsigned ns) { (void)ns; } /* clock64 yields already */
 static inline unsigned atomicCAS(unsigned *p, unsigned cmp, unsigned val) {
   __atomic_compare_exchange_n(p, &cmp, val, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return cmp;

@@ -47,7 +47,29 @@ ring.lua 3 -D collective=allgather --count 3000 --dtype f16
 tree.lua 5 -D collective=broadcast -D root=2 --count 1000 --dtype i64
 ring.lua 4 -D collective=reduce -D root=1 --count 1000 --dtype f32 --op min
 direct.lua 4 -D order=canonical --count 5000 --dtype f32 --op sum
+../tests/dsl/recursive_doubling.lua 4 --count 3001 --dtype f32 --op sum
 LIST
+# parts of several tiles per block (2 blocks: a tile is at most 4 MiB / 2, so chunks over 4 MiB):
+# a buffer's cells, a temp
+# slot's (recursive doubling writes cells that are still read: phases A and C), checksums over
+# the tiles, an injected flip named and read again; the threads backend's digests
+while read -r file n extra; do
+  for mode in "--virtual" "--processes"; do
+    [ "$mode" != --virtual ] && [ -z "$emu" ] && [ "$ngpu" -lt "$n" ] && continue
+    want=$("$S" run "$D/$file" --ranks "$n" $extra | digests)
+    got=$(SCHEDC_CUDA_BLOCKS=2 "$S" run "$D/$file" --ranks "$n" $extra --backend cuda $mode --verify full 2>&1)
+    ok "[ -n '$want' ] && [ \"\$(digests <<<\"\$got\")\" = '$want' ]" "$file $n tiles $extra $mode: threads gave
+$want
+cuda gave
+$got"
+  done
+done <<'LIST'
+ring.lua 3 --count 4000037 --dtype f32 --op sum
+../tests/dsl/recursive_doubling.lua 4 --count 2500003 --dtype bf16 --op sum
+LIST
+out=$(SCHEDC_CUDA_BLOCKS=2 SCHEDC_INJECT=flip:1:2 "$S" run "$D/ring.lua" --ranks 3 --count 4000037 --backend cuda --virtual --verify full --repair 2>&1)
+ok "[ \"\$(digests <<<\"\$out\")\" = \"\$(\"$S\" run \"$D/ring.lua\" --ranks 3 --count 4000037 | digests)\" ] && grep -q 'read again' <<<\"\$out\"" \
+  "tiles: flip:1:2 --verify full --repair: $out"
 # verification: a flipped bit in rank 1's result (digest) or in what rank 2 loads from rank 1 at
 # step 2 (checksum) is named; with --repair every rank ends with the clean run's bits (the
 # threads backend's digests)

@@ -17,6 +17,7 @@ ok "diff -u '$G' '$tmp/src/rank1.cu'" "emitted source differs from the golden $G
 "$S" emit-cuda "$D/direct.lua" --ranks 5 --ptx --arch sm_90 -o "$tmp/d" > "$tmp/log" 2>&1
 ok "[ \$(ls $tmp/d/*.cu | wc -l) = 5 ] && [ \$(ls $tmp/d/*.ptx | wc -l) = 5 ]" "five .cu and .ptx files"
 ok "grep -q add.rn.f32 $tmp/d/rank0.ptx && ! grep -q fma $tmp/d/*.ptx" "add.rn.f32 and no fma"
+ok "[ \$(tr -d '\\000' < $tmp/d/rank0.ptx | wc -c) = \$(wc -c < $tmp/d/rank0.ptx) ]" ".ptx is text: no NUL byte (ptxas reads it)"
 ok "! grep -q '#include' $tmp/d/*.cu" "no headers"
 out=$("$S" compile "$D/hierarchical.lua" --ranks 8 --nodes 2 --target cuda --arch sm_90 -o "$tmp/h.plan")
 t1=$(sed -n 's/.* in \([0-9.]*\) s (compiled.*/\1/p' <<<"$out")

@@ -60,7 +60,7 @@ int main(int argc, char **argv) {
         CHECK(!strstr(src, "#include"));
         CHECK(count_substr(src, "__device__ __noinline__ void sc_rank") == 4); /* every rank's code */
         CHECK(count_substr(src, "__global__") == 1 + 2 * (dt == SCHEDC_F16 || dt == SCHEDC_BF16) + (op == SCHEDC_AVG));
-        CHECK(strstr(src, "__global__ void __launch_bounds__(512) schedc_all(sc_args a, int first, int count)") != NULL);
+        CHECK(strstr(src, "__global__ void __launch_bounds__(512, 2) schedc_all(sc_args a, int first, int count)") != NULL);
         CHECK(strstr(src, files[f]) != NULL); /* groups carry the schedule's file:line */
         for (int a = quick ? 1 : 0; a < 2; a++) {
           int ptx = a == 0 || dt != SCHEDC_F32; /* a cubin (through ptxas) for f32 on sm_90 */
