@@ -15,9 +15,10 @@
  * code in one unit behind one kernel `schedc_all(sc_args, first, count)` (what the runtime
  * launches); plus the conversion kernels for f16/bf16 and avg. malloc'd; NULL on OOM or bad
  * dtype/op. */
-/* Blocks take tiles of a chunk in turn (sc_tile0 in the generated code): a tile is at most
- * SC_CUDA_TILE_WINDOW / blocks bytes (rounded down to 16), never under SC_CUDA_TILE_MIN; the
- * runtime sizes the temp slots by the same rule (sc_cu_layout). */
+/* Blocks take tiles of a chunk in turn (sc_tile0 in the generated code): a tile is at most the
+ * largest power of two of bytes within SC_CUDA_TILE_WINDOW / blocks, never under
+ * SC_CUDA_TILE_MIN (a power of two); the runtime sizes the temp slots by the same rule
+ * (sc_cu_layout). */
 #define SC_CUDA_TILE_WINDOW 4194304
 #define SC_CUDA_TILE_MIN 32768
 

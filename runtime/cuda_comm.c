@@ -373,9 +373,9 @@ void sc_cu_layout(const cu_group *g, const sc_prog *prog, size_t esz, size_t K, 
    * share per block rounded up to a vector, capped as sc_tile0 caps it; counted here for a chunk
    * of maxchunk + vw elements, which bounds every chunk's (its start rounded down to a vector). */
   size_t vw = 16 / esz, nb = (size_t)g->nblk, m = (K + C - 1) / C + vw;
-  size_t L = ((m + nb - 1) / nb + vw - 1) / vw * vw, cap = SC_CUDA_TILE_WINDOW / nb / esz / vw * vw;
-  if (cap < SC_CUDA_TILE_MIN / esz) cap = SC_CUDA_TILE_MIN / esz;
-  if (L > cap) L = cap;
+  size_t L = ((m + nb - 1) / nb + vw - 1) / vw * vw, cap = SC_CUDA_TILE_MIN;
+  while (cap * 2 <= SC_CUDA_TILE_WINDOW / nb) cap *= 2;
+  if (L > cap / esz) L = cap / esz;
   size_t tiles = (m + L - 1) / L, part = (tiles + nb - 1) / nb * L;
   *ntemp = nt;
   *tstride = (part + 2 * vw + vw - 1) / vw * vw;

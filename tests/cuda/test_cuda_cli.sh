@@ -49,7 +49,7 @@ ring.lua 4 -D collective=reduce -D root=1 --count 1000 --dtype f32 --op min
 direct.lua 4 -D order=canonical --count 5000 --dtype f32 --op sum
 ../tests/dsl/recursive_doubling.lua 4 --count 3001 --dtype f32 --op sum
 LIST
-# parts of several tiles per block (2 blocks: a tile is at most 4 MiB / 2, so chunks over 4 MiB):
+# parts of several tiles per block (2 blocks: a tile is at most 2 MiB, so chunks over 4 MiB):
 # a buffer's cells, a temp
 # slot's (recursive doubling writes cells that are still read: phases A and C), checksums over
 # the tiles, an injected flip named and read again; the threads backend's digests
