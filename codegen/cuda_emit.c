@@ -1,8 +1,9 @@
 /*
  * cuda_emit.c — the CUDA source generator (see cuda_emit.h). A rank runs as one or more thread
  * blocks; block b of every rank owns part b of every chunk (tiles cut at 16-byte boundaries and
- * dealt to the blocks in turn) with its own counters, so blocks pipeline independently. Each block walks the rank's write groups in
- * order: thread 0 spins on the counters the group needs (RAW on source versions, WAR on its own
+ * dealt to the blocks in turn) with its own counters, so blocks pipeline independently. Each
+ * block walks the rank's write groups in order: thread 0 spins on the counters the group needs
+ * (RAW on source versions, WAR on its own
  * reads) with a clock64 budget, the block computes its part with 16-byte vectors, then thread 0
  * fences, counts its reads and publishes the cell's version. The arithmetic is the CPU kernels':
  * IEEE round-to-nearest, NaN results as the default NaN, min/max with NaN winning and -0 < +0,
@@ -54,6 +55,11 @@ static const char *elem_type(int dtype, int copy_only) {
   }
 }
 
+/* The default NaN of a float accumulation type, as a device expression: every NaN result is it. */
+static const char *default_nan(int dtype) {
+  return dtype == SCHEDC_F64 ? "__longlong_as_double(0x7ff8000000000000LL)" : "__int_as_float(0x7fc00000)";
+}
+
 static void emit_op(sb *b, int dtype, int op, int copy_only) {
   int f64 = dtype == SCHEDC_F64, isint = dtype == SCHEDC_I32 || dtype == SCHEDC_I64;
   put(b, "__device__ __forceinline__ sc_acc sc_op(sc_acc a, sc_acc b) {\n");
@@ -68,7 +74,7 @@ static void emit_op(sb *b, int dtype, int op, int copy_only) {
     else if (op == SCHEDC_MAX) put(b, "  return a > b ? a : b;\n");
     else put(b, "  return (sc_acc)((%s)a + (%s)b); /* wraps */\n", u, u);
   } else {
-    const char *nan = f64 ? "__longlong_as_double(0x7ff8000000000000LL)" : "__int_as_float(0x7fc00000)";
+    const char *nan = default_nan(dtype);
     const char *bits = f64 ? "__double_as_longlong" : "__float_as_int";
     const char *from = f64 ? "__longlong_as_double" : "__int_as_float";
     if (op == SCHEDC_MIN || op == SCHEDC_MAX) {
@@ -389,14 +395,13 @@ static void emit_conversions(sb *b, int dtype) {
 static void emit_finish(sb *b, int dtype, int op) {
   if (op != SCHEDC_AVG) return;
   int isint = dtype == SCHEDC_I32 || dtype == SCHEDC_I64;
-  const char *nan = dtype == SCHEDC_F64 ? "__longlong_as_double(0x7ff8000000000000LL)" : "__int_as_float(0x7fc00000)";
   put(b, "/* avg: the sum divided by nranks once, in the accumulation type%s. */\n"
          "extern \"C\" __global__ void schedc_avg(sc_acc *x, sc_u64 n, int nranks) {\n"
          "  for (sc_u64 i = blockIdx.x * (sc_u64)blockDim.x + threadIdx.x; i < n; i += (sc_u64)gridDim.x * blockDim.x) {\n"
          "    sc_acc q = x[i] / (sc_acc)nranks;\n",
       isint ? "" : "; a NaN stays the default NaN (the GPU's division\n * would give 0x7fffffff where the CPU keeps the quiet NaN's bits)");
   if (isint) put(b, "    x[i] = q;\n  }\n}\n\n");
-  else put(b, "    x[i] = q != q ? %s : q;\n  }\n}\n\n", nan);
+  else put(b, "    x[i] = q != q ? %s : q;\n  }\n}\n\n", default_nan(dtype));
 }
 
 static const char *phase_name(int ph) { return ph == SC_PH_A ? "A: into a temp" : ph == SC_PH_B ? "B" : "C: write back"; }

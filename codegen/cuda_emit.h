@@ -11,10 +11,6 @@
 #include "cuda_split.h"
 #include "prog.h"
 
-/* The source for `rank`'s kernel `schedc_rank<R>(sc_args)`, or, when rank < 0, every rank's
- * code in one unit behind one kernel `schedc_all(sc_args, first, count)` (what the runtime
- * launches); plus the conversion kernels for f16/bf16 and avg. malloc'd; NULL on OOM or bad
- * dtype/op. */
 /* Blocks take tiles of a chunk in turn (sc_tile0 in the generated code): a tile is at most the
  * largest power of two of bytes within SC_CUDA_TILE_WINDOW / blocks, never under
  * SC_CUDA_TILE_MIN (a power of two); the runtime sizes the temp slots by the same rule
@@ -22,6 +18,10 @@
 #define SC_CUDA_TILE_WINDOW 4194304
 #define SC_CUDA_TILE_MIN 32768
 
+/* The source for `rank`'s kernel `schedc_rank<R>(sc_args)`, or, when rank < 0, every rank's
+ * code in one unit behind one kernel `schedc_all(sc_args, first, count)` (what the runtime
+ * launches); plus the conversion kernels for f16/bf16 and avg. malloc'd; NULL on OOM or bad
+ * dtype/op. */
 char *sc_cuda_emit(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, int op);
 /* The same with per-transfer checksums when `check` (SCHEDC_VERIFY=checksum): every published
  * version of a cell part carries a 64-bit sum of its elements, which each reader recomputes
