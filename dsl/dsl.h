@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "codegen/ir.h"
+#include "ir.h"
 
 typedef struct sc_dsl_opts {
   uint32_t nranks;             /* 0: from the topology */

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "../check.h"
-#include "runtime/comm.h" /* to give one rank another slice size */
+#include "comm.h" /* to give one rank another slice size */
 #include "schedc/schedc.h"
 
 typedef struct arg { schedc_comm *c; size_t count; schedc_status st; char msg[512]; double t; } arg;

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "../check.h"
-#include "runtime/cuda_dev.h"
+#include "cuda_dev.h"
 
 int main(int argc, char **argv) {
   if (argc < 2 || access(argv[1], R_OK)) {

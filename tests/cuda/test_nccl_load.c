@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "../check.h"
-#include "runtime/cuda_net.h"
+#include "cuda_net.h"
 
 int main(void) {
   int v = -1;

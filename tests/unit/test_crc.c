@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "../check.h"
-#include "runtime/kernels.h"
+#include "kernels.h"
 
 /* Independent reference: one bit at a time, reflected Castagnoli polynomial. */
 static uint32_t ref_crc32c(const unsigned char *b, size_t n) {

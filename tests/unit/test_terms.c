@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "../check.h"
-#include "codegen/terms.h"
+#include "terms.h"
 
 static const char *pr(const sc_terms *t, uint32_t id) {
   static char buf[256];

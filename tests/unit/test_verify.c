@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "../check.h"
-#include "codegen/verify.h"
+#include "verify.h"
 
 typedef struct { uint32_t step, kind, src, dst, chunk; } X;
 

@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "codegen/cuda_emit.h"
-#include "codegen/prog.h"
+#include "cuda_emit.h"
+#include "prog.h"
 #include "cuda_group.h"
 #include "err.h"
 #include "fileio.h"

@@ -4,8 +4,8 @@
  */
 #include <stdlib.h>
 
-#include "codegen/cost.h"
-#include "dsl/dsl.h"
+#include "cost.h"
+#include "dsl.h"
 #include "err.h"
 #include "plan.h"
 

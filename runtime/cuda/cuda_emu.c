@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "codegen/ir.h"
+#include "ir.h"
 #include "cuda_dev.h"
 #include "err.h"
 #include "fileio.h"

@@ -5,8 +5,8 @@
 #ifndef SC_PLAN_H
 #define SC_PLAN_H
 
-#include "codegen/ir.h"
-#include "codegen/verify.h"
+#include "ir.h"
+#include "verify.h"
 #include "schedc/schedc.h"
 
 struct schedc_plan {

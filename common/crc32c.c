@@ -7,7 +7,7 @@
  * Also the digest the verification compares across ranks (sc_verify_digest), built from CRC
  * chains so that it runs at the instruction's speed and can be fused into the finishing copy.
  */
-#include "kernels.h"
+#include "crc.h"
 
 #include <string.h>
 

@@ -11,7 +11,7 @@
 
 #include "comm.h"
 #include "cuda_dev.h"
-#include "codegen/cuda_split.h"
+#include "cuda_split.h"
 #include "plan.h"
 
 #define CU_MAX_RANKS 64 /* the kernel parameter block holds four pointer tables of nranks */

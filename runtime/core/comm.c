@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "codegen/builtin.h"
+#include "builtin.h"
 #include "comm.h"
 #include "err.h"
 #include "kernels.h"

@@ -14,7 +14,7 @@
 #include "cuda_group.h"
 #include "err.h"
 #include "kernels.h"
-#include "codegen/ir.h"
+#include "ir.h"
 
 schedc_status sc_cu_verify_setup(cu_group *g, const schedc_comm *c) {
   if (c->inj.flip_rank >= 0 && !(c->verify & SC_V_CHECKSUM))

@@ -1,7 +1,7 @@
 /*
  * kernels.h — the CPU arithmetic of a collective: fused reduce chains in the accumulation type
  * (f32 for f16/bf16), conversions in and out, the final avg division, NaN canonicalisation and
- * the 64-bit digest (and, in crc32c.c, the per-transfer CRC32C). Every function is deterministic per element: no FMA (-ffp-contract=off),
+ * the 64-bit digest (the per-transfer CRC32C and the verification digest: common/crc.h). Every function is deterministic per element: no FMA (-ffp-contract=off),
  * no reassociation, results independent of vector width and of where a slice starts.
  */
 #ifndef SC_KERNELS_H
@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "crc.h"
 #include "schedc/schedc.h"
 
 /* Accumulation type of a dtype: f16/bf16 -> f32, others themselves. */
@@ -34,14 +35,6 @@ float sc_bf16_to_f32(uint16_t h);
 uint16_t sc_f32_to_bf16(float f);
 /* 64-bit digest of bytes (fast, not cryptographic; equal bits <=> equal digest w.h.p.). */
 uint64_t sc_digest64(const void *p, size_t n);
-/* CRC32C (Castagnoli) of n bytes: SSE4.2 when the CPU has it, else a table; same value. */
-uint32_t sc_crc32c(const void *p, size_t n);
-uint32_t sc_crc32c_portable(const void *p, size_t n);
-/* CRC32C of A||B from crc(A), crc(B) and the length of B. */
-uint32_t sc_crc32c_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b);
-/* The 64-bit digest ranks compare under SCHEDC_VERIFY=digest (four CRC32C chains; any single
- * flipped bit changes it); with dst != NULL it also copies the n bytes to dst in the same pass. */
-uint64_t sc_verify_digest(void *dst, const void *src, size_t n);
-uint64_t sc_verify_digest_portable(const void *src, size_t n);
+
 
 #endif

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "codegen/planio.h"
-#include "dsl/dsl.h"
+#include "planio.h"
+#include "dsl.h"
 #include "err.h"
 #include "fileio.h"
 

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "codegen/prog.h"
+#include "prog.h"
 #include "schedc/schedc.h"
 
 #define SC_SHARED_MAGIC 0x53434d31u /* "SCM1" */

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "codegen/cuda_emit.h"
+#include "cuda_emit.h"
 #include "cuda_group.h"
 #include "cuda_net.h"
 #include "err.h"
