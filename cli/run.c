@@ -381,7 +381,7 @@ static void run_usage(FILE *f) {
           "  --op OP        sum (default), prod, min, max, avg\n"
           "  --backend B    threads (default; ranks are threads), shm (forks N processes), mpi (start\n"
           "                 with mpirun -np N; N comes from MPI), cuda (a GPU per rank, driven by this process)\n"
-          "  --virtual      with cuda: all N ranks on one GPU (SCHEDC_CUDA_EMULATE=1: on the host, no GPU)\n"
+          "  --virtual      with cuda: all N ranks on one GPU\n"
           "  --processes    with cuda: forks a process per GPU (rank r on GPU r; buffers shared by CUDA IPC)\n"
           "  --mpi          with cuda: the processes of an MPI launcher (mpirun -np N), a GPU each\n"
           "                 (OMPI_COMM_WORLD_LOCAL_RANK), on one or more hosts: the host exchanges over\n"

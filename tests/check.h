@@ -1,11 +1,13 @@
 /*
  * check.h — the tiny assertion kit of the C tests: CHECK(cond) and CHECK_EQ_STR record a failure
- * with file:line and go on; DONE() prints "N passed, M failed" and returns the exit status.
+ * with file:line and go on; DONE() prints "N passed, M failed" and returns the exit status;
+ * SKIP_NO_CUDA is the cuda tests' way out without a device.
  */
 #ifndef SC_TEST_CHECK_H
 #define SC_TEST_CHECK_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int tc_pass, tc_fail;
@@ -32,5 +34,19 @@ static int tc_pass, tc_fail;
 
 #define DONE()                                                              \
   (printf("%d passed, %d failed\n", tc_pass, tc_fail), tc_fail ? 1 : 0)
+
+/* Return from main with [SKIP] (no GPU here: not a failure) — unless the emulated GPU was asked
+ * for (SCHEDC_CUDA_PLUGIN, tests/emu/): then no device means the plugin failed, and the test fails
+ * with the library's reason instead of skipping every check. Uses schedc_errmsg (schedc.h). */
+#define SKIP_NO_CUDA(why)                                                   \
+  do {                                                                      \
+    const char *p_ = getenv("SCHEDC_CUDA_PLUGIN");                          \
+    if (p_ && *p_) {                                                        \
+      fprintf(stderr, "FAIL: %s, with SCHEDC_CUDA_PLUGIN=%s: %s\n", why, p_, schedc_errmsg()); \
+      return 1;                                                             \
+    }                                                                       \
+    printf("[SKIP] %s\n", why);                                             \
+    return 0;                                                               \
+  } while (0)
 
 #endif

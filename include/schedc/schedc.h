@@ -375,8 +375,8 @@ typedef struct schedc_cuda_compile_info {
  * NVRTC log, the options and the path where the source was dumped. Thread-safe. */
 schedc_status schedc_cuda_compile(const char *source, const char *arch, int ptx, void **image, size_t *len,
                                   schedc_cuda_compile_info *info);
-/* Number of CUDA devices usable through the driver (0 without a driver or a device; with
- * SCHEDC_CUDA_EMULATE=1, the emulated devices). */
+/* Number of CUDA devices usable through the driver (0 without a driver or a device; under
+ * schedc's own tests, the emulated devices of their plugin). */
 int schedc_cuda_device_count(void);
 /* Free memory schedc returned (sources, images). NULL is a no-op. */
 void schedc_free(void *p);
@@ -389,8 +389,8 @@ void schedc_free(void *p);
  * peer access and synchronise with flags in device memory; the reductions happen in schedc's
  * kernels in the proven order, so the bits equal the CPU backends'. With SCHEDC_CUDA_VIRTUAL
  * all ranks share one GPU (one buffer set per rank, one fused launch): the same kernels and
- * bits on a single GPU. Without a GPU, SCHEDC_CUDA_EMULATE=1 runs the generated kernels on the
- * host (compiled with $CXX): for tests, not for speed.
+ * bits on a single GPU. (schedc's own tests run the generated kernels without a GPU, on an
+ * emulated device that is not part of the library: docs/cuda.md.)
  *
  * Collectives on a cuda communicator take device pointers and are stream-ordered: a call
  * returns once the work is enqueued on the rank's stream (schedc_cuda_set_stream); the result

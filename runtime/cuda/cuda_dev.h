@@ -1,8 +1,8 @@
 /*
  * cuda_dev.h — the few device operations the cuda communicator needs, behind one table, so the
- * same communicator code runs on the CUDA driver (cuda_driver.c, dlopen'ed libcuda) or on the
- * emulated device (cuda_emu.c: the generated kernels compiled for the host, for machines
- * without a GPU). Pointers are device addresses (unified addressing); streams are opaque.
+ * same communicator code runs on the CUDA driver (cuda_driver.c, dlopen'ed libcuda) or on a
+ * test plugin's device (cuda_plugin.h; the tests' emulated GPU, tests/emu/, runs the generated
+ * kernels on the host). Pointers are device addresses (unified addressing); streams are opaque.
  */
 #ifndef SC_CUDA_DEV_H
 #define SC_CUDA_DEV_H
@@ -56,9 +56,9 @@ typedef struct sc_cudev {
 } sc_cudev;
 
 extern const sc_cudev sc_cudev_driver;
-extern const sc_cudev sc_cudev_emu;
 
-/* The device table in use: the emulator when SCHEDC_CUDA_EMULATE=1, else the driver. */
+/* The device table in use: the plugin's when SCHEDC_CUDA_PLUGIN is set (cuda_plugin.c), else
+ * the driver. */
 const sc_cudev *sc_cudev_get(void);
 
 #endif

@@ -228,11 +228,6 @@ const sc_cudev sc_cudev_driver = {"CUDA driver", drv_init, drv_info, drv_select,
                                   drv_stream_free, drv_sync, drv_query, drv_join, drv_ident, drv_ipc_get, drv_ipc_open,
                                   drv_ipc_close};
 
-const sc_cudev *sc_cudev_get(void) {
-  const char *e = getenv("SCHEDC_CUDA_EMULATE");
-  return e && !strcmp(e, "1") ? &sc_cudev_emu : &sc_cudev_driver;
-}
-
 int schedc_cuda_device_count(void) {
   int n = 0;
   return sc_cudev_get()->init(&n) == SCHEDC_OK ? n : 0;

@@ -105,8 +105,3 @@ static void nccl_destroy(void *comm, int abort) {
 
 const sc_cunet sc_cunet_nccl = {"nccl", nccl_load, nccl_unique_id, nccl_init, nccl_group_start, nccl_send,
                                 nccl_recv, nccl_group_end, nccl_health, nccl_destroy};
-
-const sc_cunet *sc_cunet_get(void) {
-  const char *e = getenv("SCHEDC_CUDA_EMULATE");
-  return e && !strcmp(e, "1") ? &sc_cunet_emu : &sc_cunet_nccl; /* as sc_cudev_get */
-}

@@ -1,8 +1,8 @@
 /*
  * cuda_net.h — transfers between nodes for the cuda communicator with a process per GPU: NCCL's
- * grouped point-to-point (cuda_nccl.c, libnccl loaded with dlopen) or its emulation for machines
- * without a GPU (cuda_emu_net.c). Only payloads move through it; every reduction stays in
- * schedc's kernels, so the order is the proven one whichever carries the bytes.
+ * grouped point-to-point (cuda_nccl.c, libnccl loaded with dlopen) or a test plugin's (cuda_plugin.h;
+ * the tests' emulation, tests/emu/emu_net.c). Only payloads move through it; every reduction stays
+ * in schedc's kernels, so the order is the proven one whichever carries the bytes.
  */
 #ifndef SC_CUDA_NET_H
 #define SC_CUDA_NET_H
@@ -38,9 +38,8 @@ typedef struct sc_cunet {
 } sc_cunet;
 
 extern const sc_cunet sc_cunet_nccl;
-extern const sc_cunet sc_cunet_emu;
 
-/* The table in use: the emulation when SCHEDC_CUDA_EMULATE=1, else NCCL. */
+/* The table in use: the plugin's when SCHEDC_CUDA_PLUGIN is set (cuda_plugin.c), else NCCL. */
 const sc_cunet *sc_cunet_get(void);
 
 #endif

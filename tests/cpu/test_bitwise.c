@@ -10,8 +10,9 @@
  * (every clean call checked: no false alarm).
  * Modes `cuda` (virtual ranks on one GPU), `cuda-devices` (a GPU per rank, one process) and
  * `cuda-procs` (a forked process per GPU, buffers shared by CUDA IPC): the cuda backend's
- * generated kernels on the same sweep ([SKIP] without a device; SCHEDC_CUDA_EMULATE=1 runs them
- * on the host, on a smaller sweep since every kernel set is a C++ compile). `cuda-hosts`: a
+ * generated kernels on the same sweep ([SKIP] without a device; the emulated GPU, SCHEDC_CUDA_PLUGIN
+ * set to tests/emu's plugin, runs them on the host, on a smaller sweep since every kernel set is a
+ * C++ compile). `cuda-hosts`: a
  * process per GPU over a CPU communicator (schedc_comm_init_cuda_over), the ranks pretending to
  * be on two hosts (SCHEDC_HOST_ID: the first half on one): IPC within a host, NCCL between.
  * Usage: test_bitwise SCHEDULES_DIR [quick|shm|flips|verified|cuda|cuda-devices|cuda-procs|cuda-hosts]
@@ -373,12 +374,11 @@ int main(int argc, char **argv) {
              : argc > 2 && (!strcmp(argv[2], "cuda-procs") || !strcmp(argv[2], "cuda-hosts")) ? 3 : 0;
   use_hosts = argc > 2 && !strcmp(argv[2], "cuda-hosts");
   use_procs = use_shm || use_cuda == 3;
-  int emulated = getenv("SCHEDC_CUDA_EMULATE") && !strcmp(getenv("SCHEDC_CUDA_EMULATE"), "1");
+  int emulated = getenv("SCHEDC_CUDA_PLUGIN") && *getenv("SCHEDC_CUDA_PLUGIN"); /* tests/emu/ */
   int ndev = use_cuda ? schedc_cuda_device_count() : 0;
-  if (use_cuda && ndev < (use_cuda >= 2 ? 2 : 1)) {
-    printf("[SKIP] no CUDA device%s (SCHEDC_CUDA_EMULATE=1 runs the kernels on the host)\n", use_cuda >= 2 ? "s" : "");
-    return 0;
-  }
+  if (use_cuda && ndev < (use_cuda >= 2 ? 2 : 1))
+    SKIP_NO_CUDA(use_cuda >= 2 ? "no CUDA devices (the emulator plugin, SCHEDC_CUDA_PLUGIN, runs the kernels on the host)"
+                               : "no CUDA device (the emulator plugin, SCHEDC_CUDA_PLUGIN, runs the kernels on the host)");
   if (use_cuda) quick = 1;
   struct { const char *file; const char *defs[3]; int colls; int nodes2; } sch[] = {
     {"ring.lua", {NULL}, 0x1f, 0},

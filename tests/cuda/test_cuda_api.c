@@ -1,6 +1,6 @@
 /*
  * test_cuda_api.c — the cuda communicator's contract on the emulated device (run with
- * SCHEDC_CUDA_EMULATE=1): bad init arguments named, a rank calling twice
+ * SCHEDC_CUDA_PLUGIN naming tests/emu's plugin): bad init arguments named, a rank calling twice
  * before the others, ranks disagreeing (EMISMATCH, then the group is broken), a kernel wait past
  * the timeout reported by schedc_cuda_sync (ETIMEOUT naming rank and step), and the calls on a
  * CPU communicator refused. With a process per GPU (forked ranks, CUDA IPC): bad arguments, two
@@ -296,7 +296,7 @@ static void processes(void) {
 }
 
 int main(void) {
-  if (schedc_cuda_device_count() < 1) { printf("[SKIP] no CUDA device (and SCHEDC_CUDA_EMULATE is not 1)\n"); return 0; }
+  if (schedc_cuda_device_count() < 1) SKIP_NO_CUDA("no CUDA device (and no SCHEDC_CUDA_PLUGIN)");
   schedc_comm *c[4] = {0};
 
   /* init: the offending argument is named */

@@ -1,28 +1,39 @@
 #!/usr/bin/env bash
 # test_cuda_cli.sh SCHEDC SCHEDULES_DIR — `schedc run --backend cuda` as a user runs it. Without
-# a GPU the backend is refused with a clear message; on the emulated device (SCHEDC_CUDA_EMULATE=1:
-# the generated kernels compiled for the host) every rank's digest equals the threads backend's,
-# for virtual ranks, for a device per rank and for a process per device (--processes), over
-# several schedules, dtypes and ops, and for the processes of mpirun (--mpi, two pretend hosts). With CUDA_REAL=1 (tests/gpu/run_on_device.sh) the same on
-# the real GPU(s): virtual ranks, and a device (or process) per rank where there are enough GPUs.
+# a GPU the backend is refused with a clear message (so is a plugin that does not load); on the
+# emulated device (SCHEDC_CUDA_PLUGIN naming tests/emu's plugin, as ctest sets it: the generated
+# kernels compiled for the host) every rank's digest equals the threads backend's, for virtual
+# ranks, for a device per rank and for a process per device (--processes), over several
+# schedules, dtypes and ops, and for the processes of mpirun (--mpi, two pretend hosts). With
+# CUDA_REAL=1 (tests/gpu/run_on_device.sh) the same on the real GPU(s): virtual ranks, and a
+# device (or process) per rank where there are enough GPUs.
 set -u
 S=$1; D=$2
 pass=0; fail=0
 ok() { if eval "$1"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $2"; fi; }
 digests() { grep '^rank' | sed 's/ (.*//' ; }
 
+emu=${SCHEDC_CUDA_PLUGIN:-}; [ "${CUDA_REAL:-}" = 1 ] && emu=
+if [ -z "$emu" ] && [ "${CUDA_REAL:-}" != 1 ]; then
+  echo "FAIL: set SCHEDC_CUDA_PLUGIN to the emulator plugin (build/tests/libschedc_emu.so), or CUDA_REAL=1 on a GPU"
+  exit 1
+fi
 # No driver (forced, so this holds on a GPU machine too): a clear refusal, no crash.
-out=$(SCHEDC_CUDA_EMULATE= SCHEDC_LIBCUDA=/nonexistent/libcuda.so.1 "$S" run "$D/ring.lua" --ranks 2 --backend cuda 2>&1); rc=$?
+out=$(SCHEDC_CUDA_PLUGIN= SCHEDC_LIBCUDA=/nonexistent/libcuda.so.1 "$S" run "$D/ring.lua" --ranks 2 --backend cuda 2>&1); rc=$?
 ok "[ $rc != 0 ] && grep -q 'cuda backend is unavailable: no CUDA driver' <<<'$out'" "no driver: $out"
+# A plugin that cannot be loaded, or that is no schedc plugin: refused naming it, never the driver.
+out=$(SCHEDC_CUDA_PLUGIN=/nonexistent/libschedc_emu.so "$S" run "$D/ring.lua" --ranks 2 --backend cuda 2>&1); rc=$?
+ok "[ $rc != 0 ] && grep -q 'cuda backend is unavailable: SCHEDC_CUDA_PLUGIN=/nonexistent/libschedc_emu.so: cannot load it' <<<\"\$out\"" "no plugin: $out"
+out=$(SCHEDC_CUDA_PLUGIN=libc.so.6 "$S" run "$D/ring.lua" --ranks 2 --backend cuda --processes 2>&1); rc=$?
+ok "[ $rc != 0 ] && grep -q 'SCHEDC_CUDA_PLUGIN=libc.so.6: no sc_cuda_plugin_v1' <<<\"\$out\"" "not a plugin: $out"
 out=$("$S" run "$D/ring.lua" --ranks 2 --virtual 2>&1)
 ok "grep -q -- '--virtual needs --backend cuda' <<<\"\$out\"" "--virtual without cuda: $out"
 out=$("$S" run "$D/ring.lua" --ranks 2 --processes 2>&1)
 ok "grep -q -- '--processes needs --backend cuda' <<<\"\$out\"" "--processes without cuda: $out"
-emu=1; [ "${CUDA_REAL:-}" = 1 ] && emu=
-out=$(SCHEDC_INJECT=delay:0:10 SCHEDC_CUDA_EMULATE=$emu "$S" run "$D/ring.lua" --ranks 2 --backend cuda --virtual 2>&1)
+out=$(SCHEDC_INJECT=delay:0:10 SCHEDC_CUDA_PLUGIN=$emu "$S" run "$D/ring.lua" --ranks 2 --backend cuda --virtual 2>&1)
 ok "grep -q 'kill, delay and jitter .* not available on the cuda backend' <<<\"\$out\"" "delay refused: $out"
 
-export SCHEDC_CUDA_EMULATE=$emu
+export SCHEDC_CUDA_PLUGIN=$emu
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 while read -r file n extra; do
   for mode in "--virtual" "" "--processes"; do
@@ -111,7 +122,7 @@ if [ -n "$emu" ]; then
   # between the hosts through (emulated) NCCL, both checks on; the threads backend's digests.
   # SCHEDC_CUDA_NET=ipc across the hosts is refused on every rank.
   if command -v mpirun >/dev/null; then
-    MPI="timeout 300 mpirun --allow-run-as-root --oversubscribe -np 4 -x SCHEDC_CUDA_EMULATE"
+    MPI="timeout 300 mpirun --allow-run-as-root --oversubscribe -np 4 -x SCHEDC_CUDA_PLUGIN"
     hosts='SCHEDC_HOST_ID=h$((OMPI_COMM_WORLD_RANK / 2)) exec "$0" "$@"'
     want=$("$S" run "$D/ring.lua" --ranks 4 --count 5003 --dtype bf16 | digests)
     out=$($MPI sh -c "$hosts" "$S" run "$D/ring.lua" --count 5003 --dtype bf16 --backend cuda --mpi --verify full 2>&1)

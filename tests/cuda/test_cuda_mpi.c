@@ -55,7 +55,7 @@ static void env_default(int r, int n) {
 }
 
 int main(void) {
-  if (schedc_cuda_device_count() < 1) { printf("[SKIP] no CUDA device (and SCHEDC_CUDA_EMULATE is not 1)\n"); return 0; }
+  if (schedc_cuda_device_count() < 1) SKIP_NO_CUDA("no CUDA device (and no SCHEDC_CUDA_PLUGIN)");
   schedc_comm *host = NULL, *c = NULL;
   schedc_status st = schedc_comm_init_mpi(NULL, NULL, &host);
   if (st == SCHEDC_EUNAVAIL) { printf("[SKIP] %s\n", schedc_errmsg()); return 0; }

@@ -1,6 +1,6 @@
 /*
  * test_cuda_verify.c — digest verification on the cuda backend, on the emulated device (run with
- * SCHEDC_CUDA_EMULATE=1): one process driving every rank (virtual ranks, and one GPU per rank)
+ * SCHEDC_CUDA_PLUGIN naming tests/emu's plugin): one process driving every rank (virtual ranks, and one GPU per rank)
  * and a process per GPU (those two where there are 3 devices). A flipped bit in one rank's result (SCHEDC_INJECT=flipout:RANK) is
  * named, or repaired to the bits the test computes itself; clean runs raise no alarm; what this
  * backend cannot check (per-transfer checksums, payload flips) is refused.
@@ -313,7 +313,7 @@ static void clean_then_disagree(int r) {
 
 int main(void) {
   int ndev = schedc_cuda_device_count();
-  if (ndev < 1) { printf("[SKIP] no CUDA device (and SCHEDC_CUDA_EMULATE is not 1)\n"); return 0; }
+  if (ndev < 1) SKIP_NO_CUDA("no CUDA device (and no SCHEDC_CUDA_PLUGIN)");
   schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
 
   /* what this backend cannot do is refused, saying what it can */

@@ -17,7 +17,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   setenv("SCHEDC_LIBCUDA", argv[1], 1);
-  unsetenv("SCHEDC_CUDA_EMULATE");
+  unsetenv("SCHEDC_CUDA_PLUGIN"); /* schedc_cuda_device_count below: the driver's table */
   int n = -1;
   schedc_status st = sc_cudev_driver.init(&n);
   printf("stub driver: %s (%s)\n", schedc_status_str(st), schedc_errmsg());

@@ -19,7 +19,7 @@ mkdir -p "$OUT"
 B=build-gpu
 export LD_LIBRARY_PATH="$PWD/$B/lib:${LD_LIBRARY_PATH:-}"
 export SCHEDC_CACHE_DIR=/tmp/schedc-cache-$$ # fresh: the bench's first compile is a real one
-unset SCHEDC_CUDA_EMULATE
+unset SCHEDC_CUDA_PLUGIN # the real driver, not the emulator
 { date -u; nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv 2>&1; nvcc --version 2>&1 | tail -2
   echo "cpus: $(nproc)"; ldconfig -p | grep -E 'libnvrtc.so|libcuda.so|libnccl.so' | head -6
   ldd $B/schedc | grep -E 'not found|lua' ; } > "$OUT/device.txt"

@@ -1,6 +1,6 @@
 /*
- * cuda_emu_shim.hpp — what the generated CUDA source needs to compile and run on the host
- * (cuda_emu.c): CUDA's qualifiers, built-in indices, atomics, fences and __syncthreads. A block
+ * emu_shim.hpp — what the generated CUDA source needs to compile and run on the host (emu.c,
+ * the emulated-GPU test plugin): CUDA's qualifiers, built-in indices, atomics, fences and __syncthreads. A block
  * is an OS thread; its threads are coroutines (ucontext) switched at __syncthreads, so
  * __shared__ (a thread_local static) is per block. Included twice: first before the generated
  * code, then with SC_EMU_TAIL defined after it, for the launch entry points (which need sc_args).

@@ -1,11 +1,12 @@
 /*
- * cuda_emu.c — the emulated device (SCHEDC_CUDA_EMULATE=1): the generated CUDA source compiled
- * for the host with the C++ compiler ($CXX, else c++) and cuda_emu_shim.hpp, loaded with dlopen.
+ * emu.c — the emulated device of the test plugin libschedc_emu.so (SCHEDC_CUDA_PLUGIN, see
+ * runtime/cuda/cuda_plugin.h), and the plugin's entry point: the generated CUDA source compiled
+ * for the host with the C++ compiler ($CXX, else c++) and emu_shim.hpp, loaded with dlopen.
  * Device memory is host memory, a launch runs its blocks as OS threads (started at once, joined
  * by the next operation on its stream), copies run at once. Allocations are memfd mappings, so
  * another process maps them through /proc/PID/fd (the IPC handles of one process per GPU). It
  * checks the generated kernels' logic, ordering and arithmetic without a GPU; it says nothing
- * about GPU memory ordering or speed.
+ * about GPU memory ordering or speed. Test support only: never part of libschedc.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -16,19 +17,37 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ir.h"
-#include "cuda_dev.h"
-#include "err.h"
-#include "fileio.h"
+#include "emu.h"
+#include "fileio.h" /* the plugin's own copy: stateless libc helpers (tests/CMakeLists.txt) */
+#include "ir.h"     /* sc_fnv, inline */
 
 #ifndef SC_EMU_SHIM_DIR
-#define SC_EMU_SHIM_DIR "runtime"
+#error "SC_EMU_SHIM_DIR: the directory of emu_shim.hpp (tests/CMakeLists.txt defines it)"
 #endif
 #define MAX_PENDING 64
+
+static const sc_cuda_host *host; /* the library's, from sc_cuda_plugin_v1 */
+
+schedc_status sc_emu_err(schedc_status st, const char *fmt, ...) {
+  char small[512], *msg = small;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  va_end(ap);
+  if (n >= (int)sizeof small && (msg = malloc((size_t)n + 1))) { /* long: a compiler's log */
+    va_start(ap, fmt);
+    vsnprintf(msg, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+  }
+  st = host->err(st, msg ? msg : small);
+  if (msg != small) free(msg);
+  return st;
+}
 
 typedef struct emu_fn { struct emu_module *m; void *sym; char name[48]; struct emu_fn *next; } emu_fn;
 
@@ -85,7 +104,7 @@ static schedc_status emu_map(int fd, size_t size, int own, void **p) {
   if (q == MAP_FAILED) {
     free(m);
     if (own) close(fd);
-    return sc_err(SCHEDC_ENOMEM, "emulated device: cannot map %zu bytes", size);
+    return sc_emu_err(SCHEDC_ENOMEM, "emulated device: cannot map %zu bytes", size);
   }
   *m = (emu_mem){q, size, own ? fd : -1, NULL};
   if (!own) close(fd);
@@ -112,11 +131,11 @@ static schedc_status emu_alloc(size_t bytes, void **p) {
    * short of memory would. */
   const char *lim = getenv("SCHEDC_EMU_MAX_ALLOC");
   if (lim && *lim && bytes > strtoull(lim, NULL, 10))
-    return sc_err(SCHEDC_ENOMEM, "emulated device: out of memory (%zu bytes; SCHEDC_EMU_MAX_ALLOC=%s)", bytes, lim);
+    return sc_emu_err(SCHEDC_ENOMEM, "emulated device: out of memory (%zu bytes; SCHEDC_EMU_MAX_ALLOC=%s)", bytes, lim);
   int fd = memfd_create("schedc-emu", MFD_CLOEXEC);
   if (fd < 0 || ftruncate(fd, (off_t)n) != 0) {
     if (fd >= 0) close(fd);
-    return sc_err(SCHEDC_ENOMEM, "emulated device: out of memory (%zu bytes)", bytes);
+    return sc_emu_err(SCHEDC_ENOMEM, "emulated device: out of memory (%zu bytes)", bytes);
   }
   return emu_map(fd, n, 1, p);
 }
@@ -133,7 +152,7 @@ static schedc_status emu_ipc_get(void *p, sc_ipc *h) {
   while (m && m->p != p) m = m->next;
   emu_handle e = {EMU_IPC_MAGIC, (int32_t)getpid(), m ? m->fd : -1, m ? m->size : 0};
   pthread_mutex_unlock(&mem_mu);
-  if (!m || m->fd < 0) return sc_err(SCHEDC_EINVAL, "emulated device: %p is not an allocation of this process", p);
+  if (!m || m->fd < 0) return sc_emu_err(SCHEDC_EINVAL, "emulated device: %p is not an allocation of this process", p);
   memset(h, 0, sizeof *h);
   memcpy(h->b, &e, sizeof e);
   return SCHEDC_OK;
@@ -141,11 +160,11 @@ static schedc_status emu_ipc_get(void *p, sc_ipc *h) {
 static schedc_status emu_ipc_open(const sc_ipc *h, void **p) {
   emu_handle e;
   memcpy(&e, h->b, sizeof e);
-  if (e.magic != EMU_IPC_MAGIC) return sc_err(SCHEDC_EINVAL, "emulated device: not an emulated IPC handle");
+  if (e.magic != EMU_IPC_MAGIC) return sc_emu_err(SCHEDC_EINVAL, "emulated device: not an emulated IPC handle");
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)e.pid, (int)e.fd);
   int fd = open(path, O_RDWR | O_CLOEXEC);
-  if (fd < 0) return sc_err(SCHEDC_EIO, "emulated device: cannot open process %d's memory (%s): %s", (int)e.pid, path, strerror(errno));
+  if (fd < 0) return sc_emu_err(SCHEDC_EIO, "emulated device: cannot open process %d's memory (%s): %s", (int)e.pid, path, strerror(errno));
   return emu_map(fd, (size_t)e.size, 0, p);
 }
 
@@ -168,7 +187,7 @@ static schedc_status emu_copy(void *dst, const void *src, size_t bytes, void *s)
  * it instead of compiling again. */
 static schedc_status emu_register(void *h, uint64_t key, void **module) {
   emu_module *m = calloc(1, sizeof *m);
-  if (!m) { dlclose(h); return sc_err(SCHEDC_ENOMEM, "out of memory"); }
+  if (!m) { dlclose(h); return sc_emu_err(SCHEDC_ENOMEM, "out of memory"); }
   m->key = key;
   m->so = h;
   *(void **)&m->start = dlsym(h, "sc_emu_start");
@@ -185,11 +204,11 @@ static schedc_status emu_load(const char *source, const char *arch, void **modul
   (void)arch;
   const char *shim = getenv("SCHEDC_EMU_SHIM"), *cxx = getenv("CXX");
   char shimbuf[1024], flags[] = "-std=c++17 -O1 -ffp-contract=off -fno-fast-math -fPIC -shared -pthread -w";
-  if (!shim || !*shim) { snprintf(shimbuf, sizeof shimbuf, "%s/cuda_emu_shim.hpp", SC_EMU_SHIM_DIR); shim = shimbuf; }
+  if (!shim || !*shim) { snprintf(shimbuf, sizeof shimbuf, "%s/emu_shim.hpp", SC_EMU_SHIM_DIR); shim = shimbuf; }
   if (!cxx || !*cxx) cxx = "c++";
   size_t shim_len = 0;
   char *shim_text = sc_read_file(shim, &shim_len);
-  if (!shim_text) return sc_err(SCHEDC_EIO, "emulated device: cannot read the shim %s: %s", shim, strerror(errno));
+  if (!shim_text) return sc_emu_err(SCHEDC_EIO, "emulated device: cannot read the shim %s: %s", shim, strerror(errno));
   uint64_t key = sc_fnv(SC_FNV_INIT, source, strlen(source));
   key = sc_fnv(key, shim_text, shim_len);
   key = sc_fnv(sc_fnv(key, cxx, strlen(cxx)), flags, strlen(flags));
@@ -209,7 +228,7 @@ static schedc_status emu_load(const char *source, const char *arch, void **modul
     if (h) return emu_register(h, key, module);
   }
   char dir[] = "/tmp/schedc_emu_XXXXXX";
-  if (!mkdtemp(dir)) return sc_err(SCHEDC_EIO, "emulated device: cannot make a build directory in /tmp");
+  if (!mkdtemp(dir)) return sc_emu_err(SCHEDC_EIO, "emulated device: cannot make a build directory in /tmp");
   char cu[128], unit[128], so[128], log[128], cmd[2048];
   snprintf(cu, sizeof cu, "%s/kernels.cu", dir);
   snprintf(unit, sizeof unit, "%s/unit.cpp", dir);
@@ -218,12 +237,12 @@ static schedc_status emu_load(const char *source, const char *arch, void **modul
   char unit_src[1200];
   int k = snprintf(unit_src, sizeof unit_src, "#include \"%s\"\n#include \"%s\"\n#define SC_EMU_TAIL\n#include \"%s\"\n", shim, cu, shim);
   if (sc_write_atomic(cu, source, strlen(source)) || sc_write_atomic(unit, unit_src, (size_t)k))
-    return sc_err(SCHEDC_EIO, "emulated device: cannot write %s", dir);
+    return sc_emu_err(SCHEDC_EIO, "emulated device: cannot write %s", dir);
   snprintf(cmd, sizeof cmd, "'%s' %s '%s' -o '%s' >'%s' 2>&1", cxx, flags, unit, so, log);
   if (system(cmd) != 0) {
     size_t n = 0;
     char *text = sc_read_file(log, &n);
-    schedc_status st = sc_err(SCHEDC_EINVAL, "emulated device: the host compiler failed on the generated source (kept in %s; shim %s):\n%.1500s",
+    schedc_status st = sc_emu_err(SCHEDC_EINVAL, "emulated device: the host compiler failed on the generated source (kept in %s; shim %s):\n%.1500s",
                               cu, shim, text ? text : "(no log)");
     free(text);
     return st; /* the directory stays for inspection */
@@ -231,7 +250,7 @@ static schedc_status emu_load(const char *source, const char *arch, void **modul
   schedc_status st;
   void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
-    st = sc_err(SCHEDC_EINTERNAL, "emulated device: cannot load %s: %s", so, dlerror());
+    st = sc_emu_err(SCHEDC_EINTERNAL, "emulated device: cannot load %s: %s", so, dlerror());
   } else {
     st = emu_register(h, key, module);
     size_t n = 0;
@@ -258,7 +277,7 @@ static schedc_status emu_kernel(void *module, const char *name, void **fn) {
     m->fns = f;
   }
   pthread_mutex_unlock(&mod_mu);
-  if (!f) return sc_err(SCHEDC_EINTERNAL, "emulated device: no kernel %s", name);
+  if (!f) return sc_emu_err(SCHEDC_EINTERNAL, "emulated device: no kernel %s", name);
   *fn = f;
   return SCHEDC_OK;
 }
@@ -272,7 +291,7 @@ static schedc_status emu_launch(void *fn, unsigned grid, unsigned block, void **
   if (ex && !strcmp(ex, "1") && !strncmp(f->name, "schedc_rank", 11)) _exit(0);
   emu_sync(s); /* stream order: what came before has finished */
   void *h = f->m->start(f->sym, f->name, grid, block, params);
-  if (!h) return sc_err(SCHEDC_EINTERNAL, "emulated device: cannot launch %s", f->name);
+  if (!h) return sc_emu_err(SCHEDC_EINTERNAL, "emulated device: cannot launch %s", f->name);
   pthread_mutex_lock(&st->mu);
   st->p[st->n].h = h;
   st->p[st->n++].wait = f->m->wait;
@@ -282,7 +301,7 @@ static schedc_status emu_launch(void *fn, unsigned grid, unsigned block, void **
 
 static schedc_status emu_stream_new(void **s) {
   emu_stream *st = calloc(1, sizeof *st);
-  if (!st) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  if (!st) return sc_emu_err(SCHEDC_ENOMEM, "out of memory");
   pthread_mutex_init(&st->mu, NULL);
   *s = st;
   return SCHEDC_OK;
@@ -313,3 +332,14 @@ const sc_cudev sc_cudev_emu = {"emulated (host C++)", emu_init, emu_info, emu_se
                                emu_release, emu_copy, emu_load, emu_unload, emu_kernel, emu_launch, emu_stream_new,
                                emu_stream_free, emu_sync, emu_query, emu_join, emu_ident, emu_ipc_get, emu_ipc_open,
                                emu_release};
+
+/* The plugin's entry point (cuda_plugin.h): both tables, once the library's ABI is this one. */
+__attribute__((visibility("default"))) sc_cuda_plugin_fn sc_cuda_plugin_v1;
+schedc_status sc_cuda_plugin_v1(const sc_cuda_host *h, sc_cuda_plugin *out) {
+  if (!h || h->version != SC_CUDA_PLUGIN_VERSION || !h->err)
+    return h && h->err ? h->err(SCHEDC_EINTERNAL, "the emulator plugin is of another plugin ABI version") : SCHEDC_EINTERNAL;
+  host = h;
+  out->dev = &sc_cudev_emu;
+  out->net = &sc_cunet_emu;
+  return SCHEDC_OK;
+}

@@ -1,6 +1,6 @@
 /*
- * cuda_emu_net.c — NCCL's grouped send/recv emulated for the emulated device
- * (SCHEDC_CUDA_EMULATE=1), so the path between nodes runs without a GPU: a message is a file in
+ * emu_net.c — NCCL's grouped send/recv emulated for the emulated device (the test plugin
+ * libschedc_emu.so, emu.c), so the path between nodes runs without a GPU: a message is a file in
  * the directory the rendezvous names (written atomically: a reader never sees half of one),
  * received in order per pair of ranks. Emulated device memory is host memory, so a transfer is
  * a read or write of the buffer once its stream has been joined.
@@ -16,9 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cuda_dev.h"
-#include "cuda_net.h"
-#include "err.h"
+#include "emu.h"
 #include "fileio.h"
 
 typedef struct emu_net {
@@ -52,7 +50,7 @@ static schedc_status en_unique_id(sc_netid *id) {
   snprintf((char *)id->b, sizeof id->b, "/dev/shm/schedc-net-%d-%u-%llx", (int)getpid(), __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED),
            (unsigned long long)(now() * 1e9));
   if (mkdir((char *)id->b, 0700) && errno != EEXIST)
-    return sc_err(SCHEDC_EIO, "emulated NCCL: cannot create %s: %s", (char *)id->b, strerror(errno));
+    return sc_emu_err(SCHEDC_EIO, "emulated NCCL: cannot create %s: %s", (char *)id->b, strerror(errno));
   return SCHEDC_OK;
 }
 
@@ -65,7 +63,7 @@ static schedc_status en_init(const sc_netid *id, int nranks, int rank, double ti
   if (!c || !c->sent || !c->got) {
     if (c) { free(c->sent); free(c->got); }
     free(c);
-    return sc_err(SCHEDC_ENOMEM, "out of memory");
+    return sc_emu_err(SCHEDC_ENOMEM, "out of memory");
   }
   memcpy(c->dir, id->b, sizeof c->dir - 1);
   c->nranks = nranks;
@@ -87,11 +85,11 @@ static schedc_status en_group_start(void) {
 static schedc_status add(int recv, void *comm, void *buf, size_t bytes, int peer, void *stream) {
   emu_net *c = comm;
   if (peer < 0 || peer >= c->nranks || peer == c->rank)
-    return sc_err(SCHEDC_EINTERNAL, "emulated NCCL: rank %d addressed peer %d of %d", c->rank, peer, c->nranks);
+    return sc_emu_err(SCHEDC_EINTERNAL, "emulated NCCL: rank %d addressed peer %d of %d", c->rank, peer, c->nranks);
   if (nops == capops) {
     size_t cap = capops ? 2 * capops : 16;
     net_op *n = realloc(ops, cap * sizeof *n);
-    if (!n) return sc_err(SCHEDC_ENOMEM, "out of memory");
+    if (!n) return sc_emu_err(SCHEDC_ENOMEM, "out of memory");
     ops = n;
     capops = cap;
   }
@@ -110,7 +108,7 @@ static schedc_status run_group(void) {
     if (o->recv) continue;
     msg_path(o->c, o->c->rank, o->peer, o->c->sent[o->peer]++, path, sizeof path);
     if (sc_write_atomic(path, o->buf, o->bytes))
-      st = sc_err(SCHEDC_EIO, "emulated NCCL: cannot write %s: %s", path, strerror(errno));
+      st = sc_emu_err(SCHEDC_EIO, "emulated NCCL: cannot write %s: %s", path, strerror(errno));
   }
   for (size_t i = 0; i < nops && st == SCHEDC_OK; i++) {
     net_op *o = &ops[i];
@@ -121,7 +119,7 @@ static schedc_status run_group(void) {
     int fd;
     while ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
       if (now() - t0 > o->c->timeout_s) {
-        st = sc_err(SCHEDC_ETIMEOUT, "emulated NCCL: rank %d waited more than %g s for a message from rank %d "
+        st = sc_emu_err(SCHEDC_ETIMEOUT, "emulated NCCL: rank %d waited more than %g s for a message from rank %d "
                     "(timeout; SCHEDC_TIMEOUT)", o->c->rank, o->c->timeout_s, o->peer);
         break;
       }
@@ -134,10 +132,10 @@ static schedc_status run_group(void) {
     close(fd);
     unlink(path);
     if (n == -2)
-      st = sc_err(SCHEDC_EINTERNAL, "emulated NCCL: rank %d expected %zu bytes from rank %d, the message has %lld",
+      st = sc_emu_err(SCHEDC_EINTERNAL, "emulated NCCL: rank %d expected %zu bytes from rank %d, the message has %lld",
                   o->c->rank, o->bytes, o->peer, (long long)sb.st_size);
     else if (n != (ssize_t)o->bytes)
-      st = sc_err(SCHEDC_EIO, "emulated NCCL: cannot read %s", path);
+      st = sc_emu_err(SCHEDC_EIO, "emulated NCCL: cannot read %s", path);
   }
   nops = 0;
   return st;
