@@ -18,6 +18,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -200,33 +201,10 @@ static schedc_status emu_register(void *h, uint64_t key, void **module) {
   return SCHEDC_OK;
 }
 
-static schedc_status emu_load(const char *source, const char *arch, void **module) {
-  (void)arch;
-  const char *shim = getenv("SCHEDC_EMU_SHIM"), *cxx = getenv("CXX");
-  char shimbuf[1024], flags[] = "-std=c++17 -O1 -ffp-contract=off -fno-fast-math -fPIC -shared -pthread -w";
-  if (!shim || !*shim) { snprintf(shimbuf, sizeof shimbuf, "%s/emu_shim.hpp", SC_EMU_SHIM_DIR); shim = shimbuf; }
-  if (!cxx || !*cxx) cxx = "c++";
-  size_t shim_len = 0;
-  char *shim_text = sc_read_file(shim, &shim_len);
-  if (!shim_text) return sc_emu_err(SCHEDC_EIO, "emulated device: cannot read the shim %s: %s", shim, strerror(errno));
-  uint64_t key = sc_fnv(SC_FNV_INIT, source, strlen(source));
-  key = sc_fnv(key, shim_text, shim_len);
-  key = sc_fnv(sc_fnv(key, cxx, strlen(cxx)), flags, strlen(flags));
-  free(shim_text);
-  pthread_mutex_lock(&mod_mu);
-  for (emu_module *m = modules; m; m = m->next)
-    if (m->key == key) {
-      pthread_mutex_unlock(&mod_mu);
-      *module = m;
-      return SCHEDC_OK;
-    }
-  pthread_mutex_unlock(&mod_mu);
-  char cached[1200] = "";
-  if (sc_cache_dir(cached, 1024)) {
-    snprintf(cached + strlen(cached), sizeof cached - strlen(cached), "/emu-%016llx.so", (unsigned long long)key);
-    void *h = access(cached, R_OK) == 0 ? dlopen(cached, RTLD_NOW | RTLD_LOCAL) : NULL;
-    if (h) return emu_register(h, key, module);
-  }
+/* Compile source with the shim into a shared object, load it, and keep a copy at `cached` (when
+ * not empty). */
+static schedc_status emu_compile(const char *source, const char *shim, const char *cxx, const char *flags,
+                                 const char *cached, uint64_t key, void **module) {
   char dir[] = "/tmp/schedc_emu_XXXXXX";
   if (!mkdtemp(dir)) return sc_emu_err(SCHEDC_EIO, "emulated device: cannot make a build directory in /tmp");
   char cu[128], unit[128], so[128], log[128], cmd[2048];
@@ -259,6 +237,55 @@ static schedc_status emu_load(const char *source, const char *arch, void **modul
     free(img);
   }
   unlink(cu); unlink(unit); unlink(so); unlink(log); rmdir(dir); /* dlopen keeps its mapping */
+  return st;
+}
+
+static void *load_cached(const char *cached) {
+  return access(cached, R_OK) == 0 ? dlopen(cached, RTLD_NOW | RTLD_LOCAL) : NULL;
+}
+
+static schedc_status emu_load(const char *source, const char *arch, void **module) {
+  (void)arch;
+  const char *shim = getenv("SCHEDC_EMU_SHIM"), *cxx = getenv("CXX");
+  char shimbuf[1024], flags[] = "-std=c++17 -O1 -ffp-contract=off -fno-fast-math -fPIC -shared -pthread -w";
+  if (!shim || !*shim) { snprintf(shimbuf, sizeof shimbuf, "%s/emu_shim.hpp", SC_EMU_SHIM_DIR); shim = shimbuf; }
+  if (!cxx || !*cxx) cxx = "c++";
+  size_t shim_len = 0;
+  char *shim_text = sc_read_file(shim, &shim_len);
+  if (!shim_text) return sc_emu_err(SCHEDC_EIO, "emulated device: cannot read the shim %s: %s", shim, strerror(errno));
+  uint64_t key = sc_fnv(SC_FNV_INIT, source, strlen(source));
+  key = sc_fnv(key, shim_text, shim_len);
+  key = sc_fnv(sc_fnv(key, cxx, strlen(cxx)), flags, strlen(flags));
+  free(shim_text);
+  pthread_mutex_lock(&mod_mu);
+  for (emu_module *m = modules; m; m = m->next)
+    if (m->key == key) {
+      pthread_mutex_unlock(&mod_mu);
+      *module = m;
+      return SCHEDC_OK;
+    }
+  pthread_mutex_unlock(&mod_mu);
+  char cached[1200] = "";
+  int lock = -1;
+  if (sc_cache_dir(cached, 1024)) {
+    size_t dl = strlen(cached);
+    snprintf(cached + dl, sizeof cached - dl, "/emu-%016llx.so", (unsigned long long)key);
+    void *h = load_cached(cached);
+    if (h) return emu_register(h, key, module);
+    /* A miss: compile holding the lock of the key's bucket (64 lock files), so that processes
+     * missing the same source at once (ctest -j runs cuda.emu.virtual and .devices, whose
+     * kernels are the same, side by side) compile it once: the others wait, then load the
+     * copy. flock is released by close and when a process dies. */
+    char lp[1200];
+    snprintf(lp, sizeof lp, "%.*s/emu-lock-%02u", (int)dl, cached, (unsigned)(key & 63));
+    if ((lock = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) >= 0 && flock(lock, LOCK_EX) == 0 &&
+        (h = load_cached(cached))) {
+      close(lock);
+      return emu_register(h, key, module);
+    }
+  }
+  schedc_status st = emu_compile(source, shim, cxx, flags, cached, key, module);
+  if (lock >= 0) close(lock);
   return st;
 }
 static void emu_unload(void *m) { (void)m; /* kept: another communicator may load the same source */ }
