@@ -42,6 +42,10 @@ schedc_status sc_plan_make(sc_ir *ir, schedc_plan **out) {
     return st;
   }
   sc_diags_free(&d);
+  if (sc_prog_build(&p->ir, &p->prog)) {
+    schedc_plan_free(p);
+    return sc_err(SCHEDC_ENOMEM, "out of memory lowering the plan");
+  }
   p->hash = sc_ir_hash(&p->ir);
   /* Traffic per rank, in units of the whole buffer (each transfer moves 1/C of it). */
   uint32_t *sent = calloc(p->ir.nranks, sizeof *sent), *recv = calloc(p->ir.nranks, sizeof *recv);
@@ -113,6 +117,7 @@ schedc_status schedc_plan_load(const char *path, schedc_plan **out) {
 
 void schedc_plan_free(schedc_plan *plan) {
   if (!plan) return;
+  sc_prog_free(&plan->prog);
   sc_verified_free(&plan->v);
   sc_ir_free(&plan->ir);
   free(plan);

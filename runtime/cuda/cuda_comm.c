@@ -114,16 +114,28 @@ void sc_cu_group_free(cu_group *g) {
   free(g);
 }
 
-static void cuda_destroy(schedc_comm *c) {
-  cu_group *g = c->trdata;
-  if (!g) return;
+static void cuda_free(schedc_comm *c) {
+  cu_group *g = c->be_data;
   pthread_mutex_lock(&g->mu);
   int last = --g->refs == 0;
   pthread_mutex_unlock(&g->mu);
   if (last) sc_cu_group_free(g);
+  c->be_data = NULL;
 }
 
-sc_transport sc_cuda_transport = {NULL, NULL, NULL, cuda_destroy};
+static schedc_status cuda_collective(schedc_comm *c, const sc_call *k) {
+  return sc_cuda_collective(c, k->coll, k->send, k->recv, k->count, k->dtype, k->acc, k->op, k->root, k->plan,
+                            k->prog, k->K);
+}
+
+static const char *cuda_failure(schedc_comm *c) {
+  cu_group *g = c->be_data;
+  return g->broken[0] ? g->broken : NULL;
+}
+
+/* Results are stream-ordered (in device memory when the call returns): this backend verifies
+ * inside its own collective (cuda_verify.c), not the core after it. */
+const sc_backend sc_cuda_backend = {"cuda", 0, cuda_collective, cuda_failure, cuda_free};
 
 static int env_int(const char *name, int dflt, int lo, int hi) {
   const char *v = getenv(name);
@@ -231,7 +243,7 @@ schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, c
   }
   schedc_comm *tmp[CU_MAX_RANKS] = {0};
   for (int r = 0; r < nranks; r++)
-    if ((st = sc_comm_new(SCHEDC_BACKEND_CUDA, r, nranks, opts, &tmp[r])) != SCHEDC_OK) break;
+    if ((st = sc_comm_new(&sc_cuda_backend, r, nranks, opts, &tmp[r])) != SCHEDC_OK) break;
   cu_group *g = st == SCHEDC_OK ? sc_cu_group_alloc(dv, nranks, nranks, -1, virt) : NULL;
   if (st == SCHEDC_OK && !g) st = sc_err(SCHEDC_ENOMEM, "out of memory");
   if (g && (st = sc_cu_verify_setup(g, tmp[0])) == SCHEDC_OK) {
@@ -247,15 +259,14 @@ schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, c
   }
   g->refs = nranks;
   for (int r = 0; r < nranks; r++) {
-    tmp[r]->tr = &sc_cuda_transport;
-    tmp[r]->trdata = g;
+    tmp[r]->be_data = g;
     comms[r] = tmp[r];
   }
   return SCHEDC_OK;
 }
 
 static cu_group *group_of(schedc_comm *c) {
-  return c && c->backend == SCHEDC_BACKEND_CUDA ? c->trdata : NULL;
+  return c && c->be == &sc_cuda_backend ? c->be_data : NULL;
 }
 /* The slot of comm's rank in its group. */
 static int slot(const cu_group *g, const schedc_comm *c) { return g->me < 0 ? c->rank : 0; }
@@ -557,7 +568,7 @@ schedc_status sc_cuda_collective(schedc_comm *c, int coll, const void *sendbuf, 
                                  schedc_dtype dtype, schedc_dtype acc, schedc_op op, int root,
                                  const schedc_plan *plan, const sc_prog *prog, size_t K) {
   const char *cn = schedc_collective_name((schedc_collective)coll);
-  cu_group *g = c->trdata;
+  cu_group *g = c->be_data;
   const sc_ir *ir = &plan->ir;
   if (ir->nsteps >= (1u << CU_EPOCH_BITS) || ir->nxfers >= (1u << CU_EPOCH_BITS))
     return sc_err(SCHEDC_EUNAVAIL, "%s: plan '%s' has %u steps and %u transfers; the cuda backend takes fewer than %u of each",

@@ -104,6 +104,10 @@ schedc_status sc_cu_copy_in(cu_group *g, const cu_kset *k, int s, int r, char *W
 /* Slot s (rank r) after the plan: avg, narrowing, its result part of W out to recv[s]. */
 schedc_status sc_cu_finish(cu_group *g, const cu_kset *k, int s, int r, char *W, schedc_dtype acc, size_t K);
 
+/* cuda_comm.c: the collective on a cuda communicator (after the core's argument checks). */
+schedc_status sc_cuda_collective(schedc_comm *c, int coll, const void *sendbuf, void *recvbuf, size_t count,
+                                 schedc_dtype dtype, schedc_dtype acc, schedc_op op, int root,
+                                 const schedc_plan *plan, const sc_prog *prog, size_t K);
 /* cuda_proc.c: a collective of a process-per-GPU group (called with g->mu held), and the
  * release of its IPC state. */
 schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, void *recvbuf, size_t count,
@@ -115,7 +119,7 @@ void sc_cu_proc_free(cu_group *g);
 cu_group *sc_cu_group_alloc(const sc_cudev *dv, int n, int N, int me, int virt);
 schedc_status sc_cu_group_setup(cu_group *g);
 void sc_cu_group_free(cu_group *g);
-extern struct sc_transport sc_cuda_transport;
+extern const sc_backend sc_cuda_backend;
 
 /* cuda_verify.c: digest verification. Setup takes the comm's verification and injection
  * settings (checksums and payload flips refused: SCHEDC_EUNAVAIL). */

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends.h"
 #include "cuda_group.h"
 #include "cuda_net.h"
 #include "err.h"
@@ -61,10 +62,8 @@ static void unmap_peers(cu_group *g) {
 /* Host-side exchange: every rank's `words` 64-bit words, in rank order, into all. */
 static schedc_status exchange(cu_group *g, const uint64_t *mine, uint64_t *all, size_t words) {
   schedc_comm *b = g->proc->boot;
-  sc_inject saved = b->inj; /* a borrowed communicator's SCHEDC_INJECT is for its own collectives */
-  sc_inject_parse(NULL, &b->inj);
-  schedc_status st = schedc_allgather(mine, all, words, SCHEDC_I64, b, NULL);
-  b->inj = saved;
+  /* internal: a borrowed communicator's verification and SCHEDC_INJECT are for its own collectives */
+  schedc_status st = sc_coll(b, SCHEDC_ALLGATHER, mine, all, words, SCHEDC_I64, SCHEDC_SUM, 0, NULL, SC_CALL_INTERNAL);
   if (st != SCHEDC_OK)
     st = sc_err(st, "cuda rank %d: the host exchange with the other ranks failed: %s", g->me, schedc_errmsg());
   return st;
@@ -464,7 +463,7 @@ static schedc_status proc_init_borrowing(int rank, int nranks, int device, const
   if (rank < 0 || rank >= nranks) return sc_err(SCHEDC_EINVAL, "rank %d out of range [0, %d)", rank, nranks);
   const sc_cudev *dv = sc_cudev_get();
   schedc_comm *c = NULL;
-  schedc_status st = sc_comm_new(SCHEDC_BACKEND_CUDA, rank, nranks, opts, &c);
+  schedc_status st = sc_comm_new(&sc_cuda_backend, rank, nranks, opts, &c);
   if (st != SCHEDC_OK) return st;
   cu_group *g = sc_cu_group_alloc(dv, 1, nranks, rank, 0);
   if (g && (st = sc_cu_verify_setup(g, c)) != SCHEDC_OK) {
@@ -514,8 +513,7 @@ static schedc_status proc_init_borrowing(int rank, int nranks, int device, const
     return st;
   }
   g->refs = 1;
-  c->tr = &sc_cuda_transport;
-  c->trdata = g;
+  c->be_data = g;
   *out = c;
   return SCHEDC_OK;
 }
@@ -526,7 +524,7 @@ static schedc_status proc_init_borrowing(int rank, int nranks, int device, const
 static schedc_status proc_init(int rank, int nranks, int device, const char *job, schedc_comm *host, int own,
                                const schedc_comm_opts *opts, schedc_comm **out) {
   schedc_status st = proc_init_borrowing(rank, nranks, device, job, host, opts, out);
-  if (st == SCHEDC_OK && own) ((cu_group *)(*out)->trdata)->proc->own_boot = 1;
+  if (st == SCHEDC_OK && own) ((cu_group *)(*out)->be_data)->proc->own_boot = 1;
   if (st != SCHEDC_OK && own) schedc_comm_free(host);
   return st;
 }
@@ -539,7 +537,7 @@ schedc_status schedc_comm_init_cuda_rank(int rank, int nranks, int device, const
 schedc_status schedc_comm_init_cuda_over(schedc_comm *host, int device, const schedc_comm_opts *opts,
                                          schedc_comm **out) {
   if (out) *out = NULL;
-  if (!host || host->backend == SCHEDC_BACKEND_CUDA)
+  if (!host || !(host->be->caps & SC_CAP_HOST_RESULT))
     return sc_err(SCHEDC_EINVAL, "host: %s (a CPU communicator of the same ranks: shm or mpi)",
                   host ? "a cuda communicator" : "NULL");
   return proc_init(host->rank, host->nranks, device, NULL, host, 0, opts, out);
