@@ -5,6 +5,7 @@
 #include "plan.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "dsl.h"
 #include "err.h"
 #include "fileio.h"
+#include "schedpath.h"
 
 #define MAX_DIAG_LINES 50
 
@@ -76,6 +78,16 @@ schedc_status schedc_plan_from_script(const char *path, const schedc_load_opts *
   }
   if (o.nranks < 0 || o.nnodes < 0 || o.ndefines < 0 || (o.ndefines && !o.defines))
     return sc_err(SCHEDC_EINVAL, "bad load options (negative count or NULL defines)");
+  /* Names without a folder ("ring", "dgx_h100") are looked up (schedpath.h). A topology that
+   * cannot be found is a bad option, as an invalid one is (EINVAL). */
+  char file[PATH_MAX], topo[PATH_MAX];
+  schedc_status fs = sc_find_file(path, NULL, SCHEDC_EIO, file, sizeof file);
+  if (fs != SCHEDC_OK) return fs;
+  path = file;
+  if (o.topology) {
+    if ((fs = sc_find_file(o.topology, "topologies", SCHEDC_EINVAL, topo, sizeof topo)) != SCHEDC_OK) return fs;
+    o.topology = topo;
+  }
   sc_dsl_opts d = {(uint32_t)o.nranks, (uint32_t)o.nnodes, o.topology, o.defines, o.ndefines,
                    o.max_instructions, o.max_memory};
   sc_ir ir;
@@ -181,6 +193,10 @@ schedc_status schedc_plan_open(const char *path, const schedc_load_opts *opts, s
   if (!out) return sc_err(SCHEDC_EINVAL, "out is NULL");
   *out = NULL;
   if (!path) return sc_err(SCHEDC_EINVAL, "path is NULL");
+  char file[PATH_MAX];
+  schedc_status fs = sc_find_file(path, NULL, SCHEDC_EIO, file, sizeof file);
+  if (fs != SCHEDC_OK) return fs;
+  path = file;
   char magic[8] = {0};
   FILE *f = fopen(path, "rb");
   if (!f) return sc_err(SCHEDC_EIO, "cannot open %s: %s", path, strerror(errno));
