@@ -17,7 +17,8 @@ struct schedc_plan {
 };
 
 /* Verify ir and wrap it into a plan (takes ownership of ir on success and failure).
- * SCHEDC_EVERIFY with the rendered diagnostics in errmsg. */
+ * SCHEDC_EVERIFY with the rendered diagnostics in errmsg; SCHEDC_ENOMEM when out of memory
+ * anywhere in the verification (never a verdict then). */
 schedc_status sc_plan_make(sc_ir *ir, schedc_plan **out);
 
 #endif
