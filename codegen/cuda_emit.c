@@ -44,7 +44,7 @@ static void put(sb *b, const char *fmt, ...) {
  * unsigned type of the element's size, so every bit pattern (NaN payloads too) moves untouched. */
 static const char *elem_type(int dtype, int copy_only) {
   if (copy_only) {
-    size_t sz = schedc_dtype_size((schedc_dtype)dtype);
+    size_t sz = sc_dtype_size(dtype);
     return sz == 2 ? "unsigned short" : sz == 4 ? "unsigned int" : "unsigned long long";
   }
   switch (dtype) {
@@ -547,22 +547,12 @@ char *sc_cuda_emit_split(const sc_ir *ir, const sc_prog *prog, int rank, int dty
                          const sc_split *sp) {
   if (dtype < 0 || dtype >= SCHEDC_DTYPE_COUNT_ || op < 0 || op >= SCHEDC_OP_COUNT_) return NULL;
   if (rank >= (int)ir->nranks) return NULL;
-  static const char *const dn[] = {
-#define X(name, value, str, bytes) [value] = str,
-      SCHEDC_DTYPE_LIST(X)
-#undef X
-  };
-  static const char *const on[] = {
-#define X(name, value, str) [value] = str,
-      SCHEDC_OP_LIST(X)
-#undef X
-  };
   sb b = {0};
   put(&b, "/* schedc generated code: plan '%s' (%s, %u ranks, %u chunks, %u steps), %s %s, %s.\n"
           " * Straight-line write groups over the primitives below; no headers, everything comes in as\n"
           " * kernel parameters. Compile with --fmad=false: reductions must be add.rn/mul.rn, never fma. */\n",
-      ir->name, sc_ir_collective_name(ir->collective), ir->nranks, ir->nchunks, ir->nsteps, dn[dtype], on[op],
-      rank < 0 ? "all ranks" : "one rank");
+      ir->name, sc_ir_collective_name(ir->collective), ir->nranks, ir->nchunks, ir->nsteps, sc_dtype_name(dtype),
+      sc_op_name(op), rank < 0 ? "all ranks" : "one rank");
   int copy_only = ir->collective == SCHEDC_ALLGATHER || ir->collective == SCHEDC_BROADCAST;
   emit_prelude(&b, ir, dtype, op, copy_only, check, sp != NULL);
   if (!copy_only) emit_conversions(&b, dtype);

@@ -199,7 +199,7 @@ SCHEDC_API schedc_status schedc_plan_transfer(const schedc_plan *plan, long i, s
 /* The proven reduction tree of `chunk` on `rank`, written with rN, '+' and parentheses, e.g.
  * "(((r1+r2)+r3)+r0)"; a chunk the postcondition leaves unspecified on that rank is "-".
  * Writes at most `cap` bytes including the NUL; returns the full length (like snprintf) or
- * -1 (bad argument). */
+ * -1 (bad argument, or out of memory: buf then holds ""). */
 SCHEDC_API long schedc_plan_order(const schedc_plan *plan, int chunk, int rank, char *buf, size_t cap);
 /* The rank whose tree defines `chunk` (the owner for reduce_scatter, the root for reduce,
  * otherwise the lowest rank that holds it), or -1. */

@@ -32,8 +32,9 @@ schedc_status sc_plan_make(sc_ir *ir, schedc_plan **out) {
   if (rc != 0) {
     schedc_status st = SCHEDC_ENOMEM;
     if (rc > 0) {
+      /* No text, no verdict: a rejection must name its diagnostics (render fails only on OOM). */
       char *txt = sc_diags_render(&d, &p->ir, MAX_DIAG_LINES);
-      st = sc_err_str(SCHEDC_EVERIFY, txt ? txt : "schedule rejected");
+      st = txt ? sc_err_str(SCHEDC_EVERIFY, txt) : sc_err(SCHEDC_ENOMEM, "out of memory while verifying");
       free(txt);
     } else {
       sc_err(st, "out of memory while verifying");
@@ -181,7 +182,8 @@ long schedc_plan_order(const schedc_plan *plan, int chunk, int rank, char *buf, 
   uint32_t id = SC_TERM_UNDEF;
   if (sc_verify_cell_defined(&plan->ir, (uint32_t)rank, (uint32_t)chunk))
     id = plan->v.final[(size_t)rank * plan->ir.nchunks + (uint32_t)chunk];
-  return (long)sc_terms_print(&plan->v.terms, id, buf, cap);
+  size_t len = sc_terms_print(&plan->v.terms, id, buf, cap);
+  return len == SIZE_MAX ? -1 : (long)len; /* SIZE_MAX: out of memory */
 }
 
 int schedc_plan_chunk_holder(const schedc_plan *plan, int chunk) {

@@ -21,7 +21,8 @@ struct schedc_plan {
 };
 
 /* Verify ir, lower it, and wrap both into a plan (takes ownership of ir on success and failure).
- * SCHEDC_EVERIFY with the rendered diagnostics in errmsg; SCHEDC_ENOMEM. */
+ * SCHEDC_EVERIFY with the rendered diagnostics in errmsg; SCHEDC_ENOMEM when out of memory
+ * anywhere in the verification or the lowering (never a verdict then). */
 schedc_status sc_plan_make(sc_ir *ir, schedc_plan **out);
 
 #endif
