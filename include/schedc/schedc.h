@@ -128,10 +128,12 @@ typedef struct schedc_load_opts {
   const char *topology;      /* topology file (.lua) or NULL */
   const char *const *defines;/* "key=value" strings, the `params` table (numbers converted) */
   int ndefines;
-  uint64_t max_instructions; /* Lua instruction cap; 0: 1e9 (about 2 s) */
-  size_t max_memory;         /* Lua memory cap in bytes; 0: 1 GiB */
+  uint64_t max_instructions; /* Lua instruction cap; 0: 1e9 (5-15 s of plain Lua) */
+  size_t max_memory;         /* memory cap in bytes (Lua's and the transfers'); 0: 1 GiB */
+  double max_seconds;        /* wall-clock limit of the script's run; 0: 20 s. No Lua code, pcall
+                              * or library call outlasts a limit once hit */
 } schedc_load_opts;
-#define SCHEDC_LOAD_OPTS_INIT {sizeof(schedc_load_opts), 0, 0, NULL, NULL, 0, 0, 0}
+#define SCHEDC_LOAD_OPTS_INIT {sizeof(schedc_load_opts), 0, 0, NULL, NULL, 0, 0, 0, 0.0}
 
 /* Run the schedule script at `path` in the sandbox, verify it and lower it into a plan. A path
  * without a folder may name a shipped or installed schedule ("ring"; schedc_schedule_find below),

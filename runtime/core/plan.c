@@ -79,6 +79,9 @@ schedc_status schedc_plan_from_script(const char *path, const schedc_load_opts *
   }
   if (o.nranks < 0 || o.nnodes < 0 || o.ndefines < 0 || (o.ndefines && !o.defines))
     return sc_err(SCHEDC_EINVAL, "bad load options (negative count or NULL defines)");
+  if (!(o.max_seconds >= 0 && o.max_seconds <= 86400)) /* NaN fails too */
+    return sc_err(SCHEDC_EINVAL, "opts->max_seconds %g: use 0 (the default, 20 s) or seconds in (0, 86400]",
+                  o.max_seconds);
   /* Names without a folder ("ring", "dgx_h100") are looked up (schedpath.h). A topology that
    * cannot be found is a bad option, as an invalid one is (EINVAL). */
   char file[PATH_MAX], topo[PATH_MAX];
@@ -90,7 +93,7 @@ schedc_status schedc_plan_from_script(const char *path, const schedc_load_opts *
     o.topology = topo;
   }
   sc_dsl_opts d = {(uint32_t)o.nranks, (uint32_t)o.nnodes, o.topology, o.defines, o.ndefines,
-                   o.max_instructions, o.max_memory};
+                   o.max_instructions, o.max_memory, o.max_seconds};
   sc_ir ir;
   char *msg = NULL;
   int st = sc_dsl_load(path, &d, &ir, &msg);
