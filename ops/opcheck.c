@@ -266,7 +266,7 @@ static int visit_body(CXCursor c, CXCursor parent, CXClientData data) {
     spell(c, nm, sizeof nm);
     if (rk == CXCursor_VarDecl) {
       int sc = CL.Cursor_getStorageClass(ref);
-      int global = CL.getCursorKind(CL.getCursorSemanticParent(ref)) == CXCursor_TranslationUnit;
+      int global = CL.getCursorKind(CL.getCursorSemanticParent(ref)) != CXCursor_FunctionDecl; /* locals belong to a function */
       if (global || sc == CX_SC_Static || sc == CX_SC_Extern) {
         addf(k, c, "'%s' is a %s variable: an operator may read and write only its parameters and local variables "
              "(shared state makes the result depend on call order, and the GPU has its own copy)", nm,
