@@ -20,6 +20,8 @@ expect "check-op absmax" 0 "absmax.c:absmax: ok: float, serves f32, f16, bf16; c
 expect "check-op absmax again: cache hit" 0 "cache hit" "$schedc" check-op "$ops/shipped/absmax.c:absmax"
 expect "check-op or64" 0 "or64.c:or64: ok: int64_t, serves i64" "$schedc" check-op "$ops/shipped/or64.c:or64"
 expect "check-op l2combine" 0 "ok: float" "$schedc" check-op "$ops/shipped/l2combine.c:l2combine"
+expect "check-op helper, if/else, casts, shifts" 0 "accepted.c:combo: ok: int32_t, serves i32" \
+  "$schedc" check-op "$(dirname "$0")/accepted.c:combo"
 expect "check-op unknown name" 1 "no function 'nope' defined here (functions: absmax)" \
   "$schedc" check-op "$ops/shipped/absmax.c:nope"
 expect "check-op usage" 2 "expected FILE.c:NAME" "$schedc" check-op absmax
