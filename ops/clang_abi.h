@@ -33,7 +33,7 @@ enum {
   CXCursor_LastExpr = 156,
   CXCursor_FirstStmt = 200, CXCursor_CompoundStmt = 202, CXCursor_IfStmt = 205,
   CXCursor_SwitchStmt = 206, CXCursor_WhileStmt = 207, CXCursor_DoStmt = 208, CXCursor_ForStmt = 209,
-  CXCursor_GotoStmt = 210, CXCursor_IndirectGotoStmt = 211, CXCursor_ReturnStmt = 214,
+  CXCursor_LabelStmt = 201, CXCursor_GotoStmt = 210, CXCursor_IndirectGotoStmt = 211, CXCursor_ReturnStmt = 214,
   CXCursor_GCCAsmStmt = 215, CXCursor_MSAsmStmt = 229, CXCursor_NullStmt = 230, CXCursor_DeclStmt = 231,
   CXCursor_LastStmt = 299,
   CXCursor_TranslationUnit = 350,
@@ -43,7 +43,8 @@ enum {
 /* enum CXTypeKind */
 enum {
   CXType_Void = 2, CXType_Int = 17, CXType_Long = 18, CXType_LongLong = 19, CXType_Float = 21,
-  CXType_Double = 22, CXType_Pointer = 101, CXType_ConstantArray = 112, CXType_FunctionProto = 111,
+  CXType_Double = 22, CXType_Pointer = 101, CXType_FunctionProto = 111, CXType_ConstantArray = 112,
+  CXType_IncompleteArray = 114, CXType_VariableArray = 115, CXType_DependentSizedArray = 116,
 };
 enum { CX_SC_Static = 3, CX_SC_Extern = 2 };       /* enum CX_StorageClass */
 enum { CXChildVisit_Break = 0, CXChildVisit_Continue = 1, CXChildVisit_Recurse = 2 };

@@ -147,7 +147,7 @@ static void check_decl_type(ck *k, CXCursor c, const char *what) {
   else if (ct.kind == CXType_Pointer)
     addf(k, c, "%s '%s' is a pointer (%s): operators take and return scalars; use a local of type " TYPES_ALLOWED, what,
          nm, ty);
-  else if (ct.kind >= CXType_ConstantArray && ct.kind <= 116 && ct.kind != CXType_FunctionProto)
+  else if (ct.kind >= CXType_ConstantArray && ct.kind <= CXType_DependentSizedArray)
     addf(k, c, "%s '%s' is an array (%s): operators use scalars only; use locals of type " TYPES_ALLOWED, what, nm, ty);
   else if (!type_ok(t))
     addf(k, c, "%s '%s' has type %s: operators compute in " TYPES_ALLOWED " only", what, nm, ty);
@@ -241,7 +241,7 @@ static int visit_body(CXCursor c, CXCursor parent, CXClientData data) {
     addf(k, c, "loop: operators have no loops (schedc runs the element loop; an operator combines two values in "
          "straight-line code with if/else)");
     return CXChildVisit_Continue;
-  case CXCursor_GotoStmt: case CXCursor_IndirectGotoStmt: case 201 /* LabelStmt */:
+  case CXCursor_GotoStmt: case CXCursor_IndirectGotoStmt: case CXCursor_LabelStmt:
     addf(k, c, "goto and labels are not allowed: use if/else");
     return CXChildVisit_Continue;
   case CXCursor_SwitchStmt:

@@ -75,11 +75,13 @@ typedef struct job {
   const schedc_plan *plan;
   schedc_collective coll;
   schedc_status st;
+  char msg[400];
 } job;
 static void *run_job(void *p) {
   job *j = p;
   if (j->coll == SCHEDC_REDUCE) j->st = schedc_reduce(j->send, j->recv, COUNT, j->dt, j->op, 0, j->comm, j->plan);
   else j->st = schedc_allreduce(j->send, j->recv, COUNT, j->dt, j->op, j->comm, j->plan);
+  snprintf(j->msg, sizeof j->msg, "%s", j->st == SCHEDC_OK ? "" : schedc_errmsg());
   return NULL;
 }
 
@@ -93,13 +95,13 @@ static int run_all(int shm, schedc_collective coll, const schedc_plan *plan, sch
     pthread_t t[N];
     job j[N];
     for (int r = 0; r < N; r++) {
-      j[r] = (job){comms[r], send[r], recv[r], dt, op, plan, coll, SCHEDC_OK};
+      j[r] = (job){comms[r], send[r], recv[r], dt, op, plan, coll, SCHEDC_OK, ""};
       pthread_create(&t[r], NULL, run_job, &j[r]);
     }
     int bad = 0;
     for (int r = 0; r < N; r++) {
       pthread_join(t[r], NULL);
-      if (j[r].st != SCHEDC_OK) { fprintf(stderr, "rank %d: %s\n", r, schedc_errmsg()); bad = 1; }
+      if (j[r].st != SCHEDC_OK) { fprintf(stderr, "rank %d: %s\n", r, j[r].msg); bad = 1; }
       schedc_comm_free(comms[r]);
     }
     return bad ? -1 : 0;
@@ -113,7 +115,7 @@ static int run_all(int shm, schedc_collective coll, const schedc_plan *plan, sch
     if ((pid[r] = fork()) == 0) {
       schedc_comm *c;
       if (schedc_comm_init_shm(r, N, jobname, NULL, &c) != SCHEDC_OK) _exit(3);
-      job j = {c, send[r], out + r * bytes, dt, op, plan, coll, SCHEDC_OK};
+      job j = {c, send[r], out + r * bytes, dt, op, plan, coll, SCHEDC_OK, ""};
       run_job(&j);
       if (j.st != SCHEDC_OK) fprintf(stderr, "rank %d: %s\n", r, schedc_errmsg());
       schedc_comm_free(c);
@@ -254,6 +256,25 @@ int main(int argc, char **argv) {
     }
     schedc_accum_free(acc);
     CHECK(schedc_accum_create(3, SCHEDC_F64, l2, 0, 4, &acc) == SCHEDC_EINVAL);
+
+    /* ranks that made different operators disagree on the call (the source hash travels with
+     * it, since the op value is only this process's name for its operator) */
+    schedc_comm *mc[N];
+    CHECK(schedc_comm_init_threads(N, NULL, mc) == SCHEDC_OK);
+    float xs[N][COUNT], ys[N][COUNT];
+    memset(xs, 0, sizeof xs);
+    pthread_t t[N];
+    job j[N];
+    for (int r = 0; r < N; r++) {
+      j[r] = (job){mc[r], xs[r], ys[r], SCHEDC_F32, r == 0 ? absmax : l2, NULL, SCHEDC_ALLREDUCE, SCHEDC_OK, ""};
+      pthread_create(&t[r], NULL, run_job, &j[r]);
+    }
+    for (int r = 0; r < N; r++) {
+      pthread_join(t[r], NULL);
+      CHECK(j[r].st == SCHEDC_EMISMATCH);
+      CHECK_CONTAINS(j[r].msg, "custom operator's source");
+      schedc_comm_free(mc[r]);
+    }
   }
 
   schedc_op_free(absmax);
