@@ -3,7 +3,9 @@
  * (ops/shipped) on threads or shm ranks against this test's own copy of each function evaluated
  * over the trees schedc_plan_order prints (f32, bf16 through f32, i64), schedc_accumulate's
  * canonical tree, the dtype pairing rules and a source mismatch between ranks.
- * Usage: test_ops SCHEDULES_DIR OPS_DIR [threads|shm]. [SKIP] without libclang or a C compiler.
+ * cuda: the same on N virtual ranks of one GPU (the generated kernels with the operator's
+ * __device__ function), against the same trees, so GPU bits = CPU bits ([SKIP] without a GPU).
+ * Usage: test_ops SCHEDULES_DIR OPS_DIR [threads|shm|cuda]. [SKIP] without libclang or a C compiler.
  */
 #include <math.h>
 #include <pthread.h>
@@ -85,10 +87,41 @@ static void *run_job(void *p) {
   return NULL;
 }
 
+/* cuda mode: N virtual ranks on one GPU, driven by this thread (the same kernels as N GPUs). */
+static int run_cuda(schedc_collective coll, const schedc_plan *plan, schedc_dtype dt, schedc_op op,
+                    void *const *send, void *const *recv) {
+  size_t bytes = COUNT * schedc_dtype_size(dt);
+  schedc_comm *comms[N];
+  if (schedc_comm_init_cuda(N, NULL, SCHEDC_CUDA_VIRTUAL, NULL, comms) != SCHEDC_OK) {
+    fprintf(stderr, "cuda init: %s\n", schedc_errmsg());
+    return -1;
+  }
+  void *ds[N], *dr[N];
+  int bad = 0;
+  for (int r = 0; r < N; r++) {
+    bad |= schedc_cuda_alloc(comms[r], bytes, &ds[r]) != SCHEDC_OK || schedc_cuda_alloc(comms[r], bytes, &dr[r]) != SCHEDC_OK;
+    bad |= schedc_cuda_copy(comms[r], ds[r], send[r], bytes) != SCHEDC_OK;
+  }
+  for (int r = 0; r < N && !bad; r++) {
+    schedc_status st = coll == SCHEDC_REDUCE ? schedc_reduce(ds[r], dr[r], COUNT, dt, op, 0, comms[r], plan)
+                                             : schedc_allreduce(ds[r], dr[r], COUNT, dt, op, comms[r], plan);
+    if (st != SCHEDC_OK) { fprintf(stderr, "cuda rank %d: %s\n", r, schedc_errmsg()); bad = 1; }
+  }
+  if (!bad && schedc_cuda_sync(comms[0]) != SCHEDC_OK) { fprintf(stderr, "cuda sync: %s\n", schedc_errmsg()); bad = 1; }
+  for (int r = 0; r < N; r++) {
+    if (!bad) bad |= schedc_cuda_copy(comms[r], recv[r], dr[r], bytes) != SCHEDC_OK;
+    schedc_cuda_free(comms[r], ds[r]);
+    schedc_cuda_free(comms[r], dr[r]);
+  }
+  for (int r = 0; r < N; r++) schedc_comm_free(comms[r]);
+  return bad ? -1 : 0;
+}
+
 /* Run the collective on N ranks (threads or shm processes); results into recv[r]. */
 static int run_all(int shm, schedc_collective coll, const schedc_plan *plan, schedc_dtype dt, schedc_op op,
                    void *const *send, void *const *recv) {
   size_t bytes = COUNT * schedc_dtype_size(dt);
+  if (shm == 2) return run_cuda(coll, plan, dt, op, send, recv);
   if (!shm) {
     schedc_comm *comms[N];
     if (schedc_comm_init_threads(N, NULL, comms) != SCHEDC_OK) return -1;
@@ -197,7 +230,8 @@ static void check_one(int shm, schedc_collective coll, const schedc_plan *plan, 
 
 int main(int argc, char **argv) {
   if (argc < 3) return 2;
-  int shm = argc > 3 && !strcmp(argv[3], "shm");
+  int shm = argc > 3 && !strcmp(argv[3], "shm") ? 1 : argc > 3 && !strcmp(argv[3], "cuda") ? 2 : 0;
+  if (shm == 2 && schedc_cuda_device_count() < 1) { printf("[SKIP] no CUDA device\n"); return 0; }
   char path[4096];
   schedc_op absmax, l2, or64;
   snprintf(path, sizeof path, "%s/shipped/absmax.c", argv[2]);

@@ -35,4 +35,14 @@ expect "run --op wrong dtype" 1 "takes int64_t, which serves i64, not f32" \
   "$schedc" run ring --ranks 2 --count 10 --op "$ops/shipped/or64.c:or64"
 expect "emit-cuda --op" 0 "" "$schedc" emit-cuda ring --ranks 2 -o "$tmp/cu" --op "$ops/shipped/l2combine.c:l2combine"
 if ! grep -q "sc_custom_op" "$tmp"/cu/*; then echo "FAIL emit-cuda: no sc_custom_op in the emitted source"; fail=1; fi
+# the same digests on threads, shm and (when built with it) mpi
+OP="$ops/shipped/l2combine.c:l2combine"
+want=$("$schedc" run ring --ranks 3 --count 10007 --dtype bf16 --op "$OP" | grep '^rank' | sort)
+got=$("$schedc" run ring --ranks 3 --backend shm --count 10007 --dtype bf16 --op "$OP" | grep '^rank' | sort)
+if [ -n "$want" ] && [ "$want" = "$got" ]; then echo "ok shm = threads"; else echo "FAIL shm: $got, threads: $want"; fail=1; fi
+if command -v mpirun >/dev/null && ! "$schedc" run ring --backend mpi --count 1 2>&1 | grep -q "no MPI support"; then
+  got=$(timeout 120 mpirun --allow-run-as-root --oversubscribe -np 3 "$schedc" run ring --backend mpi --count 10007 \
+        --dtype bf16 --op "$OP" 2>&1 </dev/null | grep '^rank' | sort)
+  if [ "$want" = "$got" ]; then echo "ok mpi = threads"; else echo "FAIL mpi: $got, threads: $want"; fail=1; fi
+fi
 exit $fail
