@@ -167,6 +167,30 @@ static void first_token(ck *k, CXCursor c, char *buf, size_t cap) {
   if (t) CL.disposeTokens(k->tu, t, n);
 }
 
+/* The operator token of a binary expression: the token after its left operand's tokens. */
+static int first_child(CXCursor c, CXCursor parent, CXClientData data) {
+  (void)parent;
+  *(CXCursor *)data = c;
+  return CXChildVisit_Break;
+}
+static void binary_token(ck *k, CXCursor c, char *buf, size_t cap) {
+  CXCursor lhs;
+  memset(&lhs, 0, sizeof lhs);
+  buf[0] = 0;
+  CL.visitChildren(c, first_child, &lhs);
+  CXToken *t = NULL, *tl = NULL;
+  unsigned n = 0, nl = 0;
+  CL.tokenize(k->tu, CL.getCursorExtent(c), &t, &n);
+  CL.tokenize(k->tu, CL.getCursorExtent(lhs), &tl, &nl);
+  if (nl < n) {
+    CXString s = CL.getTokenSpelling(k->tu, t[nl]);
+    snprintf(buf, cap, "%s", CL.getCString(s));
+    CL.disposeString(s);
+  }
+  if (t) CL.disposeTokens(k->tu, t, n);
+  if (tl) CL.disposeTokens(k->tu, tl, nl);
+}
+
 static const char *const math_ok[] = {"fabs", "fmin", "fmax", "copysign", "sqrt", "fma", "floor", "ceil", "trunc", "rint"};
 static const char *const transcendental[] = {
     "exp", "exp2", "expm1", "exp10", "log", "log2", "log10", "log1p", "pow", "sin", "cos", "tan", "asin", "acos", "atan",
@@ -297,6 +321,21 @@ static int visit_body(CXCursor c, CXCursor parent, CXClientData data) {
     }
     break;
   }
+  case CXCursor_BinaryOperator: case CXCursor_CompoundAssignOperator: {
+    /* integer division by zero traps on the CPU and yields a value on the GPU, as does
+     * INT_MIN / -1: no input may make the two sides differ, so neither is allowed */
+    int rk = CL.getCanonicalType(CL.getCursorType(c)).kind;
+    if (rk == CXType_Int || rk == CXType_Long || rk == CXType_LongLong) {
+      binary_token(k, c, nm, sizeof nm);
+      if (!strcmp(nm, "/") || !strcmp(nm, "%") || !strcmp(nm, "/=") || !strcmp(nm, "%=")) {
+        addf(k, c, "integer '%s': division by zero traps on the CPU but gives a value on the GPU (and INT_MIN / -1 "
+             "likewise), so integer division and remainder are not allowed; use shifts, masks or a float "
+             "operator", nm);
+        return CXChildVisit_Recurse; /* and whatever else its operands hold */
+      }
+    }
+    break;
+  }
   case CXCursor_UnaryExpr:
     addf(k, c, "sizeof/alignof are not allowed: an operator computes on values of " TYPES_ALLOWED);
     return CXChildVisit_Continue;
@@ -310,8 +349,8 @@ static int visit_body(CXCursor c, CXCursor parent, CXClientData data) {
     addf(k, c, "string literal: operators use numbers only");
     return CXChildVisit_Continue;
   case CXCursor_UnexposedExpr: case CXCursor_IntegerLiteral: case CXCursor_FloatingLiteral:
-  case CXCursor_CharacterLiteral: case CXCursor_ParenExpr: case CXCursor_BinaryOperator:
-  case CXCursor_CompoundAssignOperator: case CXCursor_ConditionalOperator: case CXCursor_CStyleCastExpr:
+  case CXCursor_CharacterLiteral: case CXCursor_ParenExpr: case CXCursor_ConditionalOperator:
+  case CXCursor_CStyleCastExpr:
     break;
   default:
     if (is_expr(kind)) addf(k, c, "this kind of expression is not allowed in an operator: use arithmetic, comparisons, "

@@ -521,7 +521,7 @@ SCHEDC_API void schedc_accum_free(schedc_accum *acc);
  * An operator is a C function `T name(T a, T b)` in a file of its own, T one of float, double,
  * int32_t, int64_t. schedc_op_create parses the file with libclang (loaded with dlopen) and
  * accepts only what computes the same bits on the CPU and in CUDA: scalar locals and parameters
- * of those types, literals, arithmetic, comparisons, logical, conditional, bitwise and shift
+ * of those types, literals, arithmetic (no integer / or %), comparisons, logical, conditional, bitwise and shift
  * operators, casts between the types, if/else, return, calls to the file's other checked
  * functions and to fabs, fmin, fmax, copysign, sqrt, fma, floor, ceil, trunc, rint (and their f
  * forms). It then tests op(a, b) == op(b, a) bit for bit on at least 100,000 pairs (zeros,
