@@ -217,9 +217,13 @@ static int show_steps(const schedc_plan *plan) {
 static int cuda_build(const schedc_plan *plan, const opts *o, const char *dir) {
   schedc_dtype dt = SCHEDC_F32;
   schedc_op op = SCHEDC_SUM;
-  if ((o->dtype && schedc_dtype_parse(o->dtype, &dt)) || (o->op && cli_op_parse(o->op, &op))) {
+  if (o->dtype && schedc_dtype_parse(o->dtype, &dt)) {
     fprintf(stderr, "schedc: %s\n", schedc_errmsg());
     return EXIT_USAGE;
+  }
+  if (o->op && cli_op_parse(o->op, &op)) { /* a rejected custom operator is a rejection, not a usage error */
+    fprintf(stderr, "schedc: %s\n", schedc_errmsg());
+    return strchr(o->op, ':') ? EXIT_REJECTED : EXIT_USAGE;
   }
   const char *arch = o->arch ? o->arch : "sm_90";
   schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
