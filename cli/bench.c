@@ -175,7 +175,7 @@ int cli_bench(int argc, char **argv) {
     else if (!strcmp(a, "--iters")) { VAL(); o.iters = atoi(v); }
     else if (!strcmp(a, "--warmup")) { VAL(); o.warmup = atoi(v); }
     else if (!strcmp(a, "--dtype")) { VAL(); if (schedc_dtype_parse(v, &o.dtype)) { fprintf(stderr, "schedc bench: %s\n", schedc_errmsg()); goto done; } }
-    else if (!strcmp(a, "--op")) { VAL(); if (schedc_op_parse(v, &o.op)) { fprintf(stderr, "schedc bench: %s\n", schedc_errmsg()); goto done; } }
+    else if (!strcmp(a, "--op")) { VAL(); if (cli_op_parse(v, &o.op)) { fprintf(stderr, "schedc bench: %s\n", schedc_errmsg()); goto done; } }
     else if (!strcmp(a, "--min") || !strcmp(a, "--max") || !strcmp(a, "--factor")) {
       VAL();
       size_t x;

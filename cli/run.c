@@ -378,7 +378,7 @@ static void run_usage(FILE *f) {
           "Run the plan on N ranks (CPU or GPU) and print each rank's 64-bit digest and whether all ranks agree.\n"
           "  --count K      elements per rank buffer (default 1048576)\n"
           "  --dtype T      f32 (default), f64, f16, bf16, i32, i64\n"
-          "  --op OP        sum (default), prod, min, max, avg\n"
+          "  --op OP        sum (default), prod, min, max, avg, or FILE.c:NAME (a custom operator, docs/ops.md)\n"
           "  --backend B    threads (default; ranks are threads), shm (forks N processes), mpi (start\n"
           "                 with mpirun -np N; N comes from MPI), cuda (a GPU per rank, driven by this process)\n"
           "  --virtual      with cuda: all N ranks on one GPU (SCHEDC_CUDA_EMULATE=1: on the host, no GPU)\n"
@@ -423,7 +423,7 @@ int cli_run(int argc, char **argv) {
     else if (!strcmp(a, "--topology")) { VAL(); o.topology = v; }
     else if (!strcmp(a, "--count")) { VAL(); if (cli_parse_count(v, 0, 1LL << 34, &ll)) BAD("is not an element count (K, M, G suffixes allowed)"); o.count = ll; }
     else if (!strcmp(a, "--dtype")) { VAL(); if (schedc_dtype_parse(v, &o.dtype)) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); goto done; } }
-    else if (!strcmp(a, "--op")) { VAL(); if (schedc_op_parse(v, &o.op)) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); goto done; } }
+    else if (!strcmp(a, "--op")) { VAL(); if (cli_op_parse(v, &o.op)) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); goto done; } }
     else if (!strcmp(a, "--backend")) { VAL(); backend = v; }
     else if (!strcmp(a, "--virtual")) virt = 1;
     else if (!strcmp(a, "--processes")) procs = 1;

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opreg.h"
+
 typedef struct sb { char *p; size_t len, cap; int oom; } sb;
 
 static void put(sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -62,6 +64,12 @@ static const char *default_nan(int dtype) {
 
 static void emit_op(sb *b, int dtype, int op, int copy_only) {
   int f64 = dtype == SCHEDC_F64, isint = dtype == SCHEDC_I32 || dtype == SCHEDC_I64;
+  const sc_opdef *custom = sc_opreg_get(op);
+  if (custom && !copy_only) { /* the checked operator's own __device__ functions (docs/ops.md) */
+    put(b, "%s", custom->cuda);
+    put(b, "__device__ __forceinline__ sc_acc sc_op(sc_acc a, sc_acc b) { return sc_custom_op(a, b); }\n\n");
+    return;
+  }
   put(b, "__device__ __forceinline__ sc_acc sc_op(sc_acc a, sc_acc b) {\n");
   if (copy_only) {
     put(b, "  (void)b;\n  return a; /* a copy-only plan never combines */\n}\n\n");
@@ -545,7 +553,7 @@ char *sc_cuda_emit_checked(const sc_ir *ir, const sc_prog *prog, int rank, int d
 
 char *sc_cuda_emit_split(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, int op, int check,
                          const sc_split *sp) {
-  if (dtype < 0 || dtype >= SCHEDC_DTYPE_COUNT_ || op < 0 || op >= SCHEDC_OP_COUNT_) return NULL;
+  if (dtype < 0 || dtype >= SCHEDC_DTYPE_COUNT_ || op < 0 || (op >= SCHEDC_OP_COUNT_ && !sc_opreg_get(op))) return NULL;
   if (rank >= (int)ir->nranks) return NULL;
   sb b = {0};
   put(&b, "/* schedc generated code: plan '%s' (%s, %u ranks, %u chunks, %u steps), %s %s, %s.\n"

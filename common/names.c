@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "opreg.h"
 
 static const char *const status_msgs[] = {
 #define X(name, value, msg) [value] = msg,
@@ -37,7 +38,13 @@ static const char *const op_names[] = {
 const char *sc_status_msg(int st) { return st >= 0 && st < SCHEDC_STATUS_COUNT_ ? status_msgs[st] : NULL; }
 const char *sc_collective_name(int c) { return c >= 0 && c < SCHEDC_COLLECTIVE_COUNT_ ? coll_names[c] : NULL; }
 const char *sc_dtype_name(int dtype) { return dtype >= 0 && dtype < SCHEDC_DTYPE_COUNT_ ? dtype_names[dtype] : NULL; }
-const char *sc_op_name(int op) { return op >= 0 && op < SCHEDC_OP_COUNT_ ? op_names[op] : NULL; }
+const char *sc_op_name(int op) {
+  if (op >= SCHEDC_OP_CUSTOM_BASE) { /* a custom op: its "file.c:name" while it lives */
+    const sc_opdef *d = sc_opreg_get(op);
+    return d ? d->name : NULL;
+  }
+  return op >= 0 && op < SCHEDC_OP_COUNT_ ? op_names[op] : NULL;
+}
 size_t sc_dtype_size(int dtype) { return dtype >= 0 && dtype < SCHEDC_DTYPE_COUNT_ ? dtype_sizes[dtype] : 0; }
 
 /* ---- the public functions (schedc.h) ---- */

@@ -98,6 +98,11 @@ typedef enum schedc_op {
   SCHEDC_OP_COUNT_
 } schedc_op;
 
+/* Custom operators (schedc_op_create below) are values >= SCHEDC_OP_CUSTOM_BASE: the schedc_op
+ * parameter of every collective carries them unchanged, and the library maps the value to the
+ * operator it made (a process-wide registry; values are never reused within a process). */
+#define SCHEDC_OP_CUSTOM_BASE 256
+
 /* ---- names and messages ------------------------------------------------------------------- */
 
 /* Static message of a status ("success", "invalid argument", ...); never NULL. */
@@ -513,6 +518,55 @@ SCHEDC_API schedc_status schedc_accumulate(schedc_accum *acc, int leaf, const vo
 SCHEDC_API schedc_status schedc_accum_result(schedc_accum *acc, void *out);
 SCHEDC_API void schedc_accum_reset(schedc_accum *acc);
 SCHEDC_API void schedc_accum_free(schedc_accum *acc);
+
+/* ---- custom reduction operators (docs/ops.md) ----------------------------------------------
+ * An operator is a C function `T name(T a, T b)` in a file of its own, T one of float, double,
+ * int32_t, int64_t. schedc_op_create parses the file with libclang (loaded with dlopen) and
+ * accepts only what computes the same bits on the CPU and in CUDA: scalar locals and parameters
+ * of those types, literals, arithmetic (no integer / or %), comparisons, logical, conditional, bitwise and shift
+ * operators, casts between the types, if/else, return, calls to the file's other checked
+ * functions and to fabs, fmin, fmax, copysign, sqrt, fma, floor, ceil, trunc, rint (and their f
+ * forms). It then tests op(a, b) == op(b, a) bit for bit on at least 100,000 pairs (zeros,
+ * infinities, NaNs, subnormals, extremes, random bits), since the proven trees combine operands
+ * in either order, and compiles the function into an element loop with the system C compiler
+ * (cc -O2 -ffp-contract=off -fno-fast-math -fwrapv, or $SCHEDC_CC), cached under the kernel cache
+ * directory by a hash of (source, compiler version, flags). A NaN result is the default NaN, as
+ * for the built-in ops. float serves f32, f16 and bf16 (f32 accumulation, one final rounding),
+ * double f64, int32_t i32, int64_t i64. */
+typedef struct schedc_op_opts {
+  size_t size;               /* sizeof(schedc_op_opts) */
+  long pairs;                /* operand pairs of the commutativity test; 0: 131072 (at least 100000) */
+} schedc_op_opts;
+#define SCHEDC_OP_OPTS_INIT {sizeof(schedc_op_opts), 0}
+
+/* Check, test and compile the operator `name` of the C file `path` into *out (a value usable as
+ * the op of every collective on the threads, shm and mpi backends, of schedc_accum_create, and
+ * of schedc_cuda_source). Statuses: SCHEDC_EINVAL (the file breaks a rule, does not parse, or is
+ * not commutative: errmsg has one "file:line:col: message" line per problem, saying what is
+ * allowed instead, or the counterexample pair), SCHEDC_EIO (unreadable file, cache or compiler
+ * output), SCHEDC_EUNAVAIL (no libclang: install libclang1-16 (Debian/Ubuntu: apt-get install
+ * libclang1-16, or libclang-16-dev), or set SCHEDC_LIBCLANG to its path; no C compiler: install
+ * gcc or set SCHEDC_CC), SCHEDC_ENOMEM. Thread-safe. Every rank of a job must create the same
+ * operator (the calls compare its source hash: SCHEDC_EMISMATCH otherwise). */
+SCHEDC_API schedc_status schedc_op_create(const char *path, const char *name, const schedc_op_opts *opts,
+                                          schedc_op *out);
+/* What a custom op is. Strings live as long as the op. */
+typedef struct schedc_op_info {
+  size_t size;               /* sizeof(schedc_op_info), set by the caller */
+  const char *name;          /* "file.c:name" */
+  schedc_dtype type;         /* the function's type: SCHEDC_F32, SCHEDC_F64, SCHEDC_I32 or SCHEDC_I64 */
+  uint64_t hash;             /* of the checked source (what ranks and kernel caches compare) */
+  long pairs_tested;         /* commutativity pairs that passed */
+  int cache_hit;             /* the compiled element loop came from the cache */
+  double check_s, test_s, compile_s; /* seconds: libclang check, commutativity test, compile or cache load */
+  const char *cuda_source;   /* the __device__ functions emitted into generated kernels */
+} schedc_op_info;
+#define SCHEDC_OP_INFO_INIT {sizeof(schedc_op_info), NULL, SCHEDC_F32, 0, 0, 0, 0.0, 0.0, 0.0, NULL}
+/* SCHEDC_EINVAL if op is not a live custom op. */
+SCHEDC_API schedc_status schedc_op_get_info(schedc_op op, schedc_op_info *info);
+/* Free a custom op; built-in ops and values already freed are a no-op. No call may still be
+ * using it (the compiled code is unloaded). */
+SCHEDC_API void schedc_op_free(schedc_op op);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,7 @@
 #include "comm.h"
 #include "err.h"
 #include "kernels.h"
+#include "opreg.h"
 #include "plan.h"
 
 #define DEFAULT_TIMEOUT 300.0
@@ -157,7 +158,10 @@ static schedc_status make_call(schedc_comm *c, int coll, const void *sendbuf, vo
                   why ? why : "");
   }
   if (!schedc_dtype_name(dtype)) return sc_err(SCHEDC_EINVAL, "%s: bad dtype %d", cn, (int)dtype);
-  if (!schedc_op_name(op)) return sc_err(SCHEDC_EINVAL, "%s: bad op %d", cn, (int)op);
+  if (!schedc_op_name(op)) return sc_err(SCHEDC_EINVAL, "%s: bad op %d%s", cn, (int)op, op >= SCHEDC_OP_CUSTOM_BASE ?
+                                         " (a custom operator already freed, or never made by schedc_op_create)" : "");
+  schedc_status st;
+  if (sc_reduces(coll) && (st = sc_op_check_dtype(op, dtype, cn)) != SCHEDC_OK) return st;
   if (root < 0 || root >= c->nranks) return sc_err(SCHEDC_EINVAL, "%s: root %d out of range [0, %d)", cn, root, c->nranks);
   int n = c->nranks, me = c->rank;
   size_t K = coll == SCHEDC_REDUCE_SCATTER || coll == SCHEDC_ALLGATHER ? count * (size_t)n : count;
@@ -179,7 +183,9 @@ static schedc_status make_call(schedc_comm *c, int coll, const void *sendbuf, vo
   /* Reductions run in the accumulation type; allgather and broadcast only move the bits. */
   int reduction = sc_reduces(coll);
   *k = (sc_call){coll, cn, sendbuf, recvbuf, count, K, dtype, reduction ? sc_acc_type(dtype) : dtype,
-                 reduction ? op : SCHEDC_SUM, root, plan, &plan->prog, slice, flags};
+                 reduction ? op : SCHEDC_SUM, root, plan, &plan->prog, slice, flags, 0};
+  const sc_opdef *custom = reduction ? sc_opreg_get(op) : NULL;
+  if (custom) k->op_hash = custom->hash;
   if (!(flags & SC_CALL_NOVERIFY)) c->file = ir->nfiles ? ir->files[0] : "?";
   return SCHEDC_OK;
 }

@@ -72,6 +72,8 @@ typedef struct sc_call {
   const sc_prog *prog;       /* the plan's lowered program (owned by the plan) */
   size_t slice;              /* pipelining slice bytes for this call (a tuning entry's or the comm's) */
   unsigned flags;            /* SC_CALL_* */
+  uint64_t op_hash;          /* a custom op's source hash (0: built-in): ranks compare it, since the
+                              * op's value is only this process's name for it */
 } sc_call;
 
 /* Capabilities of a backend. */

@@ -26,6 +26,7 @@ typedef struct sc_desc {
   uint64_t seq;              /* number of the call this describes */
   uint32_t coll, dtype, op, root;
   uint64_t count, plan_hash;
+  uint64_t op_hash;          /* a custom op's source hash (sc_call.op_hash) */
   uint64_t slice;            /* slice bytes: counter layout depends on it, so it must match */
   uint64_t work;             /* threads: address of the working buffer; shm: arena generation */
   uint64_t arena_size;       /* shm: bytes of the rank's arena */

@@ -79,6 +79,7 @@ static schedc_status run_plan(schedc_comm *c, const sc_call *k, uint64_t seq) {
   for (int r = 0; r < n; r++) {
     const sc_desc *o = &x->sh->slots[r].d[parity];
     const char *what = o->coll != slot->coll ? "collective" : o->dtype != slot->dtype ? "dtype" : o->op != slot->op ? "op"
+                       : o->op_hash != slot->op_hash ? "custom operator's source"
                        : o->root != slot->root ? "root" : o->count != slot->count ? "count"
                        : o->plan_hash != slot->plan_hash ? "plan" : o->slice != slot->slice ? "slice size" : NULL;
     if (o->seq != seq) what = "call sequence";
@@ -127,7 +128,9 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
   if (sc_call_checks(c, k) && k->K) sc_exec_checksum_inputs(c, k->prog, k->acc, k->K, W, (int)(seq & 1));
   desc->coll = (uint32_t)coll;
   desc->dtype = (uint32_t)k->dtype;
-  desc->op = (uint32_t)k->op;
+  /* a custom op's value is this process's name for it: ranks compare its source hash instead */
+  desc->op = k->op_hash ? (uint32_t)SCHEDC_OP_CUSTOM_BASE : (uint32_t)k->op;
+  desc->op_hash = k->op_hash;
   desc->root = (uint32_t)k->root;
   desc->count = k->count;
   desc->plan_hash = k->plan->hash;

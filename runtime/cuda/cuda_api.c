@@ -19,6 +19,7 @@
 #include "err.h"
 #include "fileio.h"
 #include "nvrtc.h"
+#include "opreg.h"
 #include "plan.h"
 
 void schedc_free(void *p) { free(p); }
@@ -37,6 +38,9 @@ schedc_status schedc_cuda_source_v2(const schedc_plan *plan, int rank, schedc_dt
   *source = NULL;
   if (!plan) return sc_err(SCHEDC_EINVAL, "plan is NULL");
   if (!schedc_dtype_name(dtype) || !schedc_op_name(op)) return sc_err(SCHEDC_EINVAL, "bad dtype or op");
+  schedc_status ost = plan->ir.collective == SCHEDC_ALLGATHER || plan->ir.collective == SCHEDC_BROADCAST
+                          ? SCHEDC_OK : sc_op_check_dtype(op, dtype, "schedc_cuda_source");
+  if (ost != SCHEDC_OK) return ost;
   if (rank < -1 || rank >= (int)plan->ir.nranks)
     return sc_err(SCHEDC_EINVAL, "rank %d out of range [-1, %u)", rank, plan->ir.nranks);
   const sc_prog *prog = &plan->prog;

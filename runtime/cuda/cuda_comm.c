@@ -22,6 +22,7 @@
 #include "cuda_net.h"
 #include "err.h"
 #include "kernels.h"
+#include "opreg.h"
 
 schedc_status sc_cu_broken(const cu_group *g, const char *cn) {
   return sc_err(SCHEDC_EPEER, "%s: the cuda communicator is broken by an earlier failure: %s", cn, g->broken);
@@ -334,6 +335,8 @@ schedc_status schedc_cuda_copy(schedc_comm *c, void *dst, const void *src, size_
 schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, const sc_prog *prog, int dtype, int op, cu_kset **out) {
   uint64_t key = plan->hash ^ ((uint64_t)(dtype + 1) << 56) ^ ((uint64_t)(op + 1) << 48) ^ ((uint64_t)g->check << 40) ^
                  ((uint64_t)g->nnodes << 32);
+  const sc_opdef *custom = sc_opreg_get(op); /* a custom op's kernels are keyed by its source too */
+  if (custom) key ^= custom->hash * 0x9e3779b97f4a7c15ull;
   for (int i = 0; i < g->nks; i++)
     if (g->ks[i].key == key) { *out = &g->ks[i]; return SCHEDC_OK; }
   if (g->nks == CU_MODULES) { /* the oldest goes; nothing may still run it */

@@ -19,6 +19,7 @@
 #include "cuda_net.h"
 #include "err.h"
 #include "kernels.h"
+#include "opreg.h"
 
 #define ARENA_HEAD 256 /* rank 0's arena starts with the kernels' failure record (err[4]) */
 
@@ -299,7 +300,9 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
     st = sc_cu_err_status(g, NULL, NULL); /* a timeout of an earlier call not yet seen by schedc_cuda_sync */
   if (st != SCHEDC_OK) return sc_cu_breaks(g, st);
   if (grow) unmap_peers(g);
-  uint64_t d[D_WORDS] = {g->epoch, (uint64_t)coll, (uint64_t)dtype, (uint64_t)g->op, (uint64_t)root, count,
+  const sc_opdef *custom = sc_opreg_get(g->op); /* its value is this process's own: compare its source */
+  uint64_t d[D_WORDS] = {g->epoch, (uint64_t)coll, (uint64_t)dtype, custom ? custom->hash : (uint64_t)g->op,
+                         (uint64_t)root, count,
                          plan->hash, (uint64_t)g->nblk, (uint64_t)(g->digest | g->check << 1 | g->repair << 2),
                          (uint64_t)g->nnodes, (uint64_t)grow};
   uint64_t all[CU_MAX_RANKS * D_WORDS]; /* the exchange tables: at most 64 ranks, so on the stack */

@@ -77,7 +77,7 @@ static schedc_status wait_all(schedc_comm *c, MPI_Request *r, int n, const int *
 }
 
 /* One run of the plan over the private working buffer W. */
-static schedc_status run(schedc_comm *c, const sc_call *call, char *W, uint32_t desc[8]) {
+static schedc_status run(schedc_comm *c, const sc_call *call, char *W, uint32_t desc[10]) {
   mpidata *d = c->be_data;
   const schedc_plan *plan = call->plan;
   const char *cn = call->cn;
@@ -86,15 +86,15 @@ static schedc_status run(schedc_comm *c, const sc_call *call, char *W, uint32_t 
   size_t K = call->K;
   int n = c->nranks, me = c->rank;
   /* Every rank must make the same call: compare the descriptors. */
-  uint32_t *all = malloc((size_t)n * 8 * sizeof *all);
+  uint32_t *all = malloc((size_t)n * 10 * sizeof *all);
   if (!all) return sc_err(SCHEDC_ENOMEM, "out of memory");
-  MPI_Allgather(desc, 8, MPI_UINT32_T, all, 8, MPI_UINT32_T, d->comm);
+  MPI_Allgather(desc, 10, MPI_UINT32_T, all, 10, MPI_UINT32_T, d->comm);
   for (int r = 0; r < n; r++)
-    if (memcmp(all + (size_t)r * 8, desc, 8 * sizeof *desc) != 0) {
+    if (memcmp(all + (size_t)r * 10, desc, 10 * sizeof *desc) != 0) {
       free(all);
       c->broken = 1;
       return sc_err(SCHEDC_EMISMATCH, "%s: rank %d and rank %d disagree on the call (collective, dtype, op, root, "
-                    "count or plan)", cn, me, r);
+                    "count, plan or custom operator source)", cn, me, r);
     }
   free(all);
   const sc_ir *ir = &plan->ir;
@@ -206,9 +206,11 @@ static schedc_status m_collective(schedc_comm *c, const sc_call *k) {
   size_t asz = schedc_dtype_size(k->acc);
   char *W = sc_scratch(c, k->K * asz);
   if (!W && k->K) return SCHEDC_ENOMEM;
-  uint32_t desc[8] = {(uint32_t)k->coll, (uint32_t)k->dtype, (uint32_t)k->op, (uint32_t)k->root,
+  uint32_t desc[10] = {(uint32_t)k->coll, (uint32_t)k->dtype,
+                       k->op_hash ? (uint32_t)SCHEDC_OP_CUSTOM_BASE : (uint32_t)k->op, (uint32_t)k->root,
                       (uint32_t)k->count, (uint32_t)((uint64_t)k->count >> 32), (uint32_t)k->plan->hash,
-                      (uint32_t)(k->plan->hash >> 32)};
+                      (uint32_t)(k->plan->hash >> 32),
+                       (uint32_t)k->op_hash, (uint32_t)(k->op_hash >> 32)}; /* a custom op's source */
   /* A corrupted message cannot be fetched again once the step is over (the sender's cell moves
    * on), so with checksum repair the whole call runs again from the inputs, which the MPI path
    * leaves intact until the result is copied out. */

@@ -20,7 +20,7 @@ allowed() {
     common) echo "" ;;
     codegen) echo "common" ;;
     dsl) echo "common codegen" ;;
-    ops) echo "common codegen" ;;
+    ops) echo "common" ;;
     runtime/core) echo "common codegen dsl ops" ;;
     runtime/cpu) echo "common codegen runtime/core" ;;
     runtime/mpi) echo "common codegen runtime/core runtime" ;;
