@@ -118,8 +118,8 @@ static schedc_plan *load_cand(const char *dir, const char *file, const char *con
 }
 
 static const char *default_schedules(char *buf, size_t cap) {
-  const char *e = getenv("SCHEDC_SCHEDULES");
-  if (e && *e) return e;
+  const char *e = NULL;
+  if (schedc_param_get("SCHEDC_SCHEDULES", &e) == SCHEDC_OK && e) return e; /* a path: never malformed */
   char exe[PATH_MAX - 32];
   ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (k > 0) {

@@ -14,10 +14,8 @@
 #include "comm.h"
 #include "err.h"
 #include "kernels.h"
+#include "params.h"
 #include "plan.h"
-
-#define DEFAULT_TIMEOUT 300.0
-#define DEFAULT_SLICE (256u << 10)
 
 size_t sc_shared_size(uint32_t nranks, uint32_t ctr_per_rank) {
   size_t head = sizeof(sc_shared) + (size_t)nranks * sizeof(sc_slot);
@@ -32,14 +30,6 @@ void sc_shared_init(sc_shared *sh, uint32_t nranks, uint32_t ctr_per_rank) {
   sh->ctr_per_rank = ctr_per_rank;
   size_t head = sizeof(sc_shared) + (size_t)nranks * sizeof(sc_slot);
   sh->ctr_off = (head + 63) & ~(size_t)63;
-}
-
-static double env_double(const char *name, double dflt) {
-  const char *v = getenv(name);
-  if (!v || !*v) return dflt;
-  char *end;
-  double d = strtod(v, &end);
-  return *end || d <= 0 ? dflt : d;
 }
 
 schedc_status sc_comm_new(int backend, int rank, int nranks, const void *optp, schedc_comm **out) {
@@ -64,18 +54,22 @@ schedc_status sc_comm_new(int backend, int rank, int nranks, const void *optp, s
   c->nranks = nranks;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   c->oversubscribed = backend != SCHEDC_BACKEND_MPI && nranks > (ncpu > 0 ? ncpu : 1);
-  c->timeout_s = o.timeout_s > 0 ? o.timeout_s : env_double("SCHEDC_TIMEOUT", DEFAULT_TIMEOUT);
-  c->slice_bytes = o.slice_bytes ? o.slice_bytes : (size_t)env_double("SCHEDC_SLICE", DEFAULT_SLICE);
+  /* the environment only where the options leave a setting to it (defaults: params.h) */
+  c->timeout_s = o.timeout_s;
+  c->slice_bytes = o.slice_bytes;
+  schedc_status st = o.timeout_s > 0 ? SCHEDC_OK : sc_param_double(SC_P_SCHEDC_TIMEOUT, &c->timeout_s);
+  if (st == SCHEDC_OK && !o.slice_bytes) st = sc_param_size(SC_P_SCHEDC_SLICE, &c->slice_bytes);
   int v = o.verify;
-  if (!v) {
-    const char *e = getenv("SCHEDC_VERIFY");
-    v = !e || !*e || !strcmp(e, "none") ? SCHEDC_VERIFY_NONE : !strcmp(e, "digest") ? SCHEDC_VERIFY_DIGEST
-        : !strcmp(e, "checksum") ? SCHEDC_VERIFY_CHECKSUM : !strcmp(e, "full") ? SCHEDC_VERIFY_FULL : -1;
-    if (v < 0) {
-      free(c->peer);
-      free(c);
-      return sc_err(SCHEDC_EINVAL, "SCHEDC_VERIFY='%s': choose none, digest, checksum or full", e);
-    }
+  if (st == SCHEDC_OK && !v) {
+    static const int by_word[] = {SCHEDC_VERIFY_NONE, SCHEDC_VERIFY_DIGEST, SCHEDC_VERIFY_CHECKSUM, SCHEDC_VERIFY_FULL};
+    int w = 0; /* SCHEDC_VERIFY's words, in the list's order */
+    st = sc_param_enum(SC_P_SCHEDC_VERIFY, &w);
+    v = by_word[w];
+  }
+  if (st != SCHEDC_OK) {
+    free(c->peer);
+    free(c);
+    return st;
   }
   if (v != SCHEDC_VERIFY_NONE && v != SCHEDC_VERIFY_DIGEST && v != SCHEDC_VERIFY_CHECKSUM && v != SCHEDC_VERIFY_FULL) {
     free(c->peer);
@@ -83,9 +77,11 @@ schedc_status sc_comm_new(int backend, int rank, int nranks, const void *optp, s
     return sc_err(SCHEDC_EINVAL, "opts->verify %d: use SCHEDC_VERIFY_NONE, _DIGEST, _CHECKSUM or _FULL", o.verify);
   }
   c->verify = (v & SCHEDC_VERIFY_DIGEST ? SC_V_DIGEST : 0) | (v & SCHEDC_VERIFY_CHECKSUM ? SC_V_CHECKSUM : 0);
-  c->repair = o.repair || (getenv("SCHEDC_REPAIR") && !strcmp(getenv("SCHEDC_REPAIR"), "1"));
-  schedc_status st = sc_inject_parse(getenv("SCHEDC_INJECT"), &c->inj);
-  const char *tun = o.tuning ? o.tuning : getenv("SCHEDC_TUNING");
+  int repair = 0; /* SCHEDC_REPAIR's words: 0, 1 */
+  st = o.repair ? SCHEDC_OK : sc_param_enum(SC_P_SCHEDC_REPAIR, &repair);
+  c->repair = o.repair || repair;
+  if (st == SCHEDC_OK) st = sc_inject_parse(sc_param_str(SC_P_SCHEDC_INJECT), &c->inj);
+  const char *tun = o.tuning ? o.tuning : sc_param_str(SC_P_SCHEDC_TUNING);
   if (st == SCHEDC_OK && tun && *tun) st = sc_tuning_load(tun, nranks, &c->tuning);
   if (st != SCHEDC_OK) {
     free(c->peer);
@@ -421,43 +417,44 @@ schedc_status schedc_reduce(const void *sendbuf, void *recvbuf, size_t count, sc
 schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, schedc_comm **out) {
   if (!out) return sc_err(SCHEDC_EINVAL, "out is NULL");
   *out = NULL;
-  const char *r = getenv("SCHEDC_RANK"), *n = getenv("SCHEDC_NRANKS"), *job = getenv("SCHEDC_JOB");
-  const char *src = "SCHEDC_RANK/SCHEDC_NRANKS";
-  if (!r || !n) { r = getenv("RANK"); n = getenv("WORLD_SIZE"); src = "RANK/WORLD_SIZE"; }
-  if (!r || !n) { r = getenv("OMPI_COMM_WORLD_RANK"); n = getenv("OMPI_COMM_WORLD_SIZE"); src = "OMPI_COMM_WORLD_RANK/SIZE"; }
+  const char *r = sc_param_raw(SC_P_SCHEDC_RANK), *n = sc_param_raw(SC_P_SCHEDC_NRANKS);
+  const char *job = sc_param_str(SC_P_SCHEDC_JOB);
+  sc_param pr = SC_P_SCHEDC_RANK, pn = SC_P_SCHEDC_NRANKS; /* the pair read, for its messages */
+  if (!r || !n) { r = sc_param_raw(pr = SC_P_RANK); n = sc_param_raw(pn = SC_P_WORLD_SIZE); }
+  if (!r || !n) {
+    r = sc_param_raw(pr = SC_P_OMPI_COMM_WORLD_RANK);
+    n = sc_param_raw(pn = SC_P_OMPI_COMM_WORLD_SIZE);
+  }
   if (!r || !n)
     return sc_err(SCHEDC_EINVAL, "no rank in the environment: set SCHEDC_RANK and SCHEDC_NRANKS (and SCHEDC_JOB), "
                                  "or start under torchrun (RANK, WORLD_SIZE) or mpirun");
-  char *e1, *e2;
-  long rank = strtol(r, &e1, 10), nranks = strtol(n, &e2, 10);
-  if (*e1 || *e2 || !*r || !*n) return sc_err(SCHEDC_EINVAL, "%s='%s/%s' are not integers", src, r, n);
+  long long rank, nranks;
+  schedc_status st = sc_param_parse_int(pr, r, &rank);
+  if (st != SCHEDC_OK || (st = sc_param_parse_int(pn, n, &nranks)) != SCHEDC_OK) return st;
   /* under an MPI launcher, built with MPI: the mpi backend by default, and the cuda backend's
    * host exchanges over MPI (its ranks may then be on several hosts) */
   int mpi_launched = 0;
 #ifdef SCHEDC_HAVE_MPI
-  mpi_launched = !strcmp(src, "OMPI_COMM_WORLD_RANK/SIZE");
+  mpi_launched = pr == SC_P_OMPI_COMM_WORLD_RANK;
 #endif
-  const char *be = getenv("SCHEDC_BACKEND");
-  if (!be && mpi_launched) be = "mpi";
-  if (be && !strcmp(be, "mpi")) return schedc_comm_init_mpi(NULL, opts, out);
-  int cuda = be && !strcmp(be, "cuda");
-  if (be && strcmp(be, "shm") && !cuda)
-    return sc_err(SCHEDC_EINVAL, "SCHEDC_BACKEND='%s' (choose shm, mpi or cuda; threads needs schedc_comm_init_threads)", be);
+  int be = mpi_launched ? 1 : 0; /* SCHEDC_BACKEND's words: shm, mpi, cuda */
+  if ((st = sc_param_enum(SC_P_SCHEDC_BACKEND, &be)) != SCHEDC_OK) return st;
+  if (be == 1) return schedc_comm_init_mpi(NULL, opts, out);
+  int cuda = be == 2;
   /* cuda: the GPU is SCHEDC_CUDA_DEVICE, else torchrun's LOCAL_RANK, else Open MPI's rank on
    * this host, else the rank */
-  const char *dv = getenv("SCHEDC_CUDA_DEVICE"), *dsrc = "SCHEDC_CUDA_DEVICE";
-  if (!dv) { dv = getenv("LOCAL_RANK"); dsrc = "LOCAL_RANK"; }
-  if (!dv) { dv = getenv("OMPI_COMM_WORLD_LOCAL_RANK"); dsrc = "OMPI_COMM_WORLD_LOCAL_RANK"; }
-  long device = rank;
-  if (cuda && dv) {
-    device = strtol(dv, &e1, 10);
-    if (*e1 || !*dv) return sc_err(SCHEDC_EINVAL, "%s='%s' is not an integer", dsrc, dv);
-  }
+  sc_param dp = SC_P_SCHEDC_CUDA_DEVICE;
+  const char *dv = sc_param_raw(dp);
+  if (!dv) dv = sc_param_raw(dp = SC_P_LOCAL_RANK);
+  if (!dv) dv = sc_param_raw(dp = SC_P_OMPI_COMM_WORLD_LOCAL_RANK);
+  long long device = rank;
+  if (cuda && dv && (st = sc_param_parse_int(dp, dv, &device)) != SCHEDC_OK) return st;
   char jobbuf[64];
-  if (!job) job = getenv("TORCHELASTIC_RUN_ID");
-  if (!job && getenv("MASTER_PORT")) { snprintf(jobbuf, sizeof jobbuf, "port%s", getenv("MASTER_PORT")); job = jobbuf; }
-  if (!job && getenv("OMPI_MCA_orte_hnp_uri")) {
-    snprintf(jobbuf, sizeof jobbuf, "ompi%lu", (unsigned long)strtoul(getenv("OMPI_MCA_orte_hnp_uri"), NULL, 10));
+  const char *port = sc_param_str(SC_P_MASTER_PORT), *ompi = sc_param_str(SC_P_OMPI_MCA_orte_hnp_uri);
+  if (!job) job = sc_param_str(SC_P_TORCHELASTIC_RUN_ID);
+  if (!job && port) { snprintf(jobbuf, sizeof jobbuf, "port%s", port); job = jobbuf; }
+  if (!job && ompi) { /* the job's number: the uri's leading digits */
+    snprintf(jobbuf, sizeof jobbuf, "ompi%lu", (unsigned long)strtoul(ompi, NULL, 10));
     job = jobbuf;
   }
   if (cuda && mpi_launched) return sc_cu_init_env_mpi((int)device, opts, out);
