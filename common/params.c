@@ -27,9 +27,10 @@ const char *sc_param_raw(sc_param p) {
 
 /* Bounds as people write them: 2^k for the large powers of two (2^30, not 1073741824). */
 static void fmt_bound(double x, char *buf, size_t cap) {
+  unsigned long long v = x >= 0 && x < 0x1p63 ? (unsigned long long)x : 0;
   int k = 0;
-  while (k < 63 && ldexp(1.0, k) < x) k++;
-  if (k >= 20 && ldexp(1.0, k) == x) snprintf(buf, cap, "2^%d", k);
+  while (k < 63 && v >> k > 1) k++;
+  if (v >= 1ull << 20 && v == 1ull << k && (double)v == x) snprintf(buf, cap, "2^%d", k);
   else snprintf(buf, cap, "%.0f", x);
 }
 
