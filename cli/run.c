@@ -495,7 +495,10 @@ int cli_run(int argc, char **argv) {
   }
   x.res = mmap(NULL, (size_t)n * sizeof *x.res, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (x.res == MAP_FAILED) { perror("schedc run: mmap"); schedc_plan_free(x.plan); rc = EXIT_REJECTED; goto done; }
-  const char *nodes = !strcmp(backend, "cuda") ? getenv("SCHEDC_CUDA_NODES") : NULL, *net = getenv("SCHEDC_CUDA_NET");
+  /* for the banner only: the cuda communicator's init refuses a malformed value itself */
+  const char *nodes = NULL, *net = NULL;
+  if (!strcmp(backend, "cuda") && schedc_param_get("SCHEDC_CUDA_NODES", &nodes) != SCHEDC_OK) nodes = NULL;
+  if (schedc_param_get("SCHEDC_CUDA_NET", &net) != SCHEDC_OK) net = NULL;
   int staged = nodes && *nodes && strcmp(nodes, "1"); /* staged across nodes; between processes maybe by NCCL */
   printf("# %s '%s': %s, %d ranks, %d chunks, %lld x %s, op %s, backend %s%s%s%s%s\n", o.file, x.info.name,
          schedc_collective_name(x.info.collective), n, x.info.nchunks, o.count, schedc_dtype_name(o.dtype),
@@ -517,11 +520,12 @@ done:
 /* cuda over MPI: this process's GPU (its rank on this host, from Open MPI, else its rank), the
  * host exchanges on `host` (the MPI communicator), buffers on the GPU. */
 static void run_cuda_over(runctx *x, schedc_comm *host, int me) {
-  const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  int dev = lr && *lr ? atoi(lr) : me;
+  const char *lr = NULL;
+  schedc_status st = schedc_param_get("OMPI_COMM_WORLD_LOCAL_RANK", &lr); /* checked: atoi reads a valid one */
+  int dev = lr ? atoi(lr) : me;
   schedc_comm_opts co = comm_opts(x);
   schedc_comm *c = NULL;
-  schedc_status st = schedc_comm_init_cuda_over(host, dev, &co, &c);
+  if (st == SCHEDC_OK) st = schedc_comm_init_cuda_over(host, dev, &co, &c);
   if (st != SCHEDC_OK) {
     x->res[me].status = st;
     snprintf(x->res[me].err, sizeof x->res[me].err, "%s", schedc_errmsg());

@@ -2,6 +2,7 @@
  * fileio.c — see fileio.h.
  */
 #include "fileio.h"
+#include "params.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -51,11 +52,12 @@ int sc_write_atomic(const char *path, const void *data, size_t len) {
 }
 
 int sc_cache_dir(char *buf, size_t cap) {
-  const char *d = getenv("SCHEDC_CACHE_DIR");
+  const char *d = sc_param_str(SC_P_SCHEDC_CACHE_DIR), *xdg = sc_param_str(SC_P_XDG_CACHE_HOME);
+  const char *home = sc_param_str(SC_P_HOME);
   if (d && !strcmp(d, "off")) return 0;
-  if (d && *d) snprintf(buf, cap, "%s", d);
-  else if (getenv("XDG_CACHE_HOME") && *getenv("XDG_CACHE_HOME")) snprintf(buf, cap, "%s/schedc", getenv("XDG_CACHE_HOME"));
-  else if (getenv("HOME")) snprintf(buf, cap, "%s/.cache/schedc", getenv("HOME"));
+  if (d) snprintf(buf, cap, "%s", d);
+  else if (xdg) snprintf(buf, cap, "%s/schedc", xdg);
+  else if (home) snprintf(buf, cap, "%s/.cache/schedc", home);
   else return 0;
   /* mkdir -p */
   for (char *p = buf + 1; *p; p++)

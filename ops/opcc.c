@@ -18,6 +18,7 @@
 #include "err.h"
 #include "fileio.h"
 #include "ops.h"
+#include "params.h"
 
 extern char **environ;
 
@@ -33,13 +34,8 @@ uint64_t sc_ops_fnv(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
-const char *sc_ops_param(const char *name) {
-  const char *v = getenv(name);
-  return v && *v ? v : NULL;
-}
-
 static const char *compiler(void) {
-  const char *cc = sc_ops_param("SCHEDC_CC");
+  const char *cc = sc_param_str(SC_P_SCHEDC_CC);
   return cc ? cc : "cc";
 }
 

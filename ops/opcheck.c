@@ -17,6 +17,7 @@
 #include "err.h"
 #include "fileio.h"
 #include "ops.h"
+#include "params.h"
 
 /* ---- libclang, loaded once ---- */
 
@@ -26,7 +27,7 @@ static char cl_why[1024];
 static pthread_once_t cl_once = PTHREAD_ONCE_INIT;
 
 static void cl_load(void) {
-  const char *cands[] = {sc_ops_param("SCHEDC_LIBCLANG"), "libclang-16.so.1", "libclang.so.1", "libclang-18.so.1",
+  const char *cands[] = {sc_param_str(SC_P_SCHEDC_LIBCLANG), "libclang-16.so.1", "libclang.so.1", "libclang-18.so.1",
                          "libclang-17.so.1", "libclang-15.so.1", "libclang-14.so.1", "libclang-16.so", "libclang.so"};
   char tried[512];
   void *lib = sc_dl_first(cands, sizeof cands / sizeof cands[0], tried, sizeof tried);

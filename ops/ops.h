@@ -41,8 +41,5 @@ schedc_status sc_ops_compile(const char *cpu_source, sc_opso *out);
 /* 64-bit FNV-1a over bytes, chained from h (start with SC_FNV0). */
 #define SC_FNV0 0xcbf29ce484222325ull
 uint64_t sc_ops_fnv(uint64_t h, const void *p, size_t n);
-/* The one place ops/ reads the environment (SCHEDC_LIBCLANG, SCHEDC_CC), until common/'s
- * parameter list takes these names: the value or NULL when unset or empty. */
-const char *sc_ops_param(const char *name);
 
 #endif

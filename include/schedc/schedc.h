@@ -121,6 +121,14 @@ SCHEDC_API schedc_status schedc_op_parse(const char *s, schedc_op *out);
 /* Bytes per element of a dtype (0 if out of range). */
 SCHEDC_API size_t schedc_dtype_size(schedc_dtype t);
 
+/* ---- parameters: the environment variables schedc reads (docs/env.md) ----------------------
+ * Parameter `name` as schedc reads it: *value is the variable's value (unset or empty: the
+ * documented default, or NULL where the default is computed), checked against the parameter's
+ * type. SCHEDC_EINVAL when name is not in docs/env.md's list, or when the value is malformed
+ * (errmsg names the variable, the value and the legal values). *value points into the
+ * environment or at a constant: valid until the variable changes. Any thread. */
+SCHEDC_API schedc_status schedc_param_get(const char *name, const char **value);
+
 /* ---- plans: a verified schedule -------------------------------------------------------------
  * A plan is immutable once created and may be shared by any number of threads. */
 typedef struct schedc_plan schedc_plan;

@@ -15,24 +15,15 @@
 #include "err.h"
 #include "kernels.h"
 #include "opreg.h"
+#include "params.h"
 #include "plan.h"
 
-#define DEFAULT_TIMEOUT 300.0
-#define DEFAULT_SLICE (256u << 10)
 #define NDEFPLANS ((int)(sizeof ((schedc_comm *)0)->defplan / sizeof ((schedc_comm *)0)->defplan[0]))
 
 double sc_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double env_double(const char *name, double dflt) {
-  const char *v = getenv(name);
-  if (!v || !*v) return dflt;
-  char *end;
-  double d = strtod(v, &end);
-  return *end || d <= 0 ? dflt : d;
 }
 
 /* Does an options struct of opts->size bytes hold the whole field that ends at `end`? */
@@ -50,27 +41,35 @@ schedc_status sc_comm_new(const sc_backend *be, int rank, int nranks, const sche
   if (nranks < 1 || nranks > 65536) return sc_err(SCHEDC_EINVAL, "nranks %d out of range [1, 65536]", nranks);
   if (rank < 0 || rank >= nranks) return sc_err(SCHEDC_EINVAL, "rank %d out of range [0, %d)", rank, nranks);
   if (o.timeout_s < 0) return sc_err(SCHEDC_EINVAL, "timeout_s %g is negative", o.timeout_s);
+  /* the environment only where the options leave a setting to it (defaults: params.h) */
+  double timeout_s = o.timeout_s;
+  size_t slice_bytes = o.slice_bytes;
+  schedc_status st = o.timeout_s > 0 ? SCHEDC_OK : sc_param_double(SC_P_SCHEDC_TIMEOUT, &timeout_s);
+  if (st == SCHEDC_OK && !o.slice_bytes) st = sc_param_size(SC_P_SCHEDC_SLICE, &slice_bytes);
   int v = o.verify;
-  if (!v) {
-    const char *e = getenv("SCHEDC_VERIFY");
-    v = !e || !*e || !strcmp(e, "none") ? SCHEDC_VERIFY_NONE : !strcmp(e, "digest") ? SCHEDC_VERIFY_DIGEST
-        : !strcmp(e, "checksum") ? SCHEDC_VERIFY_CHECKSUM : !strcmp(e, "full") ? SCHEDC_VERIFY_FULL : -1;
-    if (v < 0) return sc_err(SCHEDC_EINVAL, "SCHEDC_VERIFY='%s': choose none, digest, checksum or full", e);
+  if (st == SCHEDC_OK && !v) {
+    static const int by_word[] = {SCHEDC_VERIFY_NONE, SCHEDC_VERIFY_DIGEST, SCHEDC_VERIFY_CHECKSUM, SCHEDC_VERIFY_FULL};
+    int w = 0; /* SCHEDC_VERIFY's words, in the list's order */
+    st = sc_param_enum(SC_P_SCHEDC_VERIFY, &w);
+    v = by_word[w];
   }
+  if (st != SCHEDC_OK) return st;
   if (v != SCHEDC_VERIFY_NONE && v != SCHEDC_VERIFY_DIGEST && v != SCHEDC_VERIFY_CHECKSUM && v != SCHEDC_VERIFY_FULL)
     return sc_err(SCHEDC_EINVAL, "opts->verify %d: use SCHEDC_VERIFY_NONE, _DIGEST, _CHECKSUM or _FULL", o.verify);
+  int repair = 0; /* SCHEDC_REPAIR's words: 0, 1 */
+  if (!o.repair && (st = sc_param_enum(SC_P_SCHEDC_REPAIR, &repair)) != SCHEDC_OK) return st;
   schedc_comm *c = calloc(1, sizeof *c);
   if (!c) return sc_err(SCHEDC_ENOMEM, "out of memory");
   c->be = be;
   c->rank = rank;
   c->nranks = nranks;
-  c->timeout_s = o.timeout_s > 0 ? o.timeout_s : env_double("SCHEDC_TIMEOUT", DEFAULT_TIMEOUT);
-  c->slice_bytes = o.slice_bytes ? o.slice_bytes : (size_t)env_double("SCHEDC_SLICE", DEFAULT_SLICE);
+  c->timeout_s = timeout_s;
+  c->slice_bytes = slice_bytes;
   c->init_plan = opts && HAS_FIELD(opts, plan) ? o.plan : NULL;
   c->verify = (v & SCHEDC_VERIFY_DIGEST ? SC_V_DIGEST : 0) | (v & SCHEDC_VERIFY_CHECKSUM ? SC_V_CHECKSUM : 0);
-  c->repair = o.repair || (getenv("SCHEDC_REPAIR") && !strcmp(getenv("SCHEDC_REPAIR"), "1"));
-  schedc_status st = sc_inject_parse(getenv("SCHEDC_INJECT"), &c->inj);
-  const char *tun = o.tuning ? o.tuning : getenv("SCHEDC_TUNING");
+  c->repair = o.repair || repair;
+  st = sc_inject_parse(sc_param_str(SC_P_SCHEDC_INJECT), &c->inj);
+  const char *tun = o.tuning ? o.tuning : sc_param_str(SC_P_SCHEDC_TUNING);
   if (st == SCHEDC_OK && tun && *tun) st = sc_tuning_load(tun, nranks, &c->tuning);
   if (st != SCHEDC_OK) {
     free(c);

@@ -5,6 +5,7 @@
  * and no path is compiled in. A build tree mirrors it: build/share/schedc links to schedules/.
  */
 #define _GNU_SOURCE
+#include "params.h"
 #include "schedpath.h"
 
 #include <dlfcn.h>
@@ -118,8 +119,8 @@ schedc_status sc_find_file(const char *name, const char *sub, schedc_status notf
     return SCHEDC_OK;
   }
   search s = {.name = name, .sub = sub, .out = out, .cap = cap};
-  /* The only reader of SCHEDC_SCHEDULE_PATH: colon-separated folders, searched before the install. */
-  const char *env = getenv("SCHEDC_SCHEDULE_PATH");
+  /* SCHEDC_SCHEDULE_PATH: colon-separated folders, searched before the install. */
+  const char *env = sc_param_str(SC_P_SCHEDC_SCHEDULE_PATH);
   for (const char *p = env; p && *p;) {
     const char *e = strchr(p, ':');
     size_t len = e ? (size_t)(e - p) : strlen(p);

@@ -23,6 +23,7 @@
 #include "err.h"
 #include "kernels.h"
 #include "opreg.h"
+#include "params.h"
 
 schedc_status sc_cu_broken(const cu_group *g, const char *cn) {
   return sc_err(SCHEDC_EPEER, "%s: the cuda communicator is broken by an earlier failure: %s", cn, g->broken);
@@ -138,12 +139,6 @@ static const char *cuda_failure(schedc_comm *c) {
  * inside its own collective (cuda_verify.c), not the core after it. */
 const sc_backend sc_cuda_backend = {"cuda", 0, cuda_collective, cuda_failure, cuda_free};
 
-static int env_int(const char *name, int dflt, int lo, int hi) {
-  const char *v = getenv(name);
-  int x = v && *v ? atoi(v) : dflt;
-  return x < lo ? lo : x > hi ? hi : x;
-}
-
 cu_group *sc_cu_group_alloc(const sc_cudev *dv, int n, int N, int me, int virt) {
   cu_group *g = calloc(1, sizeof *g);
   if (!g) return NULL;
@@ -176,21 +171,21 @@ schedc_status sc_cu_group_setup(cu_group *g) {
   /* Blocks per rank: virtual ranks share the GPU's multiprocessors (and must all be resident);
    * a rank on its own GPU uses a share of them, leaving room for the trainer's work. */
   int dflt = g->virt ? (g->sms / n > 0 ? g->sms / n : 1) : (g->sms / 4 > 0 ? g->sms / 4 : 1);
-  g->nblk = env_int("SCHEDC_CUDA_BLOCKS", dflt > 32 ? 32 : dflt, 1, 1024);
+  long long nblk = dflt > 32 ? 32 : dflt, threads = g->threads > 512 ? 512 : g->threads;
+  if (st == SCHEDC_OK) st = sc_param_int(SC_P_SCHEDC_CUDA_BLOCKS, &nblk);
+  if (st == SCHEDC_OK) st = sc_param_int(SC_P_SCHEDC_CUDA_THREADS, &threads); /* 512: __launch_bounds__ */
+  g->nblk = (int)nblk;
+  g->threads = (int)threads;
   if (g->virt && g->nblk * n > g->sms * 2 && st == SCHEDC_OK)
     st = sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_BLOCKS=%d: %d virtual ranks need %d resident blocks; the device has %d "
                 "multiprocessors", g->nblk, n, g->nblk * n, g->sms);
-  g->threads = env_int("SCHEDC_CUDA_THREADS", g->threads, 1, 512);
   /* Nodes: ranks that cannot map each other's memory. SCHEDC_CUDA_NODES=K splits the ranks into K
    * contiguous groups on this host (the staged path NCCL will serve between real nodes); with
    * more nodes than ranks every rank is alone on its node. */
-  const char *nv = getenv("SCHEDC_CUDA_NODES");
-  char *end = NULL;
-  long K = nv && *nv ? strtol(nv, &end, 10) : 1;
-  g->nnodes = 1;
-  if (st == SCHEDC_OK && nv && *nv && (*end || K < 1 || K > CU_MAX_RANKS))
-    st = sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_NODES='%s': a node count from 1 to %d", nv, CU_MAX_RANKS);
-  else if (st == SCHEDC_OK) g->nnodes = (int)K;
+  long long K = 1;
+  _Static_assert(CU_MAX_RANKS == 64, "SCHEDC_CUDA_NODES's bound in params.h is CU_MAX_RANKS");
+  if (st == SCHEDC_OK) st = sc_param_int(SC_P_SCHEDC_CUDA_NODES, &K);
+  g->nnodes = st == SCHEDC_OK ? (int)K : 1;
   sc_split_contiguous(g->node, (uint32_t)g->nnodes, (uint32_t)g->N);
   for (int r = 0; r < n && st == SCHEDC_OK; r++) {
     if ((st = dv->select(g->dev[r])) != SCHEDC_OK) break;
@@ -208,12 +203,10 @@ schedc_status sc_cu_group_setup(cu_group *g) {
  * the staged copies pulled from it: one host), 2 nccl (NCCL send/recv between the ranks).
  * Any other value: SCHEDC_EINVAL naming it and the legal ones. */
 schedc_status sc_cu_net_choice(uint64_t *net) {
-  const char *v = getenv("SCHEDC_CUDA_NET");
-  *net = !v || !*v ? SC_NET_UNSET : !strcmp(v, "nccl") ? SC_NET_NCCL : SC_NET_IPC;
-  if (*net == SC_NET_IPC && strcmp(v, "ipc"))
-    return sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_NET='%s': ipc (peers map each other's device memory: one host) or nccl "
-                  "(payloads between nodes through NCCL send/recv)", v);
-  return SCHEDC_OK;
+  int w = -1; /* SCHEDC_CUDA_NET's words: ipc, nccl */
+  schedc_status st = sc_param_enum(SC_P_SCHEDC_CUDA_NET, &w);
+  *net = w < 0 ? SC_NET_UNSET : w == 1 ? SC_NET_NCCL : SC_NET_IPC;
+  return st;
 }
 
 schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, const schedc_comm_opts *opts,
@@ -231,6 +224,7 @@ schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, c
                   "no other process to send to");
   const sc_cudev *dv = sc_cudev_get();
   int ndev = 0;
+  if (!dv) return SCHEDC_EINVAL;
   if ((st = dv->init(&ndev)) != SCHEDC_OK) return st;
   int virt = flags & SCHEDC_CUDA_VIRTUAL, dev[CU_MAX_RANKS];
   for (int r = 0; r < nranks; r++) {

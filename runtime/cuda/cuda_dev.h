@@ -58,7 +58,8 @@ typedef struct sc_cudev {
 extern const sc_cudev sc_cudev_driver;
 extern const sc_cudev sc_cudev_emu;
 
-/* The device table in use: the emulator when SCHEDC_CUDA_EMULATE=1, else the driver. */
+/* The device table in use: the emulator when SCHEDC_CUDA_EMULATE=1, else the driver; NULL
+ * (SCHEDC_EINVAL's message set) when SCHEDC_CUDA_EMULATE is malformed. */
 const sc_cudev *sc_cudev_get(void);
 
 #endif

@@ -13,6 +13,7 @@
 #include "dl.h"
 #include "dl_abi.h"
 #include "err.h"
+#include "params.h"
 
 static struct {
   void *lib;
@@ -23,7 +24,7 @@ static struct {
 static pthread_once_t l_once = PTHREAD_ONCE_INIT;
 
 static void load_lib(void) {
-  const char *env = getenv("SCHEDC_LIBNCCL"), *home = getenv("CUDA_HOME");
+  const char *env = sc_param_str(SC_P_SCHEDC_LIBNCCL), *home = sc_param_str(SC_P_CUDA_HOME);
   char homelib[512] = "";
   if (home && *home) snprintf(homelib, sizeof homelib, "%s/lib64/libnccl.so.2", home);
   const char *cands[] = {env, "libnccl.so.2", homelib[0] ? homelib : NULL, "/usr/local/cuda/lib64/libnccl.so.2"};
@@ -107,6 +108,6 @@ const sc_cunet sc_cunet_nccl = {"nccl", nccl_load, nccl_unique_id, nccl_init, nc
                                 nccl_recv, nccl_group_end, nccl_health, nccl_destroy};
 
 const sc_cunet *sc_cunet_get(void) {
-  const char *e = getenv("SCHEDC_CUDA_EMULATE");
-  return e && !strcmp(e, "1") ? &sc_cunet_emu : &sc_cunet_nccl; /* as sc_cudev_get */
+  int emu = 0; /* as sc_cudev_get */
+  return sc_param_enum(SC_P_SCHEDC_CUDA_EMULATE, &emu) != SCHEDC_OK ? NULL : emu ? &sc_cunet_emu : &sc_cunet_nccl;
 }

@@ -40,7 +40,8 @@ typedef struct sc_cunet {
 extern const sc_cunet sc_cunet_nccl;
 extern const sc_cunet sc_cunet_emu;
 
-/* The table in use: the emulation when SCHEDC_CUDA_EMULATE=1, else NCCL. */
+/* The table in use: the emulation when SCHEDC_CUDA_EMULATE=1, else NCCL; NULL (SCHEDC_EINVAL's
+ * message set) when SCHEDC_CUDA_EMULATE is malformed. */
 const sc_cunet *sc_cunet_get(void);
 
 #endif

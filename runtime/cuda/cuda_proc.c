@@ -20,6 +20,7 @@
 #include "err.h"
 #include "kernels.h"
 #include "opreg.h"
+#include "params.h"
 
 #define ARENA_HEAD 256 /* rank 0's arena starts with the kernels' failure record (err[4]) */
 
@@ -372,7 +373,7 @@ static schedc_status net_setup(cu_group *g) {
   int version = 0;
   sc_netid id;
   memset(&id, 0, sizeof id);
-  schedc_status st = g->dv->select(g->dev[0]);
+  schedc_status st = nt ? g->dv->select(g->dev[0]) : SCHEDC_EINVAL; /* !nt: SCHEDC_CUDA_EMULATE malformed */
   if (st == SCHEDC_OK) st = nt->load(&version);
   if (st == SCHEDC_OK && g->me == 0) st = nt->unique_id(&id);
   uint64_t mine[17], all[CU_MAX_RANKS * 17];
@@ -400,8 +401,8 @@ static schedc_status net_setup(cu_group *g) {
  * name, tests that pretend to be several hosts), else the host name and the kernel's boot id. */
 static uint64_t host_id(void) {
   char buf[512] = "";
-  const char *e = getenv("SCHEDC_HOST_ID");
-  if (e && *e) {
+  const char *e = sc_param_str(SC_P_SCHEDC_HOST_ID);
+  if (e) {
     snprintf(buf, sizeof buf, "id:%s", e);
   } else {
     gethostname(buf, 255);
@@ -465,6 +466,7 @@ static schedc_status proc_init_borrowing(int rank, int nranks, int device, const
     return sc_err(SCHEDC_EINVAL, "nranks %d out of range [1, %d] for the cuda backend", nranks, CU_MAX_RANKS);
   if (rank < 0 || rank >= nranks) return sc_err(SCHEDC_EINVAL, "rank %d out of range [0, %d)", rank, nranks);
   const sc_cudev *dv = sc_cudev_get();
+  if (!dv) return SCHEDC_EINVAL;
   schedc_comm *c = NULL;
   schedc_status st = sc_comm_new(&sc_cuda_backend, rank, nranks, opts, &c);
   if (st != SCHEDC_OK) return st;
