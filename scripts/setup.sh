@@ -4,7 +4,7 @@
 # Usage: scripts/setup.sh [BUILD_DIR [extra cmake args...]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pkgs="build-essential cmake pkg-config liblua5.4-dev openmpi-bin libopenmpi-dev libgloo-dev"
+pkgs="build-essential cmake pkg-config liblua5.4-dev openmpi-bin libopenmpi-dev libgloo-dev python3-torch python3-pytest python3-numpy python3-venv"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then
