@@ -258,11 +258,14 @@ def _is_torch(obj: Any) -> bool:
 
 
 def digest(obj: Any) -> int:
-    """schedc_digest of a buffer's bytes (what `schedc run` prints; equal bits, equal digest)."""
-    b = _Buf(obj, "digest") if _is_torch(obj) or not isinstance(obj, (bytes,)) else None
-    if b is None:
-        return int(lib.schedc_digest(obj, len(obj)))
-    return int(lib.schedc_digest(b.ptr, b.count * _ESIZE[b.dtype]))
+    """schedc_digest of a buffer's bytes (what `schedc run` prints; equal bits, equal digest): a
+    contiguous CPU tensor, or any buffer-protocol object (bytes, numpy array, ...)."""
+    if _is_torch(obj):
+        if obj.device.type != "cpu" or not obj.is_contiguous():
+            raise ValueError("schedc.digest: tensor must be contiguous and on the CPU")
+        return int(lib.schedc_digest(obj.data_ptr(), obj.numel() * obj.element_size()))
+    data = memoryview(obj).tobytes()  # a copy: read-only buffers too
+    return int(lib.schedc_digest(data, len(data)))
 
 
 # ---- communicators --------------------------------------------------------------------------

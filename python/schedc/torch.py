@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import ctypes
 import socket
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Iterable, List, Optional
 
 import torch
 import torch.distributed as dist
 
-from . import Comm, Error, Plan, _check, _ESIZE, _lib, canonical_plan, unique_id
+from . import Comm, Plan, _check, canonical_plan, unique_id
 from ._lib import lib
 
 __all__ = ["init_comm", "HookState", "allreduce_hook", "CanonicalGrads"]
@@ -45,10 +45,9 @@ def init_comm(group: Optional[Any] = None, timeout: Optional[float] = None) -> C
             src = dist.distributed_c10d._get_global_rank(group, 0)  # type: ignore[attr-defined]
         except AttributeError:
             src = dist.get_global_rank(group, 0)  # type: ignore[attr-defined]
-    mine = [unique_id().hex() if rank == 0 else None, _host_id()]
     hosts: List[Any] = [None] * n
-    dist.all_gather_object(hosts, mine[1], group=group)
-    box: List[Any] = [mine[0]]
+    dist.all_gather_object(hosts, _host_id(), group=group)
+    box: List[Any] = [unique_id().hex() if rank == 0 else None]
     dist.broadcast_object_list(box, src=src, group=group)
     if len(set(hosts)) != 1:
         raise RuntimeError("schedc.torch.init_comm: the ranks span %d hosts; the shm backend needs one host"

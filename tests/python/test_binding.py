@@ -180,3 +180,6 @@ def test_close_and_context_manager():
         c.allreduce(t)
     c.close()  # idempotent
     assert len(schedc.unique_id()) == 16 and schedc.unique_id() != schedc.unique_id()
+    a = torch.arange(10, dtype=torch.float32)
+    assert schedc.digest(a) == schedc.digest(a.numpy()) == schedc.digest(a.numpy().tobytes())
+    assert schedc.digest(a) != schedc.digest(a + 1)
