@@ -41,10 +41,14 @@ def launch(args, argv):
         env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(args.nprocs), LOCAL_RANK=str(r),
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__)] + child, env=env,
-                                      stdout=subprocess.PIPE if r else None, stderr=None, text=True))
+                                      stdout=subprocess.DEVNULL if r else None, stderr=None, text=True))
     rc = 0
     for p in procs:
-        p.wait()
+        try:
+            p.wait(timeout=600)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
         rc = rc or p.returncode
     return rc
 
@@ -139,6 +143,7 @@ def main():
         print("weights digest: %016x" % d, flush=True)
     if comm is not None:
         comm.close()
+    dist.barrier()  # nobody tears down gloo (rank 0 hosts its store) while a peer still uses it
     dist.destroy_process_group()
     return 0
 

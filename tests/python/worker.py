@@ -76,4 +76,5 @@ elif mode == "value":
     res["value"] = t
 torch.save(res, os.path.join(out, "rank%d.pt" % rank))
 comm.close()
+dist.barrier()  # rank 0 hosts the store: nobody tears gloo down while a peer still uses it
 dist.destroy_process_group()
