@@ -3,8 +3,6 @@
 # hook reducing buckets in a canonical order, and canonical micro-batch gradient accumulation.
 """PyTorch integration: ``init_comm``, ``HookState`` + ``allreduce_hook`` for
 ``DistributedDataParallel.register_comm_hook``, and ``CanonicalGrads`` (docs/python.md)."""
-from __future__ import annotations
-
 import ctypes
 import socket
 from typing import Any, Iterable, List, Optional
@@ -77,19 +75,21 @@ class HookState:
         self.calls = 0
 
 
-def _bucket_tensor(bucket: Any) -> torch.Tensor:
+def _bucket_tensor(bucket: dist.GradBucket) -> torch.Tensor:
     # GradBucket.buffer() since torch 1.10; get_tensor() before.
     return bucket.buffer() if hasattr(bucket, "buffer") else bucket.get_tensor()
 
 
-def allreduce_hook(state: HookState, bucket: Any) -> "torch.futures.Future[torch.Tensor]":
+# DDP's register_comm_hook inspects these annotations: they must be the real GradBucket and
+# Future[Tensor] objects (hence no `from __future__ import annotations` in this module).
+def allreduce_hook(state: HookState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
     """DDP communication hook: ``ddp.register_comm_hook(HookState(comm), allreduce_hook)``.
     Reduces the bucket in place with schedc (DDP does not pre-divide when a hook is set) and
     returns a completed Future holding it."""
     t = _bucket_tensor(bucket)
     state.comm.allreduce(t, op=state.op, plan=state.plan)
     state.calls += 1
-    fut: "torch.futures.Future[torch.Tensor]" = torch.futures.Future()
+    fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
     fut.set_result(t)
     return fut
 
