@@ -211,7 +211,7 @@ class _Buf:
                 raise TypeError("schedc.%s: tensor on %s: the Python binding takes CPU tensors" % (what, obj.device))
             if not obj.is_contiguous():
                 raise ValueError("schedc.%s: tensor is not contiguous (call .contiguous() and copy back)" % what)
-            if obj.requires_grad and obj.is_leaf:
+            if obj.requires_grad:  # written through a raw pointer: autograd would not know
                 raise ValueError("schedc.%s: tensor requires grad; pass tensor.detach() or .grad" % what)
             self.dtype = _TORCH_DTYPES[name]
             self.count = obj.numel()
@@ -389,7 +389,7 @@ class Comm:
         es = _ESIZE[b.dtype]
         if k:
             ctypes.memmove(b.ptr + self.rank * k * es, out.ptr, k * es)
-        return _block(tensor, self.rank, k)
+        return _block(tensor, self.rank, k, b.dtype)
 
     def allgather(self, tensor: Any, output: Any = None, plan: Optional[Plan] = None) -> Any:
         """Without ``output``: ``tensor`` holds nranks equal blocks, this rank's filled; in place every
@@ -442,12 +442,13 @@ class Comm:
         return "schedc.Comm(rank=%d, nranks=%d)" % (self.rank, self.nranks)
 
 
-def _block(obj: Any, r: int, k: int) -> Any:
+def _block(obj: Any, r: int, k: int, dtype: int) -> Any:
+    """A view of block r (k elements) of a contiguous buffer."""
     if _is_torch(obj):
         return obj.view(-1)[r * k:(r + 1) * k]
     if type(obj).__module__ == "numpy":
         return obj.reshape(-1)[r * k:(r + 1) * k]
-    return memoryview(obj).cast("B").cast(memoryview(obj).format)[r * k:(r + 1) * k]
+    return memoryview(obj).cast("B").cast(_DTYPE_FMT[dtype])[r * k:(r + 1) * k]
 
 
 @atexit.register

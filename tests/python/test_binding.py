@@ -89,6 +89,14 @@ def test_array_array_buffer(comms):
     bufs = [array.array("f", [float(r + 1)] * 7) for r in range(N)]
     run_ranks(comms, lambda r, c: c.allreduce(bufs[r], op="max"))
     assert all(list(b) == [float(N)] * 7 for b in bufs)
+    # reduce_scatter in place on a plain buffer: block `rank` of the sum, returned as a view
+    ins = [array.array("i", [r + 1] * (2 * N)) for r in range(N)]
+    views = run_ranks(comms, lambda r, c: c.reduce_scatter(ins[r]))
+    s = N * (N + 1) // 2
+    assert all(list(v) == [s, s] and ins[r][2 * r:2 * r + 2] == array.array("i", [s, s])
+               for r, v in enumerate(views)), views
+    with pytest.raises(ValueError, match="requires grad"):
+        comms[0].allreduce(torch.zeros(3, requires_grad=True))
 
 
 def test_reduce_scatter_allgather_broadcast(comms):
