@@ -314,6 +314,19 @@ SCHEDC_API schedc_status schedc_comm_init_threads(int nranks, const schedc_comm_
  * ranks to join. SCHEDC_EINVAL, SCHEDC_ETIMEOUT, SCHEDC_EIO (shared memory), SCHEDC_EMISMATCH. */
 SCHEDC_API schedc_status schedc_comm_init_shm(int rank, int nranks, const char *job, const schedc_comm_opts *opts,
                                               schedc_comm **out);
+/* A job's unique id for the shm rendezvous (like ncclUniqueId): 128 random bits made by one
+ * rank and handed to the others by the caller (a torch.distributed store, a broadcast, a file),
+ * so two jobs on one host can never pick the same segment names by accident. Plain bytes:
+ * copy it freely. */
+typedef struct schedc_uid { unsigned char bytes[16]; } schedc_uid;
+/* Fill *id with 128 bits from getrandom(2) (the kernel's CSPRNG; blocks only before the pool is
+ * first initialised at boot). SCHEDC_EINVAL (id NULL), SCHEDC_EIO (no randomness). Thread-safe. */
+SCHEDC_API schedc_status schedc_unique_id(schedc_uid *id);
+/* `shm` from a unique id: as schedc_comm_init_shm with the job "u" + the id's 32 hex digits;
+ * every rank passes the same id (made by schedc_unique_id on one rank). Statuses as
+ * schedc_comm_init_shm, and SCHEDC_EINVAL if id is NULL. */
+SCHEDC_API schedc_status schedc_comm_init_shm_uid(int rank, int nranks, const schedc_uid *id,
+                                                  const schedc_comm_opts *opts, schedc_comm **out);
 /* `mpi`: ranks from an MPI communicator; `mpi_comm` points to an MPI_Comm (MPI must be
  * initialised). SCHEDC_EUNAVAIL if this build has no MPI. */
 SCHEDC_API schedc_status schedc_comm_init_mpi(const void *mpi_comm, const schedc_comm_opts *opts, schedc_comm **out);

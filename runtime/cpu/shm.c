@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -218,3 +219,28 @@ fail:
   return st;
 }
 
+
+/* A uid is only ever turned into a job name here, so the segment naming stays in one place. */
+schedc_status schedc_unique_id(schedc_uid *id) {
+  if (!id) return sc_err(SCHEDC_EINVAL, "id is NULL");
+  size_t got = 0;
+  while (got < sizeof id->bytes) {
+    ssize_t n = getrandom(id->bytes + got, sizeof id->bytes - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return sc_err(SCHEDC_EIO, "getrandom: %s", strerror(errno));
+    }
+    got += (size_t)n;
+  }
+  return SCHEDC_OK;
+}
+
+schedc_status schedc_comm_init_shm_uid(int rank, int nranks, const schedc_uid *id, const schedc_comm_opts *opts,
+                                       schedc_comm **out) {
+  if (out) *out = NULL;
+  if (!id) return sc_err(SCHEDC_EINVAL, "id is NULL");
+  char job[2 + 2 * sizeof id->bytes];
+  job[0] = 'u';
+  for (size_t i = 0; i < sizeof id->bytes; i++) snprintf(job + 1 + 2 * i, 3, "%02x", id->bytes[i]);
+  return schedc_comm_init_shm(rank, nranks, job, opts, out);
+}
