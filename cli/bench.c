@@ -122,8 +122,10 @@ static void print_table(const benchopts *o, schedc_collective coll, int n, const
          schedc_collective_name(coll), backend, n, schedc_dtype_name(o->dtype), schedc_op_name(o->op), o->iters,
          o->warmup);
   printf("# time: mean per call of the slowest rank; algbw = size/time; busbw = algbw * %.3f\n", bw_factor);
+  const char *tuning = NULL; /* a path: never malformed */
+  int tuned = o->tuning || (schedc_param_get("SCHEDC_TUNING", &tuning) == SCHEDC_OK && tuning);
   for (int si = 0; si < o->nsizes && res[0].chosen[si][0]; si++)
-    printf("# size %zu: plan '%s'%s\n", o->sizes[si], res[0].chosen[si], o->tuning || getenv("SCHEDC_TUNING") ? "" : " (built-in)");
+    printf("# size %zu: plan '%s'%s\n", o->sizes[si], res[0].chosen[si], tuned ? "" : " (built-in)");
   printf("#%11s %12s %6s %6s %12s %10s %10s\n", "size", "count", "type", "op", "time_us", "algbw", "busbw");
   size_t esz = schedc_dtype_size(o->dtype);
   for (int si = 0; si < o->nsizes; si++) {
@@ -175,7 +177,7 @@ int cli_bench(int argc, char **argv) {
     else if (!strcmp(a, "--iters")) { VAL(); o.iters = atoi(v); }
     else if (!strcmp(a, "--warmup")) { VAL(); o.warmup = atoi(v); }
     else if (!strcmp(a, "--dtype")) { VAL(); if (schedc_dtype_parse(v, &o.dtype)) { fprintf(stderr, "schedc bench: %s\n", schedc_errmsg()); goto done; } }
-    else if (!strcmp(a, "--op")) { VAL(); if (schedc_op_parse(v, &o.op)) { fprintf(stderr, "schedc bench: %s\n", schedc_errmsg()); goto done; } }
+    else if (!strcmp(a, "--op")) { VAL(); if (cli_op_parse(v, &o.op)) { fprintf(stderr, "schedc bench: %s\n", schedc_errmsg()); goto done; } }
     else if (!strcmp(a, "--min") || !strcmp(a, "--max") || !strcmp(a, "--factor")) {
       VAL();
       size_t x;

@@ -40,6 +40,12 @@ void cli_cleanup_job(const char *job);
 /* A count with an optional K/M/G suffix (and B) in [lo, hi]; 0, or -1 if malformed. */
 int cli_parse_count(const char *s, long long lo, long long hi, long long *out);
 
+/* opcmd.c: an --op value, a built-in name or FILE.c:NAME (a custom operator made with
+ * schedc_op_create; it lives until the process ends): 0, or -1 with schedc_errmsg() set. */
+int cli_op_parse(const char *s, schedc_op *out);
+/* `schedc check-op FILE.c:NAME`. */
+int cli_check_op(int argc, char **argv);
+
 /* Draw ranks x steps with arrows coloured by chunk into an SVG file. 0 or -1 (errno). */
 int cli_viz_svg(const schedc_plan *plan, FILE *out);
 

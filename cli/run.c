@@ -378,7 +378,7 @@ static void run_usage(FILE *f) {
           "Run the plan on N ranks (CPU or GPU) and print each rank's 64-bit digest and whether all ranks agree.\n"
           "  --count K      elements per rank buffer (default 1048576)\n"
           "  --dtype T      f32 (default), f64, f16, bf16, i32, i64\n"
-          "  --op OP        sum (default), prod, min, max, avg\n"
+          "  --op OP        sum (default), prod, min, max, avg, or FILE.c:NAME (a custom operator, docs/ops.md)\n"
           "  --backend B    threads (default; ranks are threads), shm (forks N processes), mpi (start\n"
           "                 with mpirun -np N; N comes from MPI), cuda (a GPU per rank, driven by this process)\n"
           "  --virtual      with cuda: all N ranks on one GPU\n"
@@ -423,7 +423,7 @@ int cli_run(int argc, char **argv) {
     else if (!strcmp(a, "--topology")) { VAL(); o.topology = v; }
     else if (!strcmp(a, "--count")) { VAL(); if (cli_parse_count(v, 0, 1LL << 34, &ll)) BAD("is not an element count (K, M, G suffixes allowed)"); o.count = ll; }
     else if (!strcmp(a, "--dtype")) { VAL(); if (schedc_dtype_parse(v, &o.dtype)) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); goto done; } }
-    else if (!strcmp(a, "--op")) { VAL(); if (schedc_op_parse(v, &o.op)) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); goto done; } }
+    else if (!strcmp(a, "--op")) { VAL(); if (cli_op_parse(v, &o.op)) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); goto done; } }
     else if (!strcmp(a, "--backend")) { VAL(); backend = v; }
     else if (!strcmp(a, "--virtual")) virt = 1;
     else if (!strcmp(a, "--processes")) procs = 1;
@@ -495,7 +495,10 @@ int cli_run(int argc, char **argv) {
   }
   x.res = mmap(NULL, (size_t)n * sizeof *x.res, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (x.res == MAP_FAILED) { perror("schedc run: mmap"); schedc_plan_free(x.plan); rc = EXIT_REJECTED; goto done; }
-  const char *nodes = !strcmp(backend, "cuda") ? getenv("SCHEDC_CUDA_NODES") : NULL, *net = getenv("SCHEDC_CUDA_NET");
+  /* for the banner only: the cuda communicator's init refuses a malformed value itself */
+  const char *nodes = NULL, *net = NULL;
+  if (!strcmp(backend, "cuda") && schedc_param_get("SCHEDC_CUDA_NODES", &nodes) != SCHEDC_OK) nodes = NULL;
+  if (schedc_param_get("SCHEDC_CUDA_NET", &net) != SCHEDC_OK) net = NULL;
   int staged = nodes && *nodes && strcmp(nodes, "1"); /* staged across nodes; between processes maybe by NCCL */
   printf("# %s '%s': %s, %d ranks, %d chunks, %lld x %s, op %s, backend %s%s%s%s%s\n", o.file, x.info.name,
          schedc_collective_name(x.info.collective), n, x.info.nchunks, o.count, schedc_dtype_name(o.dtype),
@@ -517,11 +520,12 @@ done:
 /* cuda over MPI: this process's GPU (its rank on this host, from Open MPI, else its rank), the
  * host exchanges on `host` (the MPI communicator), buffers on the GPU. */
 static void run_cuda_over(runctx *x, schedc_comm *host, int me) {
-  const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  int dev = lr && *lr ? atoi(lr) : me;
+  const char *lr = NULL;
+  schedc_status st = schedc_param_get("OMPI_COMM_WORLD_LOCAL_RANK", &lr); /* checked: atoi reads a valid one */
+  int dev = lr ? atoi(lr) : me;
   schedc_comm_opts co = comm_opts(x);
   schedc_comm *c = NULL;
-  schedc_status st = schedc_comm_init_cuda_over(host, dev, &co, &c);
+  if (st == SCHEDC_OK) st = schedc_comm_init_cuda_over(host, dev, &co, &c);
   if (st != SCHEDC_OK) {
     x->res[me].status = st;
     snprintf(x->res[me].err, sizeof x->res[me].err, "%s", schedc_errmsg());

@@ -34,6 +34,7 @@ static void usage_main(FILE *f) {
           "  compile FILE  verify and write a plan file (-o PLAN)\n"
           "  viz FILE      draw ranks x steps as SVG (-o OUT.svg)\n"
           "  emit-cuda FILE  write each rank's CUDA kernel source (-o DIR; --ptx compiles with NVRTC)\n"
+          "  check-op FILE.c:NAME  check a custom reduction operator (docs/ops.md)\n"
           "  run FILE      run a plan on N ranks (threads, shm processes, MPI or GPUs)\n"
           "  launch -n N -- CMD   start N processes of CMD with the rank environment\n"
           "  bench [FILE]  collective throughput per size (nccl-tests columns)\n"
@@ -216,9 +217,13 @@ static int show_steps(const schedc_plan *plan) {
 static int cuda_build(const schedc_plan *plan, const opts *o, const char *dir) {
   schedc_dtype dt = SCHEDC_F32;
   schedc_op op = SCHEDC_SUM;
-  if ((o->dtype && schedc_dtype_parse(o->dtype, &dt)) || (o->op && schedc_op_parse(o->op, &op))) {
+  if (o->dtype && schedc_dtype_parse(o->dtype, &dt)) {
     fprintf(stderr, "schedc: %s\n", schedc_errmsg());
     return EXIT_USAGE;
+  }
+  if (o->op && cli_op_parse(o->op, &op)) { /* a rejected custom operator is a rejection, not a usage error */
+    fprintf(stderr, "schedc: %s\n", schedc_errmsg());
+    return strchr(o->op, ':') ? EXIT_REJECTED : EXIT_USAGE;
   }
   const char *arch = o->arch ? o->arch : "sm_90";
   schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
@@ -338,11 +343,12 @@ int main(int argc, char **argv) {
       !strcmp(cmd, "emit-cuda"))
     return cmd_plan(cmd, argc - 2, argv + 2);
   if (!strcmp(cmd, "run")) return cli_run(argc - 2, argv + 2);
+  if (!strcmp(cmd, "check-op")) return cli_check_op(argc - 2, argv + 2);
   if (!strcmp(cmd, "launch")) return cli_launch(argc - 2, argv + 2);
   if (!strcmp(cmd, "bench")) return cli_bench(argc - 2, argv + 2);
   if (!strcmp(cmd, "cost")) return cli_cost(argc - 2, argv + 2);
   if (!strcmp(cmd, "tune")) return cli_tune(argc - 2, argv + 2);
   fprintf(stderr, "schedc: unknown command '%s' (commands: check, show, compile, viz, emit-cuda, run, launch, bench, "
-          "cost, tune)\n", cmd);
+          "cost, tune, check-op)\n", cmd);
   return EXIT_USAGE;
 }

@@ -117,20 +117,13 @@ static schedc_plan *load_cand(const char *dir, const char *file, const char *con
   return p;
 }
 
+/* The shipped schedules' folder: where the library finds ring.lua (schedc_schedule_find:
+ * $SCHEDC_SCHEDULE_PATH, then the installed share/schedc, in a build tree the source's
+ * schedules/), else ./schedules. */
 static const char *default_schedules(char *buf, size_t cap) {
-  const char *e = getenv("SCHEDC_SCHEDULES");
-  if (e && *e) return e;
-  char exe[PATH_MAX - 32];
-  ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (k > 0) {
-    exe[k] = 0;
-    char *s = strrchr(exe, '/');
-    if (s) {
-      *s = 0;
-      snprintf(buf, cap, "%s/../schedules", exe);
-      struct stat st;
-      if (stat(buf, &st) == 0) return buf;
-    }
+  if (schedc_schedule_find("ring.lua", buf, cap) == SCHEDC_OK && strrchr(buf, '/')) {
+    *strrchr(buf, '/') = 0;
+    return buf;
   }
   return "schedules";
 }
@@ -155,7 +148,8 @@ int cli_tune(int argc, char **argv) {
              "ranges -> plan, slice; load it with SCHEDC_TUNING=DIR/tuning.txt or `schedc bench --tuning`),\n"
              "the plan files, and DIR/host.lua (the measured links, for `schedc cost --links`).\n"
              "With --model-only the links come from the topology file and nothing runs (-o DIR writes the\n"
-             "predicted table). Allreduce, f32 sum.\n");
+             "predicted table). Allreduce, f32 sum. The candidates come from --schedules DIR, else from the\n"
+             "folder where `schedc check ring` finds the ring (see docs/cli.md, \"Schedules by name\").\n");
       return EXIT_OK;
     }
     if (!v && a[0] == '-' && strcmp(a, "--model-only")) { fprintf(stderr, "schedc tune: %s needs a value\n", a); return EXIT_USAGE; }

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opreg.h"
+
 typedef struct sb { char *p; size_t len, cap; int oom; } sb;
 
 static void put(sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -44,7 +46,7 @@ static void put(sb *b, const char *fmt, ...) {
  * unsigned type of the element's size, so every bit pattern (NaN payloads too) moves untouched. */
 static const char *elem_type(int dtype, int copy_only) {
   if (copy_only) {
-    size_t sz = schedc_dtype_size((schedc_dtype)dtype);
+    size_t sz = sc_dtype_size(dtype);
     return sz == 2 ? "unsigned short" : sz == 4 ? "unsigned int" : "unsigned long long";
   }
   switch (dtype) {
@@ -62,6 +64,12 @@ static const char *default_nan(int dtype) {
 
 static void emit_op(sb *b, int dtype, int op, int copy_only) {
   int f64 = dtype == SCHEDC_F64, isint = dtype == SCHEDC_I32 || dtype == SCHEDC_I64;
+  const sc_opdef *custom = sc_opreg_get(op);
+  if (custom && !copy_only) { /* the checked operator's own __device__ functions (docs/ops.md) */
+    put(b, "%s", custom->cuda);
+    put(b, "__device__ __forceinline__ sc_acc sc_op(sc_acc a, sc_acc b) { return sc_custom_op(a, b); }\n\n");
+    return;
+  }
   put(b, "__device__ __forceinline__ sc_acc sc_op(sc_acc a, sc_acc b) {\n");
   if (copy_only) {
     put(b, "  (void)b;\n  return a; /* a copy-only plan never combines */\n}\n\n");
@@ -99,14 +107,14 @@ static void emit_checksums(sb *b) {
       " * chunk c of the operand at base (kind 0: indexed like the working buffer; 1: a slot holding the\n"
       " * chunk, a mirror); the part's element `at` (counted across its tiles) is read with the bits\n"
       " * `mask` flipped (injection; at = ~0: none). One block-wide reduction per part, not per tile. */\n"
-      "__device__ __noinline__ sc_u64 sc_sum_part(const sc_acc *base, int kind, sc_u64 K, int c, int blk, int nblk,\n"
+      "__device__ __noinline__ sc_u64 sc_sum_part(const sc_args &a, const sc_acc *base, int kind, int c, int blk, int nblk,\n"
       "                                         sc_u64 at, sc_u64 mask) {\n"
       "  __shared__ sc_u64 tot;\n"
       "  __syncthreads(); /* the part's writes by this block, and the last use of tot, are done */\n"
       "  if (threadIdx.x == 0) tot = 0;\n"
       "  __syncthreads();\n"
       "  sc_u64 s = 0, pos = 0;\n"
-      "  for (sc_tile t = sc_tile0(K, c, blk, nblk); t.x0 < t.x1; sc_tile_next(t, nblk)) {\n"
+      "  for (sc_tile t = sc_tile0(a, c, blk); t.x0 < t.x1; sc_tile_next(t, nblk)) {\n"
       "    const sc_acc *p = base + (kind ? sc_coff(t) : t.x0);\n"
       "    sc_u64 n = t.x1 - t.x0;\n"
       "    for (sc_u64 i = threadIdx.x; i < n; i += blockDim.x) {\n"
@@ -125,7 +133,7 @@ static void emit_checksums(sb *b) {
       "/* Writer: the sum of its part of a cell, stored before the version is published (fenced there). */\n"
       "__device__ __noinline__ void sc_seal(const sc_args &a, int rank, sc_u64 cell, const sc_acc *buf, int c, int blk,\n"
       "                                     int nblk) {\n"
-      "  sc_u64 s = sc_sum_part(buf, 0, a.count, c, blk, nblk, ~0ull, 0);\n"
+      "  sc_u64 s = sc_sum_part(a, buf, 0, c, blk, nblk, ~0ull, 0);\n"
       "  if (threadIdx.x == 0) a.sum[rank][cell] = s;\n"
       "}\n\n"
       "/* Reader: the sum of what it loads from src's part must be the one src published (*sum), before any\n"
@@ -135,15 +143,15 @@ static void emit_checksums(sb *b) {
       "                                      int chunk, int blk, int nblk, int rank, int step) {\n"
       "  sc_u64 want = *(volatile const sc_u64 *)sum, at = ~0ull, mask = 0, n = 0;\n"
       "  if (a.flip_src == src && a.flip_dst == rank && a.flip_step == step && a.flip_chunk == chunk && blk == 0) {\n"
-      "    for (sc_tile t = sc_tile0(a.count, chunk, blk, nblk); t.x0 < t.x1; sc_tile_next(t, nblk)) n += t.x1 - t.x0;\n"
+      "    for (sc_tile t = sc_tile0(a, chunk, blk); t.x0 < t.x1; sc_tile_next(t, nblk)) n += t.x1 - t.x0;\n"
       "    sc_u64 nb = n * 8 * sizeof(sc_acc), bits = !n ? 0 : a.flip_bit < 0 ? nb / 2 + 3 : (sc_u64)a.flip_bit %% nb;\n"
       "    at = n ? bits / (8 * sizeof(sc_acc)) : ~0ull;\n"
       "    mask = n ? 1ull << (bits %% (8 * sizeof(sc_acc))) : 0;\n"
       "  }\n"
-      "  sc_u64 got = sc_sum_part(base, kind, a.count, chunk, blk, nblk, at, mask);\n"
+      "  sc_u64 got = sc_sum_part(a, base, kind, chunk, blk, nblk, at, mask);\n"
       "  if (got == want) return true;\n"
-      "  sc_u32 call = (sc_u32)(a.epoch >> 20);\n"
-      "  if (a.repair && sc_sum_part(base, kind, a.count, chunk, blk, nblk, ~0ull, 0) == want) {\n"
+      "  sc_u32 call = (sc_u32)(a.epoch >> %d);\n"
+      "  if (a.repair && sc_sum_part(a, base, kind, chunk, blk, nblk, ~0ull, 0) == want) {\n"
       "    if (threadIdx.x == 0) {\n"
       "      sc_u32 prev = *(volatile sc_u32 *)(a.err + 8);\n"
       "      if (prev != call && atomicCAS(a.err + 8, prev, call) == prev) {\n"
@@ -158,7 +166,8 @@ static void emit_checksums(sb *b) {
       "    a.err[5] = (sc_u32)got; a.err[6] = (sc_u32)want;\n"
       "  }\n"
       "  return false;\n"
-      "}\n\n");
+      "}\n\n",
+      SC_CUDA_EPOCH_BITS);
 }
 
 static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_only, int check, int split) {
@@ -168,36 +177,34 @@ static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_onl
       ir->nchunks);
   put(b, "#define SC_LO(K, c) ((K) * (sc_u64)(c) / SC_NCHUNKS) /* chunk c is [SC_LO(c), SC_LO(c+1)) */\n");
   put(b, "#define SC_INFLIGHT 8 /* 16-byte loads per thread in one pass of sc_chain */\n");
-  put(b, "#define SC_TILE_WINDOW %d /* bytes the blocks' tiles of a chunk span side by side (sc_tile0) */\n",
-      SC_CUDA_TILE_WINDOW);
-  put(b, "#define SC_TILE_MIN %d    /* bytes: the shortest full tile */\n", SC_CUDA_TILE_MIN);
   put(b, "struct alignas(16) sc_vec { sc_acc v[SC_VW]; };\n\n");
   put(b,
-      "/* One call, the same for every rank (one fused launch or one launch per rank). Counters are\n"
-      " * per (cell, block): ver[r][c * nblk + b], reads[r][c * nblk + b]; a call's values start at\n"
-      " * `epoch` (call number << 20), so nothing is reset between calls and a stale value from an\n"
-      " * earlier call never satisfies a wait. temp[r] holds tstride elements per (temp slot, block):\n"
-      " * at least the tiles of the longest part of a chunk plus a vector (sc_poff). */\n"
-      "struct sc_args {\n"
-      "  sc_acc *buf[SC_NRANKS];\n  sc_acc *temp[SC_NRANKS];\n  sc_u64 *ver[SC_NRANKS];\n  sc_u64 *reads[SC_NRANKS];\n"
-      "  sc_u32 *err;        /* [0] set once by the first failure; [1..3] rank, step, awaited peer */\n"
-      "  sc_u64 count;       /* elements of the working buffer */\n"
-      "  sc_u64 tstride;     /* elements per (temp slot, block), a multiple of SC_VW */\n"
-      "  sc_u64 epoch;\n"
-      "  long long budget;   /* clock64 cycles any one wait may take */\n");
-  if (check)
-    put(b, "  /* checksums: sum[r][cell] is the sum of rank r's cell part at its published version */\n"
-           "  sc_u64 *sum[SC_NRANKS];\n"
-           "  long long flip_src, flip_dst, flip_step, flip_chunk, flip_bit; /* injection: the first try of\n"
-           "                          * that transfer's block 0 sees one bit flipped (flip_bit < 0: the\n"
-           "                          * part's middle); flip_src < 0: none */\n"
-           "  long long repair;     /* 1: a transfer whose sum is wrong is read once more */\n");
-  if (split)
-    put(b, "  /* split across nodes: this launch runs the groups of one phase; a payload from another\n"
-           "   * node was put in mirror slot k of its reader (mir[r] + k * mstride) before the phase */\n"
-           "  sc_acc *mir[SC_NRANKS];\n  sc_u64 *msum[SC_NRANKS]; /* checksums: the payloads' sums, nblk per slot */\n"
-           "  sc_u64 mstride;\n  long long phase;\n");
-  put(b, "};\n\n");
+      "/* One call, the same for every rank (one fused launch or one launch per rank): the runtime's\n"
+      " * parameter block, word for word (codegen/cuda_abi.h). Counters are per (cell, block):\n"
+      " * ver[r][c * nblk + b], reads[r][c * nblk + b]; a call's values start at `epoch` (call number\n"
+      " * << %d), so nothing is reset between calls and a stale value from an earlier call never\n"
+      " * satisfies a wait. temp[r] holds tstride elements per (temp slot, block): at least the tiles\n"
+      " * of the longest part of a chunk plus a vector (sc_poff). */\n"
+      "struct sc_args {\n",
+      SC_CUDA_EPOCH_BITS);
+  unsigned variant = (check ? SC_ABI_CHECK : 0) | (split ? SC_ABI_SPLIT : 0);
+  static const struct { const char *name, *type, *doc; int table; } field[] = {
+#define X(name, kind, type, variant, doc) {#name, type, doc, SC_ABI_##kind == SC_ABI_TABLE},
+      SC_CUDA_ABI_FIELDS(X)
+#undef X
+  };
+  for (int f = 0; f < SC_ABI_NFIELDS; f++) {
+    if (!sc_cuda_abi_has(f, variant)) continue;
+    char decl[64];
+    size_t t = strlen(field[f].type);
+    snprintf(decl, sizeof decl, "%s%s%s%s;", field[f].type, field[f].type[t - 1] == '*' ? "" : " ", field[f].name,
+             field[f].table ? "[SC_NRANKS]" : "");
+    if (*field[f].doc) put(b, "  %-25s /* %s */\n", decl, field[f].doc);
+    else put(b, "  %s\n", decl);
+  }
+  put(b, "};\n");
+  int words = sc_cuda_abi_index(SC_ABI_NFIELDS, (int)ir->nranks, variant);
+  put(b, "static_assert(sizeof(sc_args) == %d * 8, \"the runtime fills %d words (cuda_abi.h)\");\n\n", words, words);
   emit_op(b, dtype, op, copy_only);
   put(b,
       "/* Thread 0 waits until *ctr >= want (then fences: acquire), within `budget` cycles; on timeout or\n"
@@ -224,14 +231,12 @@ static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_onl
       "  return ok;\n"
       "}\n\n"
       "/* Block blk's part of chunk c, in tiles: the chunk [lo, hi) is cut at 16-byte boundaries (absolute\n"
-      " * element indices, the same on every rank) from A = lo rounded down to a vector, into tiles of L\n"
-      " * elements (the chunk's share per block rounded up to a vector, at most the largest power of two\n"
-      " * of bytes within SC_TILE_WINDOW / nblk, never under SC_TILE_MIN), and tile i goes to block\n"
-      " * i %% nblk, so block b of a reader reads what block b of the writer wrote. Blocks streaming\n"
-      " * neighbouring tiles keep DRAM pages open: one contiguous range per block reached 86%% of the\n"
-      " * copy bandwidth on an H100, 32 KiB tiles dealt in turn 97%%; with few blocks, tiles of several\n"
-      " * passes spread the cost of starting one (docs/performance.md). The runtime sizes temp slots by\n"
-      " * the same rule. */\n"
+      " * element indices, the same on every rank) from A = lo rounded down to a vector, into tiles of\n"
+      " * L = a.tile elements (the host's choice, a multiple of a vector: codegen/cuda_abi.h), and tile\n"
+      " * i goes to block i %% nblk, so block b of a reader reads what block b of the writer wrote. Blocks\n"
+      " * streaming neighbouring tiles keep DRAM pages open: one contiguous range per block reached 86%%\n"
+      " * of the copy bandwidth on an H100, 32 KiB tiles dealt in turn 97%%; with few blocks, tiles of\n"
+      " * several passes spread the cost of starting one (docs/performance.md). */\n"
       "struct sc_tile { sc_u64 lo, hi, A, L, i, j, x0, x1; }; /* [x0, x1): tile i, the j-th of this block */\n"
       "__device__ __forceinline__ void sc_tile_clip(sc_tile &t) {\n"
       "  sc_u64 s = t.A + t.i * t.L, e = s + t.L;\n"
@@ -239,14 +244,10 @@ static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_onl
       "  t.x1 = e > t.hi ? t.hi : e < t.x0 ? t.x0 : e;\n"
       "}\n"
       "/* Out of line: its 64-bit divisions, inlined in every group, tripled NVRTC's time and the cubin. */\n"
-      "__device__ __noinline__ sc_tile sc_tile0(sc_u64 K, int c, int blk, int nblk) {\n"
+      "__device__ __noinline__ sc_tile sc_tile0(const sc_args &a, int c, int blk) {\n"
       "  sc_tile t;\n"
-      "  t.lo = SC_LO(K, c);\n  t.hi = SC_LO(K, c + 1);\n  t.A = t.lo / SC_VW * SC_VW;\n"
-      "  t.L = ((t.hi - t.A + nblk - 1) / nblk + SC_VW - 1) / SC_VW * SC_VW;\n"
-      "  sc_u64 cap = SC_TILE_MIN; /* bytes: a power of two */\n"
-      "  while (cap * 2 <= SC_TILE_WINDOW / (sc_u64)nblk) cap *= 2;\n"
-      "  if (t.L > cap / sizeof(sc_acc)) t.L = cap / sizeof(sc_acc);\n"
-      "  if (t.L == 0) t.L = SC_VW;\n"
+      "  t.lo = SC_LO(a.count, c);\n  t.hi = SC_LO(a.count, c + 1);\n  t.A = t.lo / SC_VW * SC_VW;\n"
+      "  t.L = a.tile;\n"
       "  t.i = blk;\n  t.j = 0;\n"
       "  sc_tile_clip(t);\n"
       "  return t;\n"
@@ -384,22 +385,24 @@ static void emit_conversions(sb *b, int dtype) {
            "  sc_u32 h = mm >> sh, rem = mm & ((1u << sh) - 1u), half = 1u << (sh - 1u);\n"
            "  if (rem > half || (rem == half && (h & 1u))) h++;\n  return (unsigned short)(s | h);\n}\n");
   }
-  put(b, "extern \"C\" __global__ void schedc_widen(const unsigned short *in, float *out, sc_u64 n) {\n"
+  put(b, "extern \"C\" __global__ void %s(const unsigned short *in, float *out, sc_u64 n) {\n"
          "  for (sc_u64 i = blockIdx.x * (sc_u64)blockDim.x + threadIdx.x; i < n; i += (sc_u64)gridDim.x * blockDim.x)\n"
          "    out[i] = sc_widen(in[i]);\n}\n"
-         "extern \"C\" __global__ void schedc_narrow(const float *in, unsigned short *out, sc_u64 n) {\n"
+         "extern \"C\" __global__ void %s(const float *in, unsigned short *out, sc_u64 n) {\n"
          "  for (sc_u64 i = blockIdx.x * (sc_u64)blockDim.x + threadIdx.x; i < n; i += (sc_u64)gridDim.x * blockDim.x)\n"
-         "    out[i] = sc_narrow(in[i]);\n}\n\n");
+         "    out[i] = sc_narrow(in[i]);\n}\n\n",
+      SC_CUDA_ENTRY_WIDEN, SC_CUDA_ENTRY_NARROW);
 }
 
 static void emit_finish(sb *b, int dtype, int op) {
   if (op != SCHEDC_AVG) return;
   int isint = dtype == SCHEDC_I32 || dtype == SCHEDC_I64;
   put(b, "/* avg: the sum divided by nranks once, in the accumulation type%s. */\n"
-         "extern \"C\" __global__ void schedc_avg(sc_acc *x, sc_u64 n, int nranks) {\n"
+         "extern \"C\" __global__ void %s(sc_acc *x, sc_u64 n, int nranks) {\n"
          "  for (sc_u64 i = blockIdx.x * (sc_u64)blockDim.x + threadIdx.x; i < n; i += (sc_u64)gridDim.x * blockDim.x) {\n"
          "    sc_acc q = x[i] / (sc_acc)nranks;\n",
-      isint ? "" : "; a NaN stays the default NaN (the GPU's division\n * would give 0x7fffffff where the CPU keeps the quiet NaN's bits)");
+      isint ? "" : "; a NaN stays the default NaN (the GPU's division\n * would give 0x7fffffff where the CPU keeps the quiet NaN's bits)",
+      SC_CUDA_ENTRY_AVG);
   if (isint) put(b, "    x[i] = q;\n  }\n}\n\n");
   else put(b, "    x[i] = q != q ? %s : q;\n  }\n}\n\n", default_nan(dtype));
 }
@@ -421,7 +424,7 @@ static void put_src(sb *b, const sc_split *sp, const sc_prog *prog, const sc_gro
 
 /* The loop over this block's tiles of chunk c (sc_tile0), opening the statement that follows. */
 static void put_tiles(sb *b, uint32_t c) {
-  put(b, "    for (sc_tile t = sc_tile0(a.count, %u, blk, nblk); t.x0 < t.x1; sc_tile_next(t, nblk))", c);
+  put(b, "    for (sc_tile t = sc_tile0(a, %u, blk); t.x0 < t.x1; sc_tile_next(t, nblk))", c);
 }
 
 static int is_remote(const sc_split *sp, const sc_group *g, uint32_t s) { return sp && sp->slot[g->src_off + s] >= 0; }
@@ -515,8 +518,8 @@ static void emit_rank(sb *b, const sc_ir *ir, const sc_prog *prog, uint32_t r, i
   else put(b, "  ");
   put(b, "sc_drain(a, %u, blk, nblk, sc_fin%u, %u);\n}\n", r, r, ir->nsteps);
   if (kernel)
-    put(b, "extern \"C\" __global__ void __launch_bounds__(512, 2) schedc_rank%u(sc_args a) { sc_rank%u(a, blockIdx.x, gridDim.x); }\n",
-        r, r);
+    put(b, "extern \"C\" __global__ void __launch_bounds__(512, 2) %s%u(sc_args a) { sc_rank%u(a, blockIdx.x, gridDim.x); }\n",
+        SC_CUDA_ENTRY_RANK, r, r);
   put(b, "\n");
 }
 
@@ -529,8 +532,9 @@ static void emit_rank(sb *b, const sc_ir *ir, const sc_prog *prog, uint32_t r, i
  * registers), which the runtime's residency check assumes (blocks x virtual ranks <= 2 x SMs);
  * without the 2 ptxas took more registers and 264 blocks no longer launched on an H100. */
 static void emit_all(sb *b, const sc_ir *ir) {
-  put(b, "extern \"C\" __global__ void __launch_bounds__(512, 2) schedc_all(sc_args a, int first, int count) {\n"
-         "  int nblk = gridDim.x / count, r = first + blockIdx.x / nblk, blk = blockIdx.x %% nblk;\n  switch (r) {\n");
+  put(b, "extern \"C\" __global__ void __launch_bounds__(512, 2) %s(sc_args a, int first, int count) {\n"
+         "  int nblk = gridDim.x / count, r = first + blockIdx.x / nblk, blk = blockIdx.x %% nblk;\n  switch (r) {\n",
+      SC_CUDA_ENTRY_ALL);
   for (uint32_t r = 0; r < ir->nranks; r++) put(b, "  case %u: sc_rank%u(a, blk, nblk); break;\n", r, r);
   put(b, "  }\n}\n");
 }
@@ -545,24 +549,14 @@ char *sc_cuda_emit_checked(const sc_ir *ir, const sc_prog *prog, int rank, int d
 
 char *sc_cuda_emit_split(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, int op, int check,
                          const sc_split *sp) {
-  if (dtype < 0 || dtype >= SCHEDC_DTYPE_COUNT_ || op < 0 || op >= SCHEDC_OP_COUNT_) return NULL;
+  if (dtype < 0 || dtype >= SCHEDC_DTYPE_COUNT_ || op < 0 || (op >= SCHEDC_OP_COUNT_ && !sc_opreg_get(op))) return NULL;
   if (rank >= (int)ir->nranks) return NULL;
-  static const char *const dn[] = {
-#define X(name, value, str, bytes) [value] = str,
-      SCHEDC_DTYPE_LIST(X)
-#undef X
-  };
-  static const char *const on[] = {
-#define X(name, value, str) [value] = str,
-      SCHEDC_OP_LIST(X)
-#undef X
-  };
   sb b = {0};
   put(&b, "/* schedc generated code: plan '%s' (%s, %u ranks, %u chunks, %u steps), %s %s, %s.\n"
           " * Straight-line write groups over the primitives below; no headers, everything comes in as\n"
           " * kernel parameters. Compile with --fmad=false: reductions must be add.rn/mul.rn, never fma. */\n",
-      ir->name, sc_ir_collective_name(ir->collective), ir->nranks, ir->nchunks, ir->nsteps, dn[dtype], on[op],
-      rank < 0 ? "all ranks" : "one rank");
+      ir->name, sc_ir_collective_name(ir->collective), ir->nranks, ir->nchunks, ir->nsteps, sc_dtype_name(dtype),
+      sc_op_name(op), rank < 0 ? "all ranks" : "one rank");
   int copy_only = ir->collective == SCHEDC_ALLGATHER || ir->collective == SCHEDC_BROADCAST;
   emit_prelude(&b, ir, dtype, op, copy_only, check, sp != NULL);
   if (!copy_only) emit_conversions(&b, dtype);

@@ -1,5 +1,6 @@
 /*
- * diag.c — collecting, sorting and rendering verifier diagnostics (see diag.h).
+ * diag.c — collecting, sorting and rendering verifier diagnostics (see diag.h). Out of memory
+ * is recorded (d->oom) and reported by the renderer, never rendered as a shorter list.
  */
 #include "diag.h"
 
@@ -7,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "alloc.h"
 
 void sc_diags_init(sc_diags *d) { memset(d, 0, sizeof *d); }
 
@@ -20,8 +23,8 @@ void sc_diags_add(sc_diags *d, uint32_t file, uint32_t line, const char *fmt, ..
   if (d->n >= SC_DIAG_KEEP) { d->dropped++; return; }
   if (d->n == d->cap) {
     uint32_t ncap = d->cap ? d->cap * 2 : 16;
-    sc_diag *p = realloc(d->v, ncap * sizeof *p);
-    if (!p) { d->dropped++; return; }
+    sc_diag *p = sc_realloc(d->v, ncap * sizeof *p);
+    if (!p) { d->dropped++; d->oom = 1; return; }
     d->v = p;
     d->cap = ncap;
   }
@@ -30,12 +33,11 @@ void sc_diags_add(sc_diags *d, uint32_t file, uint32_t line, const char *fmt, ..
   char *msg = NULL;
   int k = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
-  if (k >= 0 && (msg = malloc((size_t)k + 1))) {
-    va_start(ap, fmt);
-    vsnprintf(msg, (size_t)k + 1, fmt, ap);
-    va_end(ap);
-  }
-  if (!msg) { d->dropped++; return; }
+  if (k < 0) { d->dropped++; return; } /* an encoding error: counted, like one past the cap */
+  if (!(msg = sc_alloc((size_t)k + 1))) { d->dropped++; d->oom = 1; return; }
+  va_start(ap, fmt);
+  vsnprintf(msg, (size_t)k + 1, fmt, ap);
+  va_end(ap);
   d->v[d->n] = (sc_diag){file, line, d->n, msg};
   d->n++;
 }
@@ -50,9 +52,10 @@ static int cmp_diag(const void *pa, const void *pb) {
 }
 
 char *sc_diags_render(sc_diags *d, const sc_ir *ir, uint32_t max_lines) {
+  if (d->oom) return NULL;
   qsort(d->v, d->n, sizeof *d->v, cmp_diag);
   size_t cap = 256, len = 0;
-  char *out = malloc(cap);
+  char *out = sc_alloc(cap);
   if (!out) return NULL;
   out[0] = 0;
   uint32_t shown = 0, unique = 0;
@@ -66,8 +69,8 @@ char *sc_diags_render(sc_diags *d, const sc_ir *ir, uint32_t max_lines) {
     int k = snprintf(NULL, 0, "%s%s:%u: %s", len ? "\n" : "", file, d->v[i].line, d->v[i].msg);
     if (k < 0) continue;
     while (len + (size_t)k + 1 > cap) {
-      char *p = realloc(out, cap * 2);
-      if (!p) return out;
+      char *p = sc_realloc(out, cap * 2);
+      if (!p) { free(out); return NULL; }
       out = p;
       cap *= 2;
     }
@@ -79,11 +82,10 @@ char *sc_diags_render(sc_diags *d, const sc_ir *ir, uint32_t max_lines) {
   if (more) {
     char tail[96];
     int k = snprintf(tail, sizeof tail, "\n... and %u more error%s", more, more == 1 ? "" : "s");
-    char *grown = len + (size_t)k + 1 <= cap ? out : realloc(out, len + (size_t)k + 1);
-    if (grown) { /* on failure keep the text without the count */
-      out = grown;
-      memcpy(out + len, tail, (size_t)k + 1);
-    }
+    char *grown = len + (size_t)k + 1 <= cap ? out : sc_realloc(out, len + (size_t)k + 1);
+    if (!grown) { free(out); return NULL; } /* the count tells that more is wrong: never drop it */
+    out = grown;
+    memcpy(out + len, tail, (size_t)k + 1);
   }
   return out;
 }

@@ -20,6 +20,7 @@ typedef struct sc_diags {
   sc_diag *v;
   uint32_t n, cap;
   uint32_t dropped;   /* records not kept (past SC_DIAG_KEEP or OOM) */
+  int oom;            /* a record was lost to out of memory: the set is incomplete */
 } sc_diags;
 
 void sc_diags_init(sc_diags *d);
@@ -29,7 +30,8 @@ void sc_diags_add(sc_diags *d, uint32_t file, uint32_t line, const char *fmt, ..
     __attribute__((format(printf, 4, 5)));
 static inline uint32_t sc_diags_count(const sc_diags *d) { return d->n + d->dropped; }
 /* Sorted, de-duplicated text, at most max_lines lines plus a "... and N more" line.
- * Returns a malloc'd string (caller frees) or NULL on OOM. */
+ * Returns a malloc'd string (caller frees), or NULL out of memory, now or when a record was
+ * lost (d->oom): never a partial text. */
 char *sc_diags_render(sc_diags *d, const sc_ir *ir, uint32_t max_lines);
 
 #endif

@@ -7,16 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const coll_names[] = {
-#define X(name, value, str) [value] = str,
-    SCHEDC_COLLECTIVE_LIST(X)
-#undef X
-};
-
-const char *sc_ir_collective_name(int c) {
-  if (c < 0 || c >= SCHEDC_COLLECTIVE_COUNT_) return NULL;
-  return coll_names[c];
-}
+const char *sc_ir_collective_name(int c) { return sc_collective_name(c); }
 
 int sc_ir_init(sc_ir *ir) {
   memset(ir, 0, sizeof *ir);

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "names.h" /* the name tables (common/): codegen's spellings and dtype sizes */
 #include "schedc/schedc.h"
 
 /* Hard limits (also checked by the DSL with a clear message). */
@@ -59,7 +60,7 @@ int sc_ir_finish(sc_ir *ir);
 int sc_ir_copy(sc_ir *dst, const sc_ir *src);
 /* 64-bit content hash of everything that defines the plan's semantics and diagnostics. */
 uint64_t sc_ir_hash(const sc_ir *ir);
-/* Static spelling of a collective, or NULL. */
+/* Static spelling of a collective, or NULL (names.h's sc_collective_name). */
 const char *sc_ir_collective_name(int c);
 /* Chunk block of rank r for reduce_scatter / allgather: chunks [r*k, r*k+k), k = nchunks/nranks. */
 static inline uint32_t sc_ir_block(const sc_ir *ir) { return ir->nchunks / ir->nranks; }

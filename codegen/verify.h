@@ -17,7 +17,9 @@ typedef struct sc_verified {
 } sc_verified;
 
 /* Returns 0 when the schedule is proven (out filled; free with sc_verified_free), 1 when it is
- * rejected (diagnostics in d, out freed), -1 on allocation failure. */
+ * rejected (diagnostics in d, out freed), -1 out of memory anywhere in the run (out freed; d
+ * may hold part of the diagnostics): then neither verdict, since a check that could not run
+ * proves nothing either way. */
 int sc_verify(const sc_ir *ir, sc_verified *out, sc_diags *d);
 void sc_verified_free(sc_verified *v);
 /* Whether the postcondition defines chunk c on rank r (the cells `show --order` prints). */

@@ -1,6 +1,6 @@
 /*
- * err.h — the calling thread's error detail behind schedc_errmsg(), and the status, dtype and
- * op name tables (generated from the X-macro lists of schedc.h).
+ * err.h — the calling thread's error detail behind schedc_errmsg() (the status, collective,
+ * dtype and op name tables are names.h's).
  */
 #ifndef SC_ERR_H
 #define SC_ERR_H

@@ -49,17 +49,3 @@ int sc_write_atomic(const char *path, const void *data, size_t len) {
   free(tmp);
   return rc;
 }
-
-int sc_cache_dir(char *buf, size_t cap) {
-  const char *d = getenv("SCHEDC_CACHE_DIR");
-  if (d && !strcmp(d, "off")) return 0;
-  if (d && *d) snprintf(buf, cap, "%s", d);
-  else if (getenv("XDG_CACHE_HOME") && *getenv("XDG_CACHE_HOME")) snprintf(buf, cap, "%s/schedc", getenv("XDG_CACHE_HOME"));
-  else if (getenv("HOME")) snprintf(buf, cap, "%s/.cache/schedc", getenv("HOME"));
-  else return 0;
-  /* mkdir -p */
-  for (char *p = buf + 1; *p; p++)
-    if (*p == '/') { *p = 0; mkdir(buf, 0755); *p = '/'; }
-  mkdir(buf, 0755);
-  return 1;
-}

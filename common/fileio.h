@@ -15,6 +15,6 @@ int sc_write_atomic(const char *path, const void *data, size_t len);
 /* The kernel cache directory (SCHEDC_CACHE_DIR, else $XDG_CACHE_HOME/schedc, else
  * ~/.cache/schedc), created if missing, into buf: 1; 0 when caching is off (SCHEDC_CACHE_DIR=off)
  * or there is no home. */
-int sc_cache_dir(char *buf, size_t cap);
+int sc_cache_dir(char *buf, size_t cap); /* cachedir.c */
 
 #endif

@@ -141,7 +141,7 @@ static int add_xfers(lua_State *L, sc_builder *b, uint32_t step, int a, int kind
   lua_Integer count = 1;
   if (!lua_isnoneornil(L, a + 3)) {
     count = lua_tointegerx(L, a + 3, &isint);
-    if (!isint || count < 1 || c + count > (lua_Integer)ir->nchunks)
+    if (!isint || count < 1 || count > (lua_Integer)ir->nchunks - c) /* no c + count: it may overflow */
       return sc_dsl_argerror(L, a + 3, "chunk count %s out of range [1, %d] from chunk %I",
                              luaL_tolstring(L, a + 3, NULL), (int)(ir->nchunks - c), c);
   }
@@ -152,6 +152,7 @@ static int add_xfers(lua_State *L, sc_builder *b, uint32_t step, int a, int kind
   uint32_t f;
   sc_dsl_where(L, &f, &x.line);
   x.file = (uint16_t)f;
+  sc_dsl_charge(L, (size_t)count * sizeof(sc_xfer));
   for (lua_Integer i = 0; i < count; i++) {
     x.chunk = (uint32_t)(c + i);
     if (sc_ir_add(ir, &x)) return sc_dsl_error(L, "too many transfers (limit %d) or out of memory", (int)SC_IR_MAX_XFERS);

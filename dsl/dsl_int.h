@@ -33,9 +33,13 @@ typedef struct sc_loader {
   sc_ir files;           /* only .files/.nfiles used: the file table of user locations */
   const char *last_src;  /* cache: source pointer of the last located frame -> file index */
   int last_file;
-  size_t mem, mem_cap;
+  size_t mem, mem_cap;   /* Lua's allocations, and the cap they share with ir_bytes */
+  size_t ir_bytes;       /* the transfers the script made (C memory, charged against mem_cap) */
   int mem_exceeded;
   uint64_t instr, instr_cap;
+  double deadline;       /* monotonic seconds: the wall-clock limit */
+  int tripped;           /* a limit was hit: every later instruction raises limit_msg again */
+  char limit_msg[512];
   int result;            /* index of the returned schedule */
   int status;            /* status of a failed load (set before raising where it is not ESCRIPT) */
 } sc_loader;
@@ -45,6 +49,10 @@ typedef struct sc_loader {
 #define SC_STEP_MT "schedc.step"
 
 sc_loader *sc_dsl_loader(lua_State *L);
+/* Charge `bytes` of C-side IR memory against the script's memory cap (raises when over it). */
+void sc_dsl_charge(lua_State *L, size_t bytes);
+/* Monotonic seconds. */
+double sc_dsl_now(void);
 /* Create the sandboxed state (allocator with memory cap, instruction hook, safe libraries,
  * locked globals). The loader must outlive the state. NULL on OOM. */
 lua_State *sc_dsl_newstate(sc_loader *ld);

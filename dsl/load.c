@@ -11,6 +11,7 @@
 
 #define DEFAULT_MAX_INSTR 1000000000ull
 #define DEFAULT_MAX_MEM ((size_t)1 << 30)
+#define DEFAULT_MAX_SECONDS 20.0
 
 static int pmain(lua_State *L) {
   sc_loader *ld = sc_dsl_loader(L);
@@ -61,6 +62,8 @@ int sc_dsl_load(const char *path, const sc_dsl_opts *opts, sc_ir *ir, char **err
   ld.opts = *opts;
   ld.mem_cap = opts->max_memory ? opts->max_memory : DEFAULT_MAX_MEM;
   ld.instr_cap = opts->max_instructions ? opts->max_instructions : DEFAULT_MAX_INSTR;
+  if (!(ld.opts.max_seconds > 0)) ld.opts.max_seconds = DEFAULT_MAX_SECONDS; /* also NaN */
+  ld.deadline = sc_dsl_now() + ld.opts.max_seconds;
   ld.last_file = -1;
   sc_ir_init(&ld.files);
   int status = SCHEDC_OK;
@@ -70,7 +73,10 @@ int sc_dsl_load(const char *path, const sc_dsl_opts *opts, sc_ir *ir, char **err
   int st = lua_pcall(L, 0, 0, 0);
   if (st != LUA_OK) {
     status = ld.status ? ld.status : SCHEDC_ESCRIPT;
-    if (st == LUA_ERRMEM && ld.mem_exceeded) {
+    if (ld.tripped) {
+      *err = dupmsg(ld.limit_msg); /* whatever error object the script's handlers left */
+      status = SCHEDC_ESCRIPT;
+    } else if (st == LUA_ERRMEM && ld.mem_exceeded) {
       char buf[512];
       snprintf(buf, sizeof buf, "%s: memory limit of %zu MiB exceeded", path, ld.mem_cap >> 20);
       *err = dupmsg(buf);

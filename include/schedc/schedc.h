@@ -14,6 +14,17 @@
 extern "C" {
 #endif
 
+/* Marks every public function: libschedc.so is compiled with hidden visibility, so these are the
+ * only symbols it exports (checked by the install tests). Define SCHEDC_API before including
+ * this header to override it. */
+#ifndef SCHEDC_API
+#if defined(__GNUC__) || defined(__clang__)
+#define SCHEDC_API __attribute__((visibility("default")))
+#else
+#define SCHEDC_API
+#endif
+#endif
+
 #define SCHEDC_VERSION_MAJOR 0
 #define SCHEDC_VERSION_MINOR 1
 
@@ -87,23 +98,36 @@ typedef enum schedc_op {
   SCHEDC_OP_COUNT_
 } schedc_op;
 
+/* Custom operators (schedc_op_create below) are values >= SCHEDC_OP_CUSTOM_BASE: the schedc_op
+ * parameter of every collective carries them unchanged, and the library maps the value to the
+ * operator it made (a process-wide registry; values are never reused within a process). */
+#define SCHEDC_OP_CUSTOM_BASE 256
+
 /* ---- names and messages ------------------------------------------------------------------- */
 
 /* Static message of a status ("success", "invalid argument", ...); never NULL. */
-const char *schedc_status_str(schedc_status st);
+SCHEDC_API const char *schedc_status_str(schedc_status st);
 /* The calling thread's detail for its most recent failed schedc call (thread-local; valid until
  * that thread's next schedc call). Verifier rejections list every diagnostic, one per line,
  * sorted by file and line. Never NULL; "" if nothing failed yet. */
-const char *schedc_errmsg(void);
+SCHEDC_API const char *schedc_errmsg(void);
 /* Spelling of a collective/dtype/op ("allreduce", "bf16", "max"), or NULL if out of range. */
-const char *schedc_collective_name(schedc_collective c);
-const char *schedc_dtype_name(schedc_dtype t);
-const char *schedc_op_name(schedc_op op);
+SCHEDC_API const char *schedc_collective_name(schedc_collective c);
+SCHEDC_API const char *schedc_dtype_name(schedc_dtype t);
+SCHEDC_API const char *schedc_op_name(schedc_op op);
 /* Parse a spelling back. SCHEDC_EINVAL (errmsg lists the legal choices) if unknown. */
-schedc_status schedc_dtype_parse(const char *s, schedc_dtype *out);
-schedc_status schedc_op_parse(const char *s, schedc_op *out);
+SCHEDC_API schedc_status schedc_dtype_parse(const char *s, schedc_dtype *out);
+SCHEDC_API schedc_status schedc_op_parse(const char *s, schedc_op *out);
 /* Bytes per element of a dtype (0 if out of range). */
-size_t schedc_dtype_size(schedc_dtype t);
+SCHEDC_API size_t schedc_dtype_size(schedc_dtype t);
+
+/* ---- parameters: the environment variables schedc reads (docs/env.md) ----------------------
+ * Parameter `name` as schedc reads it: *value is the variable's value (unset or empty: the
+ * documented default, or NULL where the default is computed), checked against the parameter's
+ * type. SCHEDC_EINVAL when name is not in docs/env.md's list, or when the value is malformed
+ * (errmsg names the variable, the value and the legal values). *value points into the
+ * environment or at a constant: valid until the variable changes. Any thread. */
+SCHEDC_API schedc_status schedc_param_get(const char *name, const char **value);
 
 /* ---- plans: a verified schedule -------------------------------------------------------------
  * A plan is immutable once created and may be shared by any number of threads. */
@@ -117,34 +141,47 @@ typedef struct schedc_load_opts {
   const char *topology;      /* topology file (.lua) or NULL */
   const char *const *defines;/* "key=value" strings, the `params` table (numbers converted) */
   int ndefines;
-  uint64_t max_instructions; /* Lua instruction cap; 0: 1e9 (about 2 s) */
-  size_t max_memory;         /* Lua memory cap in bytes; 0: 1 GiB */
+  uint64_t max_instructions; /* Lua instruction cap; 0: 1e9 (5-15 s of plain Lua) */
+  size_t max_memory;         /* memory cap in bytes (Lua's and the transfers'); 0: 1 GiB */
+  double max_seconds;        /* wall-clock limit of the script's run; 0: 20 s. No Lua code, pcall
+                              * or library call outlasts a limit once hit */
 } schedc_load_opts;
-#define SCHEDC_LOAD_OPTS_INIT {sizeof(schedc_load_opts), 0, 0, NULL, NULL, 0, 0, 0}
+#define SCHEDC_LOAD_OPTS_INIT {sizeof(schedc_load_opts), 0, 0, NULL, NULL, 0, 0, 0, 0.0}
 
-/* Run the schedule script at `path` in the sandbox, verify it and lower it into a plan.
- * Returns SCHEDC_OK and a new plan in *out (free with schedc_plan_free), or:
+/* Run the schedule script at `path` in the sandbox, verify it and lower it into a plan. A path
+ * without a folder may name a shipped or installed schedule ("ring"; schedc_schedule_find below),
+ * and opts->topology likewise a topology ("dgx_h100"). Returns SCHEDC_OK and a new plan in *out (free with schedc_plan_free), or:
  *  SCHEDC_EINVAL (bad options), SCHEDC_EIO (file unreadable), SCHEDC_ESCRIPT (the script failed:
  *  errmsg is "file:line: message"), SCHEDC_EVERIFY (rejected: errmsg lists the diagnostics),
  *  SCHEDC_ENOMEM. On failure *out is NULL: a rejected schedule produces no plan.
  * Thread-safe: every call has its own Lua state. */
-schedc_status schedc_plan_from_script(const char *path, const schedc_load_opts *opts,
-                                      schedc_plan **out);
+SCHEDC_API schedc_status schedc_plan_from_script(const char *path, const schedc_load_opts *opts,
+                                                 schedc_plan **out);
 
-/* Open `path` as a plan file if it starts with the plan magic, else run it as a schedule script
- * with opts (like schedc_plan_from_script). For plan files, opts->nranks/nnodes, when given, must
+/* Open `path` (looked up as by schedc_schedule_find) as a plan file if it starts with the plan
+ * magic, else run it as a schedule script with opts (like schedc_plan_from_script). For plan files, opts->nranks/nnodes, when given, must
  * match the plan (SCHEDC_EINVAL otherwise). */
-schedc_status schedc_plan_open(const char *path, const schedc_load_opts *opts, schedc_plan **out);
+SCHEDC_API schedc_status schedc_plan_open(const char *path, const schedc_load_opts *opts, schedc_plan **out);
+
+/* Where schedc_plan_open and schedc_plan_from_script read the schedule `name` from (and
+ * schedc_cost_model_load and opts->topology a topology, in the topologies/ subfolder of the
+ * same places): `name` itself if it contains a '/' or is an existing file; else NAME, then
+ * NAME.lua, in each folder of $SCHEDC_SCHEDULE_PATH (colon-separated), then in the installed
+ * schedules, share/schedc beside the library's lib/ folder (found at run time, so a moved prefix
+ * works; in a build tree, the source's schedules/). So "ring" is the shipped ring from any
+ * directory. The path into path[cap]. SCHEDC_EIO: not found (errmsg lists every folder looked
+ * in); SCHEDC_EINVAL: NULL or empty arguments, or the path does not fit in cap. */
+SCHEDC_API schedc_status schedc_schedule_find(const char *name, char *path, size_t cap);
 
 /* Write a plan to a versioned plan file (written to a temporary name, then renamed).
  * SCHEDC_EIO on failure; the file is either complete or absent. */
-schedc_status schedc_plan_save(const schedc_plan *plan, const char *path);
+SCHEDC_API schedc_status schedc_plan_save(const schedc_plan *plan, const char *path);
 /* Load a plan file strictly: magic, version, sizes and content hash are checked and the plan is
  * verified again. SCHEDC_EIO, SCHEDC_EPLAN (not a plan, truncated, corrupted), SCHEDC_EVERSION,
  * SCHEDC_EVERIFY. On failure *out is NULL. */
-schedc_status schedc_plan_load(const char *path, schedc_plan **out);
+SCHEDC_API schedc_status schedc_plan_load(const char *path, schedc_plan **out);
 /* Free a plan; NULL is a no-op. The caller must make sure nothing still uses it. */
-void schedc_plan_free(schedc_plan *plan);
+SCHEDC_API void schedc_plan_free(schedc_plan *plan);
 
 /* What a plan is. Strings point into the plan and live as long as it. */
 typedef struct schedc_plan_info {
@@ -160,7 +197,7 @@ typedef struct schedc_plan_info {
   double max_recv;           /* most data one rank receives, likewise */
 } schedc_plan_info;
 #define SCHEDC_PLAN_INFO_INIT {sizeof(schedc_plan_info), NULL, NULL, SCHEDC_ALLREDUCE, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0}
-schedc_status schedc_plan_get_info(const schedc_plan *plan, schedc_plan_info *info);
+SCHEDC_API schedc_status schedc_plan_get_info(const schedc_plan *plan, schedc_plan_info *info);
 
 typedef enum schedc_xfer_kind { SCHEDC_XFER_REDUCE = 0, SCHEDC_XFER_COPY = 1 } schedc_xfer_kind;
 /* One transfer of a plan, in plan order (by step, then as written). */
@@ -172,16 +209,16 @@ typedef struct schedc_transfer {
   int line;
 } schedc_transfer;
 /* Transfer i (0 <= i < ntransfers). SCHEDC_EINVAL if out of range. */
-schedc_status schedc_plan_transfer(const schedc_plan *plan, long i, schedc_transfer *out);
+SCHEDC_API schedc_status schedc_plan_transfer(const schedc_plan *plan, long i, schedc_transfer *out);
 
 /* The proven reduction tree of `chunk` on `rank`, written with rN, '+' and parentheses, e.g.
  * "(((r1+r2)+r3)+r0)"; a chunk the postcondition leaves unspecified on that rank is "-".
  * Writes at most `cap` bytes including the NUL; returns the full length (like snprintf) or
- * -1 (bad argument). */
-long schedc_plan_order(const schedc_plan *plan, int chunk, int rank, char *buf, size_t cap);
+ * -1 (bad argument, or out of memory: buf then holds ""). */
+SCHEDC_API long schedc_plan_order(const schedc_plan *plan, int chunk, int rank, char *buf, size_t cap);
 /* The rank whose tree defines `chunk` (the owner for reduce_scatter, the root for reduce,
  * otherwise the lowest rank that holds it), or -1. */
-int schedc_plan_chunk_holder(const schedc_plan *plan, int chunk);
+SCHEDC_API int schedc_plan_chunk_holder(const schedc_plan *plan, int chunk);
 
 
 /* ---- cost model (docs/tuning.md) ------------------------------------------------------------
@@ -217,10 +254,11 @@ typedef struct schedc_cost_model {
 
 /* Read the `links` table of a topology file (docs/tuning.md) into *m (fields it does not name
  * keep their values). SCHEDC_EIO, SCHEDC_ESCRIPT or SCHEDC_EINVAL with "file:line: ..." */
-schedc_status schedc_cost_model_load(const char *topology_path, schedc_cost_model *m);
+SCHEDC_API schedc_status schedc_cost_model_load(const char *topology_path, schedc_cost_model *m);
 /* Predicted time of one call of `plan` on a buffer of `bytes` (the whole buffer: for
  * reduce_scatter and allgather all ranks' blocks together), in microseconds. SCHEDC_EINVAL. */
-schedc_status schedc_plan_cost(const schedc_plan *plan, const schedc_cost_model *m, size_t bytes, double *us);
+SCHEDC_API schedc_status schedc_plan_cost(const schedc_plan *plan, const schedc_cost_model *m, size_t bytes,
+                                          double *us);
 
 /* ---- communicators -------------------------------------------------------------------------
  * A communicator is one rank's handle on a group of nranks ranks. Collectives on a
@@ -270,15 +308,28 @@ enum {
 
 /* `threads`: create nranks communicators at once (like ncclCommInitAll); comms[r] is rank r's,
  * to be used by one thread each. SCHEDC_EINVAL, SCHEDC_ENOMEM. On failure no comm is created. */
-schedc_status schedc_comm_init_threads(int nranks, const schedc_comm_opts *opts, schedc_comm **comms);
+SCHEDC_API schedc_status schedc_comm_init_threads(int nranks, const schedc_comm_opts *opts, schedc_comm **comms);
 /* `shm`: this process is `rank` of `nranks` on this host; `job` names the shared segments and
  * must be the same on all ranks and unique among running jobs. Waits (up to the timeout) for all
  * ranks to join. SCHEDC_EINVAL, SCHEDC_ETIMEOUT, SCHEDC_EIO (shared memory), SCHEDC_EMISMATCH. */
-schedc_status schedc_comm_init_shm(int rank, int nranks, const char *job, const schedc_comm_opts *opts,
-                                   schedc_comm **out);
+SCHEDC_API schedc_status schedc_comm_init_shm(int rank, int nranks, const char *job, const schedc_comm_opts *opts,
+                                              schedc_comm **out);
+/* A job's unique id for the shm rendezvous (like ncclUniqueId): 128 random bits made by one
+ * rank and handed to the others by the caller (a torch.distributed store, a broadcast, a file),
+ * so two jobs on one host can never pick the same segment names by accident. Plain bytes:
+ * copy it freely. */
+typedef struct schedc_uid { unsigned char bytes[16]; } schedc_uid;
+/* Fill *id with 128 bits from getrandom(2) (the kernel's CSPRNG; blocks only before the pool is
+ * first initialised at boot). SCHEDC_EINVAL (id NULL), SCHEDC_EIO (no randomness). Thread-safe. */
+SCHEDC_API schedc_status schedc_unique_id(schedc_uid *id);
+/* `shm` from a unique id: as schedc_comm_init_shm with the job "u" + the id's 32 hex digits;
+ * every rank passes the same id (made by schedc_unique_id on one rank). Statuses as
+ * schedc_comm_init_shm, and SCHEDC_EINVAL if id is NULL. */
+SCHEDC_API schedc_status schedc_comm_init_shm_uid(int rank, int nranks, const schedc_uid *id,
+                                                  const schedc_comm_opts *opts, schedc_comm **out);
 /* `mpi`: ranks from an MPI communicator; `mpi_comm` points to an MPI_Comm (MPI must be
  * initialised). SCHEDC_EUNAVAIL if this build has no MPI. */
-schedc_status schedc_comm_init_mpi(const void *mpi_comm, const schedc_comm_opts *opts, schedc_comm **out);
+SCHEDC_API schedc_status schedc_comm_init_mpi(const void *mpi_comm, const schedc_comm_opts *opts, schedc_comm **out);
 /* From the environment: SCHEDC_RANK/SCHEDC_NRANKS/SCHEDC_JOB, else torchrun's RANK/WORLD_SIZE
  * (job from MASTER_PORT or TORCHELASTIC_RUN_ID), else Open MPI's OMPI_COMM_WORLD_RANK/SIZE.
  * SCHEDC_BACKEND=shm|mpi|cuda picks the backend (default shm; mpi under an MPI launcher when
@@ -286,14 +337,15 @@ schedc_status schedc_comm_init_mpi(const void *mpi_comm, const schedc_comm_opts 
  * OMPI_COMM_WORLD_LOCAL_RANK, else the rank: schedc_comm_init_cuda_rank, or under an MPI
  * launcher when built with MPI schedc_comm_init_cuda_over an MPI communicator of its own, freed
  * with it, so the ranks may span hosts). SCHEDC_EINVAL names the missing variable. */
-schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, schedc_comm **out);
+SCHEDC_API schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, schedc_comm **out);
 /* Destroy; NULL is a no-op. Safe after any error, including a dead peer. */
-void schedc_comm_free(schedc_comm *comm);
+SCHEDC_API void schedc_comm_free(schedc_comm *comm);
 /* The plan a call with plan NULL would use for `bytes` of whole buffer (the tuning table's
  * choice, else the built-in ring); owned by the communicator. NULL + errmsg on failure. */
-const schedc_plan *schedc_comm_default_plan(schedc_comm *comm, schedc_collective coll, int root, size_t bytes);
-int schedc_comm_rank(const schedc_comm *comm);
-int schedc_comm_nranks(const schedc_comm *comm);
+SCHEDC_API const schedc_plan *schedc_comm_default_plan(schedc_comm *comm, schedc_collective coll, int root,
+                                                       size_t bytes);
+SCHEDC_API int schedc_comm_rank(const schedc_comm *comm);
+SCHEDC_API int schedc_comm_nranks(const schedc_comm *comm);
 
 /* ---- collectives ---------------------------------------------------------------------------
  * Each call blocks until this rank's part is done and its buffers may be reused. `plan` may be
@@ -307,34 +359,34 @@ int schedc_comm_nranks(const schedc_comm *comm);
  * disagree on the call), SCHEDC_ETIMEOUT / SCHEDC_EPEER (errmsg names the step, this rank and
  * the rank it waited for; the communicator is then broken and only schedc_comm_free is
  * useful), SCHEDC_ENOMEM. */
-schedc_status schedc_allreduce(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype,
-                               schedc_op op, schedc_comm *comm, const schedc_plan *plan);
+SCHEDC_API schedc_status schedc_allreduce(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype,
+                                          schedc_op op, schedc_comm *comm, const schedc_plan *plan);
 /* sendbuf: nranks * recvcount elements; recvbuf: recvcount (block `rank`). */
-schedc_status schedc_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, schedc_dtype dtype,
-                                    schedc_op op, schedc_comm *comm, const schedc_plan *plan);
+SCHEDC_API schedc_status schedc_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                               schedc_dtype dtype, schedc_op op, schedc_comm *comm, const schedc_plan *plan);
 /* sendbuf: sendcount elements; recvbuf: nranks * sendcount, block r from rank r. */
-schedc_status schedc_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, schedc_dtype dtype,
-                               schedc_comm *comm, const schedc_plan *plan);
+SCHEDC_API schedc_status schedc_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, schedc_dtype dtype,
+                                          schedc_comm *comm, const schedc_plan *plan);
 /* root's sendbuf to every rank's recvbuf (sendbuf is ignored on other ranks). */
-schedc_status schedc_broadcast(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype, int root,
-                               schedc_comm *comm, const schedc_plan *plan);
+SCHEDC_API schedc_status schedc_broadcast(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype,
+                                          int root, schedc_comm *comm, const schedc_plan *plan);
 /* The reduction lands in root's recvbuf (recvbuf is ignored, may be NULL, on other ranks). */
-schedc_status schedc_reduce(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype, schedc_op op,
-                            int root, schedc_comm *comm, const schedc_plan *plan);
+SCHEDC_API schedc_status schedc_reduce(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype,
+                                       schedc_op op, int root, schedc_comm *comm, const schedc_plan *plan);
 
 /* A built-in plan: the ring for `collective` on nranks ranks (root for broadcast/reduce), as the
  * communicators use by default. Caller frees it. */
-schedc_status schedc_plan_builtin(schedc_collective collective, int nranks, int root, schedc_plan **out);
+SCHEDC_API schedc_status schedc_plan_builtin(schedc_collective collective, int nranks, int root, schedc_plan **out);
 
 /* Weight-level protection for trainers: do all ranks hold the same `bytes` at buf (a digest
  * compared across ranks)? *ok = 1 if yes. Collective: every rank calls it. */
-schedc_status schedc_replicas_agree(schedc_comm *comm, const void *buf, size_t bytes, int *ok);
+SCHEDC_API schedc_status schedc_replicas_agree(schedc_comm *comm, const void *buf, size_t bytes, int *ok);
 /* Make every rank's buf equal to the majority's (broadcast from the lowest rank holding the
  * most common digest). *fixed = number of ranks that changed. Collective. */
-schedc_status schedc_replicas_resync(schedc_comm *comm, void *buf, size_t bytes, int *fixed);
+SCHEDC_API schedc_status schedc_replicas_resync(schedc_comm *comm, void *buf, size_t bytes, int *fixed);
 
 /* 64-bit digest of a buffer (what `schedc run` prints per rank; equal bits, equal digest). */
-uint64_t schedc_digest(const void *buf, size_t bytes);
+SCHEDC_API uint64_t schedc_digest(const void *buf, size_t bytes);
 
 /* ---- CUDA code generation (works without a GPU) --------------------------------------------
  * NVRTC and the CUDA driver are loaded with dlopen: a build without CUDA works, and these
@@ -344,8 +396,8 @@ uint64_t schedc_digest(const void *buf, size_t bytes);
  * rank's code in one unit behind one kernel (schedc_all) when rank is -1. No headers inside;
  * compile with --fmad=false.
  * *source is malloc'd: free it with schedc_free. SCHEDC_EINVAL, SCHEDC_ENOMEM. */
-schedc_status schedc_cuda_source(const schedc_plan *plan, int rank, schedc_dtype dtype, schedc_op op,
-                                 char **source);
+SCHEDC_API schedc_status schedc_cuda_source(const schedc_plan *plan, int rank, schedc_dtype dtype, schedc_op op,
+                                            char **source);
 /* As schedc_cuda_source, with flags: SCHEDC_CUDA_SRC_CHECKSUMS gives the kernels that checksum
  * verification runs (SCHEDC_VERIFY=checksum or full: every published cell part carries a 64-bit
  * sum that its readers recompute before use; docs/integrity.md); SCHEDC_CUDA_SRC_NODES(K), K in
@@ -354,8 +406,8 @@ schedc_status schedc_cuda_source(const schedc_plan *plan, int rank, schedc_dtype
  * schedc_cuda_source. */
 enum { SCHEDC_CUDA_SRC_CHECKSUMS = 1 };
 #define SCHEDC_CUDA_SRC_NODES(k) ((int)(k) << 8)
-schedc_status schedc_cuda_source_v2(const schedc_plan *plan, int rank, schedc_dtype dtype, schedc_op op, int flags,
-                                    char **source);
+SCHEDC_API schedc_status schedc_cuda_source_v2(const schedc_plan *plan, int rank, schedc_dtype dtype, schedc_op op,
+                                               int flags, char **source);
 
 typedef struct schedc_cuda_compile_info {
   size_t size;               /* sizeof(schedc_cuda_compile_info) */
@@ -373,13 +425,13 @@ typedef struct schedc_cuda_compile_info {
  * *image is malloc'd (schedc_free). SCHEDC_EUNAVAIL: NVRTC not found (errmsg says where it
  * looked; set SCHEDC_NVRTC to its path). SCHEDC_EINVAL: compilation failed; errmsg holds the
  * NVRTC log, the options and the path where the source was dumped. Thread-safe. */
-schedc_status schedc_cuda_compile(const char *source, const char *arch, int ptx, void **image, size_t *len,
-                                  schedc_cuda_compile_info *info);
+SCHEDC_API schedc_status schedc_cuda_compile(const char *source, const char *arch, int ptx, void **image, size_t *len,
+                                             schedc_cuda_compile_info *info);
 /* Number of CUDA devices usable through the driver (0 without a driver or a device; under
  * schedc's own tests, the emulated devices of their plugin). */
-int schedc_cuda_device_count(void);
+SCHEDC_API int schedc_cuda_device_count(void);
 /* Free memory schedc returned (sources, images). NULL is a no-op. */
-void schedc_free(void *p);
+SCHEDC_API void schedc_free(void *p);
 
 /* ---- the cuda communicator (docs/cuda.md) ---------------------------------------------------
  * Two ways to make one: schedc_comm_init_cuda (one process drives every rank, described here)
@@ -412,8 +464,8 @@ enum { SCHEDC_CUDA_VIRTUAL = 1 };
  * SCHEDC_ECORRUPT there, and since the other ranks' calls have returned, the group is then
  * broken so that every rank's next call and schedc_cuda_sync report it; with repair the call
  * succeeds (a transfer read again, differing results given the majority's bits). */
-schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, const schedc_comm_opts *opts,
-                                    schedc_comm **comms);
+SCHEDC_API schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, const schedc_comm_opts *opts,
+                                               schedc_comm **comms);
 /* One process per GPU (as trainers run): this process is `rank` of `nranks` on this host and
  * drives CUDA device `device` (one rank per GPU: two ranks on one GPU are refused). `job` names
  * the host rendezvous exactly as for schedc_comm_init_shm (same on every rank, unique among
@@ -433,8 +485,8 @@ schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, c
  * SCHEDC_CUDA_NODES (else SCHEDC_EMISMATCH). SCHEDC_CUDA_NET=nccl moves the payloads that cross
  * (emulated) nodes with NCCL send/recv instead of copies from mapped memory; the ranks must
  * agree on it (else SCHEDC_EINVAL). */
-schedc_status schedc_comm_init_cuda_rank(int rank, int nranks, int device, const char *job,
-                                         const schedc_comm_opts *opts, schedc_comm **out);
+SCHEDC_API schedc_status schedc_comm_init_cuda_rank(int rank, int nranks, int device, const char *job,
+                                                    const schedc_comm_opts *opts, schedc_comm **out);
 /* One process per GPU on one or more hosts: as schedc_comm_init_cuda_rank, with rank and nranks
  * those of `host`, a CPU communicator of the same ranks (schedc_comm_init_mpi across hosts, or
  * shm) that carries the host exchanges instead of a shared-memory one. Borrowed: the caller
@@ -449,20 +501,20 @@ schedc_status schedc_comm_init_cuda_rank(int rank, int nranks, int device, const
  * load or join NCCL), and those of schedc_comm_init_cuda_rank. Across hosts a kernel's timeout
  * is reported on its host's ranks (schedc_cuda_sync); the ranks of other hosts see their stuck
  * transfers end at the timeout or the failed rank missing at the next call. */
-schedc_status schedc_comm_init_cuda_over(schedc_comm *host, int device, const schedc_comm_opts *opts,
-                                         schedc_comm **out);
+SCHEDC_API schedc_status schedc_comm_init_cuda_over(schedc_comm *host, int device, const schedc_comm_opts *opts,
+                                                    schedc_comm **out);
 /* The stream (a CUstream / cudaStream_t of the rank's device) the rank's next collectives are
  * enqueued on; NULL: the communicator's own stream. SCHEDC_EINVAL if comm is not cuda. */
-schedc_status schedc_cuda_set_stream(schedc_comm *comm, void *stream);
+SCHEDC_API schedc_status schedc_cuda_set_stream(schedc_comm *comm, void *stream);
 /* Wait for every rank's enqueued work of comm's group; SCHEDC_ETIMEOUT naming the rank, step
  * and awaited peer if a kernel's wait ran past the timeout (the communicators are then broken). */
-schedc_status schedc_cuda_sync(schedc_comm *comm);
+SCHEDC_API schedc_status schedc_cuda_sync(schedc_comm *comm);
 /* Device memory on the rank's device (zeroed), freed with schedc_cuda_free; and a synchronous
  * copy in any direction (host or device pointers). For tools and tests: trainers use their
  * framework's allocator. SCHEDC_EINVAL, SCHEDC_ENOMEM. */
-schedc_status schedc_cuda_alloc(schedc_comm *comm, size_t bytes, void **ptr);
-void schedc_cuda_free(schedc_comm *comm, void *ptr);
-schedc_status schedc_cuda_copy(schedc_comm *comm, void *dst, const void *src, size_t bytes);
+SCHEDC_API schedc_status schedc_cuda_alloc(schedc_comm *comm, size_t bytes, void **ptr);
+SCHEDC_API void schedc_cuda_free(schedc_comm *comm, void *ptr);
+SCHEDC_API schedc_status schedc_cuda_copy(schedc_comm *comm, void *dst, const void *src, size_t bytes);
 
 /* ---- canonical leaves: the same bits for any rank count ------------------------------------
  * The canonical sum of L leaves (e.g. the micro-batch gradients of a step) is the balanced tree
@@ -477,16 +529,65 @@ typedef struct schedc_accum schedc_accum;
 /* count elements per leaf, dtype f32, f64, i32 or i64, op sum/prod/min/max. SCHEDC_EINVAL if n
  * is not a power of two (unless first is 0 and the rank holds every leaf) or first is not a
  * multiple of n. */
-schedc_status schedc_accum_create(size_t count, schedc_dtype dtype, schedc_op op, int first, int n,
-                                  schedc_accum **out);
+SCHEDC_API schedc_status schedc_accum_create(size_t count, schedc_dtype dtype, schedc_op op, int first, int n,
+                                             schedc_accum **out);
 /* Add leaf `leaf` (first <= leaf < first + n; each exactly once). The data is copied; subtrees
  * are combined as soon as both halves are in. SCHEDC_EINVAL for a leaf out of range or twice. */
-schedc_status schedc_accumulate(schedc_accum *acc, int leaf, const void *data);
+SCHEDC_API schedc_status schedc_accumulate(schedc_accum *acc, int leaf, const void *data);
 /* The block's canonical sum into out (count elements). SCHEDC_EINVAL naming a missing leaf.
  * The accumulator can then be reused: schedc_accum_reset. */
-schedc_status schedc_accum_result(schedc_accum *acc, void *out);
-void schedc_accum_reset(schedc_accum *acc);
-void schedc_accum_free(schedc_accum *acc);
+SCHEDC_API schedc_status schedc_accum_result(schedc_accum *acc, void *out);
+SCHEDC_API void schedc_accum_reset(schedc_accum *acc);
+SCHEDC_API void schedc_accum_free(schedc_accum *acc);
+
+/* ---- custom reduction operators (docs/ops.md) ----------------------------------------------
+ * An operator is a C function `T name(T a, T b)` in a file of its own, T one of float, double,
+ * int32_t, int64_t. schedc_op_create parses the file with libclang (loaded with dlopen) and
+ * accepts only what computes the same bits on the CPU and in CUDA: scalar locals and parameters
+ * of those types, literals, arithmetic (no integer / or %), comparisons, logical, conditional, bitwise and shift
+ * operators, casts between the types, if/else, return, calls to the file's other checked
+ * functions and to fabs, fmin, fmax, copysign, sqrt, fma, floor, ceil, trunc, rint (and their f
+ * forms). It then tests op(a, b) == op(b, a) bit for bit on at least 100,000 pairs (zeros,
+ * infinities, NaNs, subnormals, extremes, random bits), since the proven trees combine operands
+ * in either order, and compiles the function into an element loop with the system C compiler
+ * (cc -O2 -ffp-contract=off -fno-fast-math -fwrapv, or $SCHEDC_CC), cached under the kernel cache
+ * directory by a hash of (source, compiler version, flags). A NaN result is the default NaN, as
+ * for the built-in ops. float serves f32, f16 and bf16 (f32 accumulation, one final rounding),
+ * double f64, int32_t i32, int64_t i64. */
+typedef struct schedc_op_opts {
+  size_t size;               /* sizeof(schedc_op_opts) */
+  long pairs;                /* operand pairs of the commutativity test; 0: 131072 (at least 100000) */
+} schedc_op_opts;
+#define SCHEDC_OP_OPTS_INIT {sizeof(schedc_op_opts), 0}
+
+/* Check, test and compile the operator `name` of the C file `path` into *out (a value usable as
+ * the op of every collective on the threads, shm and mpi backends, of schedc_accum_create, and
+ * of schedc_cuda_source). Statuses: SCHEDC_EINVAL (the file breaks a rule, does not parse, or is
+ * not commutative: errmsg has one "file:line:col: message" line per problem, saying what is
+ * allowed instead, or the counterexample pair), SCHEDC_EIO (unreadable file, cache or compiler
+ * output), SCHEDC_EUNAVAIL (no libclang: install libclang1-16 (Debian/Ubuntu: apt-get install
+ * libclang1-16, or libclang-16-dev), or set SCHEDC_LIBCLANG to its path; no C compiler: install
+ * gcc or set SCHEDC_CC), SCHEDC_ENOMEM. Thread-safe. Every rank of a job must create the same
+ * operator (the calls compare its source hash: SCHEDC_EMISMATCH otherwise). */
+SCHEDC_API schedc_status schedc_op_create(const char *path, const char *name, const schedc_op_opts *opts,
+                                          schedc_op *out);
+/* What a custom op is. Strings live as long as the op. */
+typedef struct schedc_op_info {
+  size_t size;               /* sizeof(schedc_op_info), set by the caller */
+  const char *name;          /* "file.c:name" */
+  schedc_dtype type;         /* the function's type: SCHEDC_F32, SCHEDC_F64, SCHEDC_I32 or SCHEDC_I64 */
+  uint64_t hash;             /* of the checked source (what ranks and kernel caches compare) */
+  long pairs_tested;         /* commutativity pairs that passed */
+  int cache_hit;             /* the compiled element loop came from the cache */
+  double check_s, test_s, compile_s; /* seconds: libclang check, commutativity test, compile or cache load */
+  const char *cuda_source;   /* the __device__ functions emitted into generated kernels */
+} schedc_op_info;
+#define SCHEDC_OP_INFO_INIT {sizeof(schedc_op_info), NULL, SCHEDC_F32, 0, 0, 0, 0.0, 0.0, 0.0, NULL}
+/* SCHEDC_EINVAL if op is not a live custom op. */
+SCHEDC_API schedc_status schedc_op_get_info(schedc_op op, schedc_op_info *info);
+/* Free a custom op; built-in ops and values already freed are a no-op. No call may still be
+ * using it (the compiled code is unloaded). */
+SCHEDC_API void schedc_op_free(schedc_op op);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 
 #include "err.h"
 #include "kernels.h"
+#include "opreg.h"
 
 struct schedc_accum {
   size_t count, esz;
@@ -45,7 +46,10 @@ schedc_status schedc_accum_create(size_t count, schedc_dtype dtype, schedc_op op
   if (dtype != SCHEDC_F32 && dtype != SCHEDC_F64 && dtype != SCHEDC_I32 && dtype != SCHEDC_I64)
     return sc_err(SCHEDC_EINVAL, "accumulation dtype must be f32, f64, i32 or i64 (accumulate f16/bf16 in f32)");
   if (!schedc_op_name(op) || op == SCHEDC_AVG)
-    return sc_err(SCHEDC_EINVAL, "op must be sum, prod, min or max (divide after the collective for an average)");
+    return sc_err(SCHEDC_EINVAL, "op must be sum, prod, min, max or a live custom operator (divide after the "
+                  "collective for an average)");
+  schedc_status st = sc_op_check_dtype(op, dtype, "schedc_accum_create");
+  if (st != SCHEDC_OK) return st;
   if (n < 1 || n > (1 << 24)) return sc_err(SCHEDC_EINVAL, "leaf count %d out of range [1, 2^24]", n);
   if (first != 0 && (n & (n - 1)))
     return sc_err(SCHEDC_EINVAL, "a rank's leaf count %d must be a power of two: only then is its block a whole "

@@ -13,14 +13,15 @@
 #include "err.h"
 #include "kernels.h"
 
-/* The ranks' digests of their buffers, gathered without re-entering verification. */
+/* The ranks' words[n] each, gathered by an internal call (never verified itself). */
+static schedc_status exchange(schedc_comm *c, const uint64_t *mine, uint64_t *all, size_t n) {
+  return sc_coll(c, SCHEDC_ALLGATHER, mine, all, n, SCHEDC_I64, SCHEDC_SUM, 0, NULL, SC_CALL_INTERNAL);
+}
+
+/* The ranks' digests of their buffers. */
 static schedc_status gather(schedc_comm *c, const void *buf, size_t bytes, uint64_t *all) {
   uint64_t d = sc_verify_digest(NULL, buf, bytes);
-  int was = c->in_verify;
-  c->in_verify = 1;
-  schedc_status st = schedc_allgather(&d, all, 1, SCHEDC_I64, c, NULL);
-  c->in_verify = was;
-  return st;
+  return exchange(c, &d, all, 1);
 }
 
 int sc_digest_majority(const uint64_t *all, int n, int *nbad) {
@@ -36,15 +37,13 @@ int sc_digest_majority(const uint64_t *all, int n, int *nbad) {
 
 /* Broadcast `bytes` of buf from root, as 2-byte elements (moved bit for bit) plus a tail byte. */
 schedc_status sc_rebroadcast(schedc_comm *c, void *buf, size_t bytes, int root) {
-  int was = c->in_verify;
-  c->in_verify = 1;
-  schedc_status st = schedc_broadcast(buf, buf, bytes / 2, SCHEDC_F16, root, c, NULL);
+  schedc_status st = sc_coll(c, SCHEDC_BROADCAST, buf, buf, bytes / 2, SCHEDC_F16, SCHEDC_SUM, root, NULL,
+                             SC_CALL_INTERNAL);
   if (st == SCHEDC_OK && (bytes & 1)) {
     unsigned char tail[2] = {((unsigned char *)buf)[bytes - 1], 0};
-    st = schedc_broadcast(tail, tail, 1, SCHEDC_F16, root, c, NULL);
+    st = sc_coll(c, SCHEDC_BROADCAST, tail, tail, 1, SCHEDC_F16, SCHEDC_SUM, root, NULL, SC_CALL_INTERNAL);
     ((unsigned char *)buf)[bytes - 1] = tail[0];
   }
-  c->in_verify = was;
   return st;
 }
 
@@ -74,7 +73,7 @@ schedc_status sc_digest_outcome(const char *cn, const uint64_t *dg, int n, int m
 }
 
 void sc_flipout(schedc_comm *c, void *buf, size_t bytes) {
-  if (c->inj.flipout_rank == c->rank && !c->in_verify && bytes)
+  if (c->inj.flipout_rank == c->rank && bytes)
     ((unsigned char *)buf)[(c->seq * 7919) % bytes] ^= 0x10; /* injected */
 }
 
@@ -104,7 +103,7 @@ enum { REC = 5 };
 schedc_status sc_integrity_check(schedc_comm *c, const char *cn, void *buf, size_t bytes, int same_bits) {
   int dig = same_bits && (c->verify & SC_V_DIGEST);
   int chk = (c->verify & SC_V_CHECKSUM) != 0;
-  if (c->in_verify || (!dig && !chk)) return SCHEDC_OK;
+  if (!dig && !chk) return SCHEDC_OK;
   int n = c->nranks;
   uint64_t *all = malloc((size_t)n * REC * sizeof *all), *dg = calloc((size_t)n, sizeof *dg);
   if (!all || !dg) {
@@ -116,9 +115,7 @@ schedc_status sc_integrity_check(schedc_comm *c, const char *cn, void *buf, size
   uint64_t mine[REC] = {dig ? (c->have_digest ? c->digest : sc_verify_digest(NULL, buf, bytes)) : 0,
                         (uint64_t)b->found << 32 | b->line, (uint64_t)b->step << 32 | b->chunk,
                         (uint64_t)b->src << 32 | b->dst, (uint64_t)b->got << 32 | b->want};
-  c->in_verify = 1;
-  schedc_status st = schedc_allgather(mine, all, REC, SCHEDC_I64, c, NULL);
-  c->in_verify = 0;
+  schedc_status st = exchange(c, mine, all, REC);
   for (int r = 0; r < n && st == SCHEDC_OK; r++) {
     const uint64_t *o = all + (size_t)r * REC;
     dg[r] = o[0];

@@ -5,6 +5,7 @@
  * performs exactly the scalar IEEE operations, element by element.
  */
 #include "kernels.h"
+#include "opreg.h"
 
 #include <math.h>
 #include <string.h>
@@ -111,6 +112,11 @@ void sc_reduce_chain(schedc_dtype t, schedc_op op, void *dst, const void *a, con
                      size_t len) {
   if (n <= 0 || len == 0) {
     if (dst != a && len) memmove(dst, a, len * schedc_dtype_size(t));
+    return;
+  }
+  if (op >= SCHEDC_OP_CUSTOM_BASE) { /* a custom op: its compiled element loop, one call per chain */
+    const sc_opdef *d = sc_opreg_get(op);
+    if (d) d->chain(dst, a, s, n, len); /* the call's checks made sure it lives and serves t */
     return;
   }
   int sum = op == SCHEDC_SUM || op == SCHEDC_AVG;

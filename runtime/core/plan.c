@@ -5,6 +5,7 @@
 #include "plan.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "dsl.h"
 #include "err.h"
 #include "fileio.h"
+#include "schedpath.h"
 
 #define MAX_DIAG_LINES 50
 
@@ -30,8 +32,9 @@ schedc_status sc_plan_make(sc_ir *ir, schedc_plan **out) {
   if (rc != 0) {
     schedc_status st = SCHEDC_ENOMEM;
     if (rc > 0) {
+      /* No text, no verdict: a rejection must name its diagnostics (render fails only on OOM). */
       char *txt = sc_diags_render(&d, &p->ir, MAX_DIAG_LINES);
-      st = sc_err_str(SCHEDC_EVERIFY, txt ? txt : "schedule rejected");
+      st = txt ? sc_err_str(SCHEDC_EVERIFY, txt) : sc_err(SCHEDC_ENOMEM, "out of memory while verifying");
       free(txt);
     } else {
       sc_err(st, "out of memory while verifying");
@@ -42,6 +45,10 @@ schedc_status sc_plan_make(sc_ir *ir, schedc_plan **out) {
     return st;
   }
   sc_diags_free(&d);
+  if (sc_prog_build(&p->ir, &p->prog)) {
+    schedc_plan_free(p);
+    return sc_err(SCHEDC_ENOMEM, "out of memory lowering the plan");
+  }
   p->hash = sc_ir_hash(&p->ir);
   /* Traffic per rank, in units of the whole buffer (each transfer moves 1/C of it). */
   uint32_t *sent = calloc(p->ir.nranks, sizeof *sent), *recv = calloc(p->ir.nranks, sizeof *recv);
@@ -72,8 +79,21 @@ schedc_status schedc_plan_from_script(const char *path, const schedc_load_opts *
   }
   if (o.nranks < 0 || o.nnodes < 0 || o.ndefines < 0 || (o.ndefines && !o.defines))
     return sc_err(SCHEDC_EINVAL, "bad load options (negative count or NULL defines)");
+  if (!(o.max_seconds >= 0 && o.max_seconds <= 86400)) /* NaN fails too */
+    return sc_err(SCHEDC_EINVAL, "opts->max_seconds %g: use 0 (the default, 20 s) or seconds in (0, 86400]",
+                  o.max_seconds);
+  /* Names without a folder ("ring", "dgx_h100") are looked up (schedpath.h). A topology that
+   * cannot be found is a bad option, as an invalid one is (EINVAL). */
+  char file[PATH_MAX], topo[PATH_MAX];
+  schedc_status fs = sc_find_file(path, NULL, SCHEDC_EIO, file, sizeof file);
+  if (fs != SCHEDC_OK) return fs;
+  path = file;
+  if (o.topology) {
+    if ((fs = sc_find_file(o.topology, "topologies", SCHEDC_EINVAL, topo, sizeof topo)) != SCHEDC_OK) return fs;
+    o.topology = topo;
+  }
   sc_dsl_opts d = {(uint32_t)o.nranks, (uint32_t)o.nnodes, o.topology, o.defines, o.ndefines,
-                   o.max_instructions, o.max_memory};
+                   o.max_instructions, o.max_memory, o.max_seconds};
   sc_ir ir;
   char *msg = NULL;
   int st = sc_dsl_load(path, &d, &ir, &msg);
@@ -113,6 +133,7 @@ schedc_status schedc_plan_load(const char *path, schedc_plan **out) {
 
 void schedc_plan_free(schedc_plan *plan) {
   if (!plan) return;
+  sc_prog_free(&plan->prog);
   sc_verified_free(&plan->v);
   sc_ir_free(&plan->ir);
   free(plan);
@@ -164,7 +185,8 @@ long schedc_plan_order(const schedc_plan *plan, int chunk, int rank, char *buf, 
   uint32_t id = SC_TERM_UNDEF;
   if (sc_verify_cell_defined(&plan->ir, (uint32_t)rank, (uint32_t)chunk))
     id = plan->v.final[(size_t)rank * plan->ir.nchunks + (uint32_t)chunk];
-  return (long)sc_terms_print(&plan->v.terms, id, buf, cap);
+  size_t len = sc_terms_print(&plan->v.terms, id, buf, cap);
+  return len == SIZE_MAX ? -1 : (long)len; /* SIZE_MAX: out of memory */
 }
 
 int schedc_plan_chunk_holder(const schedc_plan *plan, int chunk) {
@@ -176,6 +198,10 @@ schedc_status schedc_plan_open(const char *path, const schedc_load_opts *opts, s
   if (!out) return sc_err(SCHEDC_EINVAL, "out is NULL");
   *out = NULL;
   if (!path) return sc_err(SCHEDC_EINVAL, "path is NULL");
+  char file[PATH_MAX];
+  schedc_status fs = sc_find_file(path, NULL, SCHEDC_EIO, file, sizeof file);
+  if (fs != SCHEDC_OK) return fs;
+  path = file;
   char magic[8] = {0};
   FILE *f = fopen(path, "rb");
   if (!f) return sc_err(SCHEDC_EIO, "cannot open %s: %s", path, strerror(errno));

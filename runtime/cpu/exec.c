@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "comm.h"
+#include "cpu.h"
 #include "err.h"
 #include "kernels.h"
 
@@ -30,7 +30,7 @@ static void sleep_us(unsigned us) {
 static schedc_status inject_step(schedc_comm *c, uint32_t step, const char *coll) {
   const sc_inject *in = &c->inj;
   if (in->kill_rank == c->rank && (int)step >= in->kill_step) {
-    if (c->backend == SCHEDC_BACKEND_THREADS) {
+    if (sc_cpu_of(c)->tr->in_process) {
       sc_fail(c, SC_DEAD, "rank %d was killed by fault injection at step %u", c->rank, step);
       return sc_err(SCHEDC_EPEER, "%s: rank %d killed by fault injection (SCHEDC_INJECT) at step %u", coll,
                     c->rank, step);
@@ -50,11 +50,11 @@ static schedc_status inject_step(schedc_comm *c, uint32_t step, const char *coll
  * slices that every cell's counters fit. -1 when even one slice per chunk does not fit. */
 static int slicing(const schedc_comm *c, size_t K, uint32_t C, size_t esz, size_t *se_out, size_t *nsl_out) {
   size_t maxchunk = (K + C - 1) / C;
-  size_t se = c->call_slice / esz;
+  size_t se = sc_cpu_of(c)->call_slice / esz;
   if (se < 64) se = 64;
   size_t nsl = maxchunk ? (maxchunk + se - 1) / se : 1;
-  if ((size_t)C * nsl > c->sh->ctr_per_rank) {
-    nsl = c->sh->ctr_per_rank / C;
+  if ((size_t)C * nsl > sc_cpu_of(c)->sh->ctr_per_rank) {
+    nsl = sc_cpu_of(c)->sh->ctr_per_rank / C;
     if (nsl == 0) return -1;
     se = (maxchunk + nsl - 1) / nsl;
   }
@@ -69,7 +69,7 @@ void sc_exec_checksum_inputs(schedc_comm *c, const sc_prog *p, schedc_dtype acc,
   uint32_t C = p->nchunks;
   if (slicing(c, K, C, esz, &se, &nsl)) return; /* sc_exec refuses the call */
   const sc_rankprog *rp = &p->rank[c->rank];
-  _Atomic uint32_t *crc = sc_ctr(c->sh, parity, SC_CRC, (uint32_t)c->rank);
+  _Atomic uint32_t *crc = sc_ctr(sc_cpu_of(c)->sh, parity, SC_CRC, (uint32_t)c->rank);
   for (uint32_t ch = 0; ch < C; ch++) {
     if (!rp->init_read[ch]) continue;
     size_t lo, hi;
@@ -84,14 +84,14 @@ void sc_exec_checksum_inputs(schedc_comm *c, const sc_prog *p, schedc_dtype acc,
 
 /* flip:RANK:STEP lands on the first transfer out of RANK in STEP, in rank and plan order. */
 static void find_flip(schedc_comm *c, const sc_prog *p) {
-  c->flip = (sc_fliptarget){p, -1, 0, 0};
+  sc_cpu_of(c)->flip = (sc_fliptarget){p, -1, 0, 0};
   for (uint32_t r = 0; r < p->nranks; r++)
     for (uint32_t gi = p->rank[r].g_off; gi < p->rank[r].g_off + p->rank[r].ng; gi++) {
       const sc_group *g = &p->groups[gi];
       if (g->step != (uint32_t)c->inj.flip_step || g->phase == SC_PH_C) continue;
       for (uint32_t s = 0; s < g->nsrc; s++)
         if (p->srcs[g->src_off + s].rank == (uint32_t)c->inj.flip_rank) {
-          c->flip = (sc_fliptarget){p, (int)r, gi, s};
+          sc_cpu_of(c)->flip = (sc_fliptarget){p, (int)r, gi, s};
           return;
         }
     }
@@ -100,15 +100,15 @@ static void find_flip(schedc_comm *c, const sc_prog *p) {
 /* A copy of the payload with one bit flipped (the injected link fault), or sp if none fits. */
 static const char *flipped(schedc_comm *c, const char *sp, size_t bytes, const sc_group *g, const char *coll) {
   if (!bytes) return sp;
-  if (bytes > c->flipbuf_cap) {
-    void *b = realloc(c->flipbuf, bytes);
+  if (bytes > sc_cpu_of(c)->flipbuf_cap) {
+    void *b = realloc(sc_cpu_of(c)->flipbuf, bytes);
     if (!b) return sp;
-    c->flipbuf = b;
-    c->flipbuf_cap = bytes;
+    sc_cpu_of(c)->flipbuf = b;
+    sc_cpu_of(c)->flipbuf_cap = bytes;
   }
-  memcpy(c->flipbuf, sp, bytes);
-  sc_inject_flip(&c->inj, c->flipbuf, bytes, coll, c->rank, g->step);
-  return c->flipbuf;
+  memcpy(sc_cpu_of(c)->flipbuf, sp, bytes);
+  sc_inject_flip(&c->inj, sc_cpu_of(c)->flipbuf, bytes, coll, c->rank, g->step);
+  return sc_cpu_of(c)->flipbuf;
 }
 
 /* Checksum mode: the source slice `sp` as checked against its sender's CRC32C. On a mismatch,
@@ -117,7 +117,7 @@ static const char *flipped(schedc_comm *c, const char *sp, size_t bytes, const s
  * as it came. */
 static const char *checked_source(schedc_comm *c, const sc_execargs *a, const sc_group *g, uint32_t from, size_t k,
                                   const char *sp, const char *again, size_t bytes) {
-  uint32_t want = atomic_load_explicit(sc_ctr(c->sh, a->parity, SC_CRC, from) + k, memory_order_relaxed);
+  uint32_t want = atomic_load_explicit(sc_ctr(sc_cpu_of(c)->sh, a->parity, SC_CRC, from) + k, memory_order_relaxed);
   for (int tries = 0;; tries++) {
     uint32_t got = sc_crc32c(sp, bytes);
     if (got == want) return sp;
@@ -135,7 +135,7 @@ static const char *checked_source(schedc_comm *c, const sc_execargs *a, const sc
 schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
   const sc_prog *p = a->prog;
   const sc_rankprog *rp = &p->rank[c->rank];
-  sc_shared *sh = c->sh;
+  sc_shared *sh = sc_cpu_of(c)->sh;
   size_t esz = schedc_dtype_size(a->acc), K = a->count;
   uint32_t C = p->nchunks;
   size_t maxchunk = (K + C - 1) / C, se, nsl;
@@ -143,23 +143,24 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
     return sc_err(SCHEDC_EUNAVAIL, "plan has %u chunks; this communicator holds counters for %u", C, sh->ctr_per_rank);
   /* check: verify sources against their CRC32C; flip: a flip injection may land in this call
    * (it applies with or without checking, to show what goes undetected without). */
-  int check = (c->verify & SC_V_CHECKSUM) && !c->in_verify;
-  int flip = c->inj.flip_rank >= 0 && !c->in_verify && c->attempt == 0;
-  if (flip && c->flip.prog != p) find_flip(c, p);
-  flip = flip && c->flip.dst == c->rank;
-  c->ctr_used[a->parity] = (size_t)C * nsl; /* what the next reset of this parity must clear */
+  int check = (c->verify & SC_V_CHECKSUM) && !(a->flags & SC_CALL_NOVERIFY);
+  int inject = !(a->flags & SC_CALL_NOINJECT);
+  int flip = c->inj.flip_rank >= 0 && inject && c->attempt == 0;
+  if (flip && sc_cpu_of(c)->flip.prog != p) find_flip(c, p);
+  flip = flip && sc_cpu_of(c)->flip.dst == c->rank;
+  sc_cpu_of(c)->ctr_used[a->parity] = (size_t)C * nsl; /* what the next reset of this parity must clear */
   /* Temps for phase A groups: one chunk each. */
   size_t need = (size_t)rp->ntemp * maxchunk * esz;
-  if (need > c->temp_cap) {
-    void *t = realloc(c->temp, need);
+  if (need > sc_cpu_of(c)->temp_cap) {
+    void *t = realloc(sc_cpu_of(c)->temp, need);
     if (!t) return sc_err(SCHEDC_ENOMEM, "out of memory for %zu bytes of temporaries", need);
-    c->temp = t;
-    c->temp_cap = need;
+    sc_cpu_of(c)->temp = t;
+    sc_cpu_of(c)->temp_cap = need;
   }
   _Atomic uint32_t *myver = sc_ctr(sh, a->parity, SC_VER, (uint32_t)c->rank);
   _Atomic uint32_t *myreads = sc_ctr(sh, a->parity, SC_READS, (uint32_t)c->rank);
   _Atomic uint32_t *mycrc = sc_ctr(sh, a->parity, SC_CRC, (uint32_t)c->rank);
-  char *W = c->peer[c->rank];
+  char *W = sc_cpu_of(c)->peer[c->rank];
   const void *srcp[MAX_CHAIN];
   sc_waitctx w = {c, a->coll, -1, 0, 0, 0, sc_now() + c->timeout_s};
   uint32_t last_step = UINT32_MAX;
@@ -169,7 +170,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
     const sc_src *src = &p->srcs[g->src_off];
     if (g->step != last_step) {
       last_step = g->step;
-      if ((st = inject_step(c, g->step, a->coll)) != SCHEDC_OK) break;
+      if (inject && (st = inject_step(c, g->step, a->coll)) != SCHEDC_OK) break;
     }
     /* Another rank failed: stop before touching peers' buffers, which may be going away. */
     if (atomic_load_explicit(&sh->failed, memory_order_acquire)) {
@@ -185,7 +186,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
     w.step = g->step;
     w.chunk = g->chunk;
     w.line = g->line;
-    char *tmp = (char *)c->temp + (size_t)g->temp * maxchunk * esz;
+    char *tmp = (char *)sc_cpu_of(c)->temp + (size_t)g->temp * maxchunk * esz;
     for (size_t j = 0; j < nsl && st == SCHEDC_OK; j++) {
       size_t slo = lo + j * se, shi = slo + se < hi ? slo + se : hi;
       if (slo >= hi) break; /* both sides skip empty slices alike */
@@ -210,10 +211,10 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
           int n = (int)(g->nsrc - s0 < MAX_CHAIN ? g->nsrc - s0 : MAX_CHAIN);
           for (int s = 0; s < n; s++) {
             uint32_t si = s0 + (uint32_t)s, from = src[si].rank;
-            srcp[s] = c->peer[from] + slo * esz;
-            if (flip && j == 0 && c->flip.group == rp->g_off + gi && c->flip.src == si)
+            srcp[s] = sc_cpu_of(c)->peer[from] + slo * esz;
+            if (flip && j == 0 && sc_cpu_of(c)->flip.group == rp->g_off + gi && sc_cpu_of(c)->flip.src == si)
               srcp[s] = flipped(c, srcp[s], len * esz, g, a->coll);
-            if (check) srcp[s] = checked_source(c, a, g, from, k, srcp[s], c->peer[from] + slo * esz, len * esz);
+            if (check) srcp[s] = checked_source(c, a, g, from, k, srcp[s], sc_cpu_of(c)->peer[from] + slo * esz, len * esz);
           }
           if (g->copy) memcpy(dst, srcp[0], len * esz);
           else sc_reduce_chain(a->acc, a->op, dst, acc, srcp, n, len);
@@ -228,7 +229,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
     }
   }
   /* A rank with no writes left (a broadcast root) still "reaches" the end of the plan. */
-  if (st == SCHEDC_OK && last_step != p->nsteps) st = inject_step(c, p->nsteps, a->coll);
+  if (st == SCHEDC_OK && inject && last_step != p->nsteps) st = inject_step(c, p->nsteps, a->coll);
   /* Drain: peers may still be reading this rank's cells; the caller's buffer must stay intact
    * until every read the plan makes of it is done. */
   for (uint32_t ch = 0; ch < C && st == SCHEDC_OK; ch++) {

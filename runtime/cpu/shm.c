@@ -1,5 +1,5 @@
 /*
- * shm.c — the `shm` transport: processes on one host. A control segment /schedc-JOB-ctl holds
+ * shm.c — the `shm` backend's transport: processes on one host. A control segment /schedc-JOB-ctl holds
  * the shared block; each rank's working buffer is its own segment /schedc-JOB-rRANK (its
  * "arena"), grown on demand and mapped read-only by its peers, which remap when the owner's
  * generation changes. Rank 0 creates the control segment; the others wait for it (a stale one
@@ -13,11 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "comm.h"
+#include "cpu.h"
 #include "err.h"
 
 typedef struct peermap { char *base; size_t size; uint64_t gen; } peermap;
@@ -52,13 +53,13 @@ static int pid_alive(int32_t pid) {
 
 /* A rank that has not registered yet (pid 0) is not dead: only the timeout can judge it. */
 static int s_alive(schedc_comm *c, int r) {
-  int32_t pid = c->sh->slots[r].pid;
+  int32_t pid = sc_cpu_of(c)->sh->slots[r].pid;
   return pid == 0 || pid_alive(pid);
 }
 
 static void *s_work(schedc_comm *c, size_t bytes, void *user, sc_desc *desc) {
   (void)user; /* private memory cannot be shared: always the arena */
-  shmdata *d = c->trdata;
+  shmdata *d = sc_cpu_of(c)->tdata;
   if (bytes > d->arena_cap || !d->arena) {
     size_t cap = d->arena_cap ? d->arena_cap : 1 << 20;
     while (cap < bytes) cap *= 2;
@@ -84,13 +85,13 @@ static void *s_work(schedc_comm *c, size_t bytes, void *user, sc_desc *desc) {
 }
 
 static schedc_status s_map(schedc_comm *c, const uint8_t *need, int parity) {
-  shmdata *d = c->trdata;
-  c->peer[c->rank] = d->arena;
+  shmdata *d = sc_cpu_of(c)->tdata;
+  sc_cpu_of(c)->peer[c->rank] = d->arena;
   for (int r = 0; r < c->nranks; r++) {
     if (r == c->rank || !need[r]) continue;
-    const sc_desc *s = &c->sh->slots[r].d[parity];
+    const sc_desc *s = &sc_cpu_of(c)->sh->slots[r].d[parity];
     peermap *pm = &d->peers[r];
-    if (pm->gen == s->work && pm->base) { c->peer[r] = pm->base; continue; }
+    if (pm->gen == s->work && pm->base) { sc_cpu_of(c)->peer[r] = pm->base; continue; }
     if (pm->base) munmap(pm->base, pm->size);
     pm->base = NULL;
     char name[128];
@@ -103,13 +104,13 @@ static schedc_status s_map(schedc_comm *c, const uint8_t *need, int parity) {
     pm->base = p;
     pm->size = s->arena_size;
     pm->gen = s->work;
-    c->peer[r] = p;
+    sc_cpu_of(c)->peer[r] = p;
   }
   return SCHEDC_OK;
 }
 
 static void s_destroy(schedc_comm *c) {
-  shmdata *d = c->trdata;
+  shmdata *d = sc_cpu_of(c)->tdata;
   if (!d) return;
   for (int r = 0; r < c->nranks; r++)
     if (d->peers && d->peers[r].base) munmap(d->peers[r].base, d->peers[r].size);
@@ -119,20 +120,20 @@ static void s_destroy(schedc_comm *c) {
     seg_name(name, sizeof name, d->job, c->rank);
     shm_unlink(name);
   }
-  if (c->sh) {
-    atomic_store(&c->sh->slots[c->rank].state, SC_LEFT);
-    if (atomic_fetch_sub(&c->sh->refs, 1) == 1) {
+  if (sc_cpu_of(c)->sh) {
+    atomic_store(&sc_cpu_of(c)->sh->slots[c->rank].state, SC_LEFT);
+    if (atomic_fetch_sub(&sc_cpu_of(c)->sh->refs, 1) == 1) {
       seg_name(name, sizeof name, d->job, -1);
       shm_unlink(name);
     }
-    munmap(c->sh, d->ctl_size);
+    munmap(sc_cpu_of(c)->sh, d->ctl_size);
   }
   free(d->peers);
   free(d);
-  c->trdata = NULL;
+  sc_cpu_of(c)->tdata = NULL;
 }
 
-sc_transport sc_shm_transport = {s_work, s_map, s_alive, s_destroy};
+static const sc_transport shm_transport = {0, s_work, s_map, s_alive, s_destroy};
 
 static int valid_job(const char *job) {
   size_t n = strlen(job);
@@ -151,17 +152,16 @@ schedc_status schedc_comm_init_shm(int rank, int nranks, const char *job, const 
   if (!job || !valid_job(job))
     return sc_err(SCHEDC_EINVAL, "shm: job id '%s' must be 1-64 characters of [A-Za-z0-9_.-]", job ? job : "(null)");
   schedc_comm *c;
-  schedc_status st = sc_comm_new(SCHEDC_BACKEND_SHM, rank, nranks, opts, &c);
+  schedc_status st = sc_cpu_new(&sc_shm_backend, &shm_transport, rank, nranks, opts, &c);
   if (st != SCHEDC_OK) return st;
   shmdata *d = calloc(1, sizeof *d);
   if (!d || !(d->peers = calloc((size_t)nranks, sizeof *d->peers))) {
     free(d);
-    sc_comm_release(c);
+    schedc_comm_free(c);
     return sc_err(SCHEDC_ENOMEM, "out of memory");
   }
   snprintf(d->job, sizeof d->job, "%s", job);
-  c->trdata = d;
-  c->tr = &sc_shm_transport;
+  sc_cpu_of(c)->tdata = d;
   uint32_t cpr = sc_ctr_capacity(nranks);
   d->ctl_size = sc_shared_size((uint32_t)nranks, cpr);
   char name[128];
@@ -178,10 +178,10 @@ schedc_status schedc_comm_init_shm(int rank, int nranks, const char *job, const 
     void *p = mmap(NULL, d->ctl_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (p == MAP_FAILED) { st = sc_err(SCHEDC_EIO, "shm: cannot map %s: %s", name, strerror(errno)); goto fail; }
-    c->sh = p;
-    sc_shared_init(c->sh, (uint32_t)nranks, cpr);
-    c->sh->slots[0].pid = (int32_t)getpid();
-    atomic_store(&c->sh->ready, SC_SHARED_MAGIC);
+    sc_cpu_of(c)->sh = p;
+    sc_shared_init(sc_cpu_of(c)->sh, (uint32_t)nranks, cpr);
+    sc_cpu_of(c)->sh->slots[0].pid = (int32_t)getpid();
+    atomic_store(&sc_cpu_of(c)->sh->ready, SC_SHARED_MAGIC);
   } else {
     for (;;) {
       int fd = shm_open(name, O_RDWR, 0);
@@ -194,7 +194,7 @@ schedc_status schedc_comm_init_shm(int rank, int nranks, const char *job, const 
         if (p != MAP_FAILED) {
           sc_shared *sh = p;
           if (atomic_load(&sh->ready) == SC_SHARED_MAGIC && sh->nranks == (uint32_t)nranks && pid_alive(sh->slots[0].pid)) {
-            c->sh = sh;
+            sc_cpu_of(c)->sh = sh;
             break;
           }
           munmap(p, d->ctl_size);
@@ -209,10 +209,9 @@ schedc_status schedc_comm_init_shm(int rank, int nranks, const char *job, const 
       nanosleep(&ts, NULL);
     }
   }
-  c->sh->slots[rank].pid = (int32_t)getpid();
-  atomic_fetch_add(&c->sh->refs, 1);
-  if ((st = sc_comm_start(c, opts && opts->size > offsetof(schedc_comm_opts, plan) ? opts->plan : NULL)) != SCHEDC_OK)
-    goto fail;
+  sc_cpu_of(c)->sh->slots[rank].pid = (int32_t)getpid();
+  atomic_fetch_add(&sc_cpu_of(c)->sh->refs, 1);
+  if ((st = sc_cpu_start(c)) != SCHEDC_OK) goto fail;
   *out = c;
   return SCHEDC_OK;
 fail:
@@ -220,3 +219,28 @@ fail:
   return st;
 }
 
+
+/* A uid is only ever turned into a job name here, so the segment naming stays in one place. */
+schedc_status schedc_unique_id(schedc_uid *id) {
+  if (!id) return sc_err(SCHEDC_EINVAL, "id is NULL");
+  size_t got = 0;
+  while (got < sizeof id->bytes) {
+    ssize_t n = getrandom(id->bytes + got, sizeof id->bytes - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return sc_err(SCHEDC_EIO, "getrandom: %s", strerror(errno));
+    }
+    got += (size_t)n;
+  }
+  return SCHEDC_OK;
+}
+
+schedc_status schedc_comm_init_shm_uid(int rank, int nranks, const schedc_uid *id, const schedc_comm_opts *opts,
+                                       schedc_comm **out) {
+  if (out) *out = NULL;
+  if (!id) return sc_err(SCHEDC_EINVAL, "id is NULL");
+  char job[2 + 2 * sizeof id->bytes];
+  job[0] = 'u';
+  for (size_t i = 0; i < sizeof id->bytes; i++) snprintf(job + 1 + 2 * i, 3, "%02x", id->bytes[i]);
+  return schedc_comm_init_shm(rank, nranks, job, opts, out);
+}

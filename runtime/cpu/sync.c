@@ -16,18 +16,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "comm.h"
+#include "cpu.h"
 #include "err.h"
 
 #define SLEEPER 0x80000000u
 #define SPINS 4000
 #define SLICE_NS 5000000L /* 5 ms futex slices */
-
-double sc_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -59,11 +53,11 @@ void sc_fail(schedc_comm *c, int state, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   uint32_t zero = 0;
-  if (atomic_compare_exchange_strong(&c->sh->failed, &zero, 1u)) {
-    memcpy(c->sh->fail_msg, msg, sizeof msg);
-    atomic_store(&c->sh->failed, 2u); /* message complete */
+  if (atomic_compare_exchange_strong(&sc_cpu_of(c)->sh->failed, &zero, 1u)) {
+    memcpy(sc_cpu_of(c)->sh->fail_msg, msg, sizeof msg);
+    atomic_store(&sc_cpu_of(c)->sh->failed, 2u); /* message complete */
   }
-  atomic_store(&c->sh->slots[c->rank].state, (uint32_t)state);
+  atomic_store(&sc_cpu_of(c)->sh->slots[c->rank].state, (uint32_t)state);
   c->broken = 1;
 }
 
@@ -71,13 +65,13 @@ void sc_fail(schedc_comm *c, int state, const char *fmt, ...) {
  * legitimately; otherwise r may have completed the collective and left, which is fine unless it
  * is still marked inside the collective (busy). */
 static int peer_down(schedc_comm *c, int r, int awaited, int *dead) {
-  sc_slot *s = &c->sh->slots[r];
+  sc_slot *s = &sc_cpu_of(c)->sh->slots[r];
   uint32_t st = atomic_load(&s->state);
   *dead = 0;
   if (st == SC_ABORTED) return 1;
   if (st == SC_DEAD) return *dead = 1;
   if (!awaited && (st == SC_LEFT || !atomic_load(&s->busy))) return 0;
-  if (st == SC_LEFT || (c->tr->alive && !c->tr->alive(c, r))) {
+  if (st == SC_LEFT || (sc_cpu_of(c)->tr->alive && !sc_cpu_of(c)->tr->alive(c, r))) {
     /* It may have finished and exited between the reads above and the probe: read again. */
     if (!awaited && (atomic_load(&s->state) == SC_LEFT || !atomic_load(&s->busy))) return 0;
     return *dead = 1;
@@ -93,12 +87,12 @@ static schedc_status check_peers(sc_waitctx *w, double now, _Atomic uint32_t *ct
   if (w->peer >= 0 && peer_down(c, w->peer, 1, &dead)) culprit = w->peer;
   /* Any failure anywhere ends the collective for everyone: name the rank that failed. */
   for (int r = 0; r < c->nranks && culprit < 0; r++)
-    if (r != c->rank && (w->peer < 0 || atomic_load(&c->sh->failed)) && peer_down(c, r, 0, &dead)) culprit = r;
+    if (r != c->rank && (w->peer < 0 || atomic_load(&sc_cpu_of(c)->sh->failed)) && peer_down(c, r, 0, &dead)) culprit = r;
   /* What was awaited may have arrived just before its author left: then all is well. */
   if (ctr && (atomic_load(ctr) & ~SLEEPER) >= want) return SCHEDC_OK;
   if (culprit >= 0) {
     char why[SC_FAILMSG] = "";
-    if (atomic_load(&c->sh->failed) == 2) memcpy(why, c->sh->fail_msg, sizeof why);
+    if (atomic_load(&sc_cpu_of(c)->sh->failed) == 2) memcpy(why, sc_cpu_of(c)->sh->fail_msg, sizeof why);
     sc_fail(c, SC_ABORTED, "rank %d gave up: rank %d %s", c->rank, culprit, dead ? "died" : "failed");
     return sc_err(SCHEDC_EPEER, "%s failed on rank %d in step %u (chunk %u, line %u): it waited for rank %d, "
                   "which %s%s%s%s", w->coll, c->rank, w->step, w->chunk, w->line, culprit,
@@ -120,13 +114,13 @@ schedc_status sc_peer_failure(sc_waitctx *w) {
   if (st != SCHEDC_OK) return st;
   sc_fail(w->c, SC_ABORTED, "rank %d stopped: another rank failed", w->c->rank);
   return sc_err(SCHEDC_EPEER, "%s stopped on rank %d in step %u: another rank failed (%s)", w->coll, w->c->rank,
-                w->step, w->c->sh->fail_msg);
+                w->step, sc_cpu_of(w->c)->sh->fail_msg);
 }
 
 /* With more ranks than cores on this host a spinning waiter would take the core from the rank it
  * waits for, so it yields instead of pausing. */
 static void spin_wait(const schedc_comm *c, _Atomic uint32_t *ctr, uint32_t want) {
-  if (c->oversubscribed) {
+  if (sc_cpu_of(c)->oversubscribed) {
     for (int i = 0; i < 64; i++) {
       if ((atomic_load_explicit(ctr, memory_order_acquire) & 0x7fffffffu) >= want) return;
       sched_yield();
@@ -153,7 +147,7 @@ schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w) {
 }
 
 schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline) {
-  sc_shared *sh = c->sh;
+  sc_shared *sh = sc_cpu_of(c)->sh;
   uint32_t gen = atomic_load(&sh->bar_gen);
   if (atomic_fetch_add(&sh->bar_count, 1) == (uint32_t)c->nranks - 1) {
     atomic_store(&sh->bar_count, 0);
@@ -164,7 +158,7 @@ schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline) {
   sc_waitctx w = {c, what, -1, 0, 0, 0, deadline};
   for (int i = 0; i < SPINS; i++) {
     if (atomic_load(&sh->bar_gen) != gen) return SCHEDC_OK;
-    if (c->oversubscribed) sched_yield();
+    if (sc_cpu_of(c)->oversubscribed) sched_yield();
     else cpu_relax();
   }
   for (;;) {
@@ -195,8 +189,8 @@ void sc_quiesce(schedc_comm *c) {
   double deadline = sc_now() + c->timeout_s + 60;
   for (int r = 0; r < c->nranks; r++) {
     if (r == c->rank) continue;
-    while (atomic_load(&c->sh->slots[r].busy) && atomic_load(&c->sh->slots[r].state) != SC_DEAD &&
-           (!c->tr->alive || c->tr->alive(c, r)) && sc_now() < deadline) {
+    while (atomic_load(&sc_cpu_of(c)->sh->slots[r].busy) && atomic_load(&sc_cpu_of(c)->sh->slots[r].state) != SC_DEAD &&
+           (!sc_cpu_of(c)->tr->alive || sc_cpu_of(c)->tr->alive(c, r)) && sc_now() < deadline) {
       struct timespec ts = {0, 200000};
       nanosleep(&ts, NULL);
     }

@@ -1,12 +1,12 @@
 /*
- * threads.c — the `threads` transport: ranks are threads of one process, so the shared block is
+ * threads.c — the `threads` backend's transport: ranks are threads of one process, so the shared block is
  * heap memory and a rank's working buffer (its receive buffer, or private scratch) is read by
  * its peers directly. All communicators of a group are created together.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
+#include "cpu.h"
 #include "err.h"
 
 static void *t_work(schedc_comm *c, size_t bytes, void *user, sc_desc *d) {
@@ -18,23 +18,19 @@ static void *t_work(schedc_comm *c, size_t bytes, void *user, sc_desc *d) {
 
 static schedc_status t_map(schedc_comm *c, const uint8_t *need, int parity) {
   (void)need;
-  for (int r = 0; r < c->nranks; r++) c->peer[r] = (char *)(uintptr_t)c->sh->slots[r].d[parity].work;
+  sc_cpu *x = sc_cpu_of(c);
+  for (int r = 0; r < c->nranks; r++) x->peer[r] = (char *)(uintptr_t)x->sh->slots[r].d[parity].work;
   return SCHEDC_OK;
 }
 
 static void t_destroy(schedc_comm *c) {
-  atomic_store(&c->sh->slots[c->rank].state, SC_LEFT);
-  if (atomic_fetch_sub(&c->sh->refs, 1) == 1) free(c->sh);
+  sc_shared *sh = sc_cpu_of(c)->sh;
+  if (!sh) return;
+  atomic_store(&sh->slots[c->rank].state, SC_LEFT);
+  if (atomic_fetch_sub(&sh->refs, 1) == 1) free(sh);
 }
 
-sc_transport sc_threads_transport = {t_work, t_map, NULL, t_destroy};
-
-uint32_t sc_ctr_capacity(int nranks) {
-  uint32_t cap = (1u << 22) / (uint32_t)nranks;
-  if (cap > 65536) cap = 65536;
-  if (cap < 1024) cap = 1024;
-  return cap;
-}
+static const sc_transport threads_transport = {1, t_work, t_map, NULL, t_destroy};
 
 schedc_status schedc_comm_init_threads(int nranks, const schedc_comm_opts *opts, schedc_comm **comms) {
   if (!comms) return sc_err(SCHEDC_EINVAL, "comms is NULL");
@@ -45,14 +41,13 @@ schedc_status schedc_comm_init_threads(int nranks, const schedc_comm_opts *opts,
   if (!sh) return sc_err(SCHEDC_ENOMEM, "out of memory for the shared block (%zu bytes)", sz);
   sc_shared_init(sh, (uint32_t)nranks, cpr);
   for (int r = 0; r < nranks; r++) {
-    schedc_status st = sc_comm_new(SCHEDC_BACKEND_THREADS, r, nranks, opts, &comms[r]);
+    schedc_status st = sc_cpu_new(&sc_threads_backend, &threads_transport, r, nranks, opts, &comms[r]);
     if (st != SCHEDC_OK) {
-      while (r--) sc_comm_release(comms[r]);
+      while (r--) schedc_comm_free(comms[r]); /* their shared block is not theirs yet: no refs */
       free(sh);
       return st;
     }
-    comms[r]->sh = sh;
-    comms[r]->tr = &sc_threads_transport;
+    sc_cpu_of(comms[r])->sh = sh;
   }
   atomic_store(&sh->refs, (uint32_t)nranks);
   atomic_store(&sh->ready, SC_SHARED_MAGIC);

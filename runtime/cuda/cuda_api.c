@@ -19,6 +19,7 @@
 #include "err.h"
 #include "fileio.h"
 #include "nvrtc.h"
+#include "opreg.h"
 #include "plan.h"
 
 void schedc_free(void *p) { free(p); }
@@ -37,22 +38,20 @@ schedc_status schedc_cuda_source_v2(const schedc_plan *plan, int rank, schedc_dt
   *source = NULL;
   if (!plan) return sc_err(SCHEDC_EINVAL, "plan is NULL");
   if (!schedc_dtype_name(dtype) || !schedc_op_name(op)) return sc_err(SCHEDC_EINVAL, "bad dtype or op");
+  schedc_status ost = plan->ir.collective == SCHEDC_ALLGATHER || plan->ir.collective == SCHEDC_BROADCAST
+                          ? SCHEDC_OK : sc_op_check_dtype(op, dtype, "schedc_cuda_source");
+  if (ost != SCHEDC_OK) return ost;
   if (rank < -1 || rank >= (int)plan->ir.nranks)
     return sc_err(SCHEDC_EINVAL, "rank %d out of range [-1, %u)", rank, plan->ir.nranks);
-  sc_prog prog;
-  if (sc_prog_build(&plan->ir, &prog)) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  const sc_prog *prog = &plan->prog;
   int check = flags & SCHEDC_CUDA_SRC_CHECKSUMS;
   sc_split sp;
   uint32_t node[CU_MAX_RANKS];
   if (nodes && plan->ir.nranks <= CU_MAX_RANKS) sc_split_contiguous(node, (uint32_t)nodes, plan->ir.nranks);
-  schedc_status st = nodes ? sc_cu_split_build(&prog, &plan->ir, node, check, &sp) : SCHEDC_OK; /* as the runtime */
-  if (st != SCHEDC_OK) {
-    sc_prog_free(&prog);
-    return st;
-  }
-  *source = sc_cuda_emit_split(&plan->ir, &prog, rank, (int)dtype, (int)op, check, nodes ? &sp : NULL);
+  schedc_status st = nodes ? sc_cu_split_build(prog, &plan->ir, node, check, &sp) : SCHEDC_OK; /* as the runtime */
+  if (st != SCHEDC_OK) return st;
+  *source = sc_cuda_emit_split(&plan->ir, prog, rank, (int)dtype, (int)op, check, nodes ? &sp : NULL);
   if (nodes) sc_split_free(&sp);
-  sc_prog_free(&prog);
   return *source ? SCHEDC_OK : sc_err(SCHEDC_ENOMEM, "out of memory emitting CUDA source");
 }
 

@@ -1,12 +1,12 @@
 /*
  * cuda_comm.c — the cuda communicator: one process, nranks ranks on GPUs (or virtual ranks on
  * one GPU), a group object they share. A collective is collected from every rank's call, then
- * per rank: copy in (widening f16/bf16 to f32) on the rank's stream, the plan's generated
- * kernels (one fused cooperative launch for virtual ranks, one launch per device otherwise),
- * finish (avg, narrowing, copy out). Everything is stream-ordered; the host waits only in
- * schedc_cuda_sync, when buffers must grow, for verification (cuda_verify.c) and between the
- * phases of a plan split across nodes (SCHEDC_CUDA_NODES). The group, the kernel sets and the
- * per-rank steps here serve the process-per-GPU communicator too (cuda_proc.c).
+ * its buffers are sized and run by the phase loop (cuda_phase.c: copy in, the plan's generated
+ * kernels, finish); between the phases of a plan split across nodes (SCHEDC_CUDA_NODES) this
+ * process copies the payloads itself (sc_cu_mode_host). Everything is stream-ordered; the host
+ * waits only in schedc_cuda_sync, when buffers must grow, for verification (cuda_verify.c) and
+ * between phases. The group and the kernel sets here serve the process-per-GPU communicator too
+ * (cuda_proc.c).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -22,6 +22,8 @@
 #include "cuda_net.h"
 #include "err.h"
 #include "kernels.h"
+#include "opreg.h"
+#include "params.h"
 
 schedc_status sc_cu_broken(const cu_group *g, const char *cn) {
   return sc_err(SCHEDC_EPEER, "%s: the cuda communicator is broken by an earlier failure: %s", cn, g->broken);
@@ -55,7 +57,7 @@ schedc_status sc_cu_sync(cu_group *g, void *stream) {
   }
 }
 
-static schedc_status sync_all(cu_group *g) {
+schedc_status sc_cu_sync_all(cu_group *g) {
   schedc_status st = SCHEDC_OK;
   for (int r = 0; r < g->n; r++) {
     if (g->dv->select(g->dev[r]) != SCHEDC_OK) continue;
@@ -95,8 +97,11 @@ static void kset_free(cu_group *g, cu_kset *k) {
   memset(k, 0, sizeof *k);
 }
 
+/* Keeps the caller's schedc_errmsg: a group freed on an error path (no driver, a failed init)
+ * must not replace the reason with what its own cleanup (select on a missing device) says. */
 void sc_cu_group_free(cu_group *g) {
-  sync_all(g);
+  char *why = strdup(schedc_errmsg());
+  sc_cu_sync_all(g);
   for (int i = 0; i < g->nks; i++) kset_free(g, &g->ks[i]);
   if (g->proc) sc_cu_proc_free(g);
   for (int r = 0; r < g->n; r++) {
@@ -112,24 +117,32 @@ void sc_cu_group_free(cu_group *g) {
   free(g->work); free(g->mir); free(g->arrived); free(g->send); free(g->recv);
   pthread_mutex_destroy(&g->mu);
   free(g);
+  if (why) sc_err_str(SCHEDC_OK, why);
+  free(why);
 }
 
-static void cuda_destroy(schedc_comm *c) {
-  cu_group *g = c->trdata;
-  if (!g) return;
+static void cuda_free(schedc_comm *c) {
+  cu_group *g = c->be_data;
   pthread_mutex_lock(&g->mu);
   int last = --g->refs == 0;
   pthread_mutex_unlock(&g->mu);
   if (last) sc_cu_group_free(g);
+  c->be_data = NULL;
 }
 
-sc_transport sc_cuda_transport = {NULL, NULL, NULL, cuda_destroy};
-
-static int env_int(const char *name, int dflt, int lo, int hi) {
-  const char *v = getenv(name);
-  int x = v && *v ? atoi(v) : dflt;
-  return x < lo ? lo : x > hi ? hi : x;
+static schedc_status cuda_collective(schedc_comm *c, const sc_call *k) {
+  return sc_cuda_collective(c, k->coll, k->send, k->recv, k->count, k->dtype, k->acc, k->op, k->root, k->plan,
+                            k->prog, k->K);
 }
+
+static const char *cuda_failure(schedc_comm *c) {
+  cu_group *g = c->be_data;
+  return g->broken[0] ? g->broken : NULL;
+}
+
+/* Results are stream-ordered (in device memory when the call returns): this backend verifies
+ * inside its own collective (cuda_verify.c), not the core after it. */
+const sc_backend sc_cuda_backend = {"cuda", 0, cuda_collective, cuda_failure, cuda_free};
 
 cu_group *sc_cu_group_alloc(const sc_cudev *dv, int n, int N, int me, int virt) {
   cu_group *g = calloc(1, sizeof *g);
@@ -141,6 +154,7 @@ cu_group *sc_cu_group_alloc(const sc_cudev *dv, int n, int N, int me, int virt) 
   g->me = me;
   g->virt = virt;
   g->flipout = g->flip_rank = -1;
+  g->mode = &sc_cu_mode_host; /* a process per GPU sets its own */
   size_t k = (size_t)n;
   g->dev = calloc(k, sizeof *g->dev); g->own_stream = calloc(k, sizeof(void *)); g->stream = calloc(k, sizeof(void *));
   g->ctr = calloc(k, sizeof(void *)); g->temp = calloc(k, sizeof(void *));
@@ -163,21 +177,21 @@ schedc_status sc_cu_group_setup(cu_group *g) {
   /* Blocks per rank: virtual ranks share the GPU's multiprocessors (and must all be resident);
    * a rank on its own GPU uses a share of them, leaving room for the trainer's work. */
   int dflt = g->virt ? (g->sms / n > 0 ? g->sms / n : 1) : (g->sms / 4 > 0 ? g->sms / 4 : 1);
-  g->nblk = env_int("SCHEDC_CUDA_BLOCKS", dflt > 32 ? 32 : dflt, 1, 1024);
+  long long nblk = dflt > 32 ? 32 : dflt, threads = g->threads > 512 ? 512 : g->threads;
+  if (st == SCHEDC_OK) st = sc_param_int(SC_P_SCHEDC_CUDA_BLOCKS, &nblk);
+  if (st == SCHEDC_OK) st = sc_param_int(SC_P_SCHEDC_CUDA_THREADS, &threads); /* 512: __launch_bounds__ */
+  g->nblk = (int)nblk;
+  g->threads = (int)threads;
   if (g->virt && g->nblk * n > g->sms * 2 && st == SCHEDC_OK)
     st = sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_BLOCKS=%d: %d virtual ranks need %d resident blocks; the device has %d "
                 "multiprocessors", g->nblk, n, g->nblk * n, g->sms);
-  g->threads = env_int("SCHEDC_CUDA_THREADS", g->threads, 1, 512);
   /* Nodes: ranks that cannot map each other's memory. SCHEDC_CUDA_NODES=K splits the ranks into K
    * contiguous groups on this host (the staged path NCCL will serve between real nodes); with
    * more nodes than ranks every rank is alone on its node. */
-  const char *nv = getenv("SCHEDC_CUDA_NODES");
-  char *end = NULL;
-  long K = nv && *nv ? strtol(nv, &end, 10) : 1;
-  g->nnodes = 1;
-  if (st == SCHEDC_OK && nv && *nv && (*end || K < 1 || K > CU_MAX_RANKS))
-    st = sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_NODES='%s': a node count from 1 to %d", nv, CU_MAX_RANKS);
-  else if (st == SCHEDC_OK) g->nnodes = (int)K;
+  long long K = 1;
+  _Static_assert(CU_MAX_RANKS == 64, "SCHEDC_CUDA_NODES's bound in params.h is CU_MAX_RANKS");
+  if (st == SCHEDC_OK) st = sc_param_int(SC_P_SCHEDC_CUDA_NODES, &K);
+  g->nnodes = st == SCHEDC_OK ? (int)K : 1;
   sc_split_contiguous(g->node, (uint32_t)g->nnodes, (uint32_t)g->N);
   for (int r = 0; r < n && st == SCHEDC_OK; r++) {
     if ((st = dv->select(g->dev[r])) != SCHEDC_OK) break;
@@ -195,12 +209,10 @@ schedc_status sc_cu_group_setup(cu_group *g) {
  * the staged copies pulled from it: one host), 2 nccl (NCCL send/recv between the ranks).
  * Any other value: SCHEDC_EINVAL naming it and the legal ones. */
 schedc_status sc_cu_net_choice(uint64_t *net) {
-  const char *v = getenv("SCHEDC_CUDA_NET");
-  *net = !v || !*v ? SC_NET_UNSET : !strcmp(v, "nccl") ? SC_NET_NCCL : SC_NET_IPC;
-  if (*net == SC_NET_IPC && strcmp(v, "ipc"))
-    return sc_err(SCHEDC_EINVAL, "SCHEDC_CUDA_NET='%s': ipc (peers map each other's device memory: one host) or nccl "
-                  "(payloads between nodes through NCCL send/recv)", v);
-  return SCHEDC_OK;
+  int w = -1; /* SCHEDC_CUDA_NET's words: ipc, nccl */
+  schedc_status st = sc_param_enum(SC_P_SCHEDC_CUDA_NET, &w);
+  *net = w < 0 ? SC_NET_UNSET : w == 1 ? SC_NET_NCCL : SC_NET_IPC;
+  return st;
 }
 
 schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, const schedc_comm_opts *opts,
@@ -231,7 +243,7 @@ schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, c
   }
   schedc_comm *tmp[CU_MAX_RANKS] = {0};
   for (int r = 0; r < nranks; r++)
-    if ((st = sc_comm_new(SCHEDC_BACKEND_CUDA, r, nranks, opts, &tmp[r])) != SCHEDC_OK) break;
+    if ((st = sc_comm_new(&sc_cuda_backend, r, nranks, opts, &tmp[r])) != SCHEDC_OK) break;
   cu_group *g = st == SCHEDC_OK ? sc_cu_group_alloc(dv, nranks, nranks, -1, virt) : NULL;
   if (st == SCHEDC_OK && !g) st = sc_err(SCHEDC_ENOMEM, "out of memory");
   if (g && (st = sc_cu_verify_setup(g, tmp[0])) == SCHEDC_OK) {
@@ -247,15 +259,14 @@ schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, c
   }
   g->refs = nranks;
   for (int r = 0; r < nranks; r++) {
-    tmp[r]->tr = &sc_cuda_transport;
-    tmp[r]->trdata = g;
+    tmp[r]->be_data = g;
     comms[r] = tmp[r];
   }
   return SCHEDC_OK;
 }
 
 static cu_group *group_of(schedc_comm *c) {
-  return c && c->backend == SCHEDC_BACKEND_CUDA ? c->trdata : NULL;
+  return c && c->be == &sc_cuda_backend ? c->be_data : NULL;
 }
 /* The slot of comm's rank in its group. */
 static int slot(const cu_group *g, const schedc_comm *c) { return g->me < 0 ? c->rank : 0; }
@@ -274,7 +285,7 @@ schedc_status schedc_cuda_sync(schedc_comm *c) {
   cu_group *g = group_of(c);
   if (!g) return sc_err(SCHEDC_EINVAL, "schedc_cuda_sync: comm is %s", c ? "not a cuda communicator" : "NULL");
   pthread_mutex_lock(&g->mu);
-  schedc_status st = sync_all(g);
+  schedc_status st = sc_cu_sync_all(g);
   if (st == SCHEDC_OK && !g->broken[0]) st = sc_cu_err_status(g, NULL, NULL); /* broken: its own message says more */
   if (st != SCHEDC_OK) sc_cu_breaks(g, st);
   else if (g->broken[0]) st = sc_cu_broken(g, "cuda sync");
@@ -323,10 +334,12 @@ schedc_status schedc_cuda_copy(schedc_comm *c, void *dst, const void *src, size_
 schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, const sc_prog *prog, int dtype, int op, cu_kset **out) {
   uint64_t key = plan->hash ^ ((uint64_t)(dtype + 1) << 56) ^ ((uint64_t)(op + 1) << 48) ^ ((uint64_t)g->check << 40) ^
                  ((uint64_t)g->nnodes << 32);
+  const sc_opdef *custom = sc_opreg_get(op); /* a custom op's kernels are keyed by its source too */
+  if (custom) key ^= custom->hash * 0x9e3779b97f4a7c15ull;
   for (int i = 0; i < g->nks; i++)
     if (g->ks[i].key == key) { *out = &g->ks[i]; return SCHEDC_OK; }
   if (g->nks == CU_MODULES) { /* the oldest goes; nothing may still run it */
-    schedc_status st = sync_all(g);
+    schedc_status st = sc_cu_sync_all(g);
     if (st != SCHEDC_OK) return st;
     kset_free(g, &g->ks[0]);
     memmove(g->ks, g->ks + 1, sizeof g->ks[0] * (CU_MODULES - 1));
@@ -337,15 +350,15 @@ schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, const sc_prog *pr
   schedc_status sst = g->nnodes > 1 ? sc_cu_split_build(prog, &plan->ir, g->node, g->check, &k->split) : SCHEDC_OK;
   if (sst != SCHEDC_OK) return sst;
   char *src = sc_cuda_emit_split(&plan->ir, prog, g->me, dtype, op, g->check, g->nnodes > 1 ? &k->split : NULL),
-       fn[32] = "schedc_all";
+       fn[32] = SC_CUDA_ENTRY_ALL;
   if (!src) { sc_split_free(&k->split); return sc_err(SCHEDC_ENOMEM, "out of memory emitting the CUDA source"); }
-  if (g->me >= 0) snprintf(fn, sizeof fn, "schedc_rank%d", g->me);
+  if (g->me >= 0) snprintf(fn, sizeof fn, SC_CUDA_ENTRY_RANK "%d", g->me);
   size_t n = (size_t)g->n;
   k->mod = calloc(n, sizeof(void *)); k->run_fn = calloc(n, sizeof(void *)); k->widen = calloc(n, sizeof(void *));
   k->narrow = calloc(n, sizeof(void *)); k->avg = calloc(n, sizeof(void *));
   schedc_status st = k->mod && k->run_fn && k->widen && k->narrow && k->avg ? SCHEDC_OK
                      : sc_err(SCHEDC_ENOMEM, "out of memory");
-  int conv = strstr(src, "void schedc_widen(") != NULL, avg = strstr(src, "void schedc_avg(") != NULL;
+  int conv = strstr(src, "void " SC_CUDA_ENTRY_WIDEN "(") != NULL, avg = strstr(src, "void " SC_CUDA_ENTRY_AVG "(") != NULL;
   for (int r = 0; r < g->n && st == SCHEDC_OK; r++) {
     if (g->virt && r > 0) { /* one module on the one device */
       k->widen[r] = k->widen[0]; k->narrow[r] = k->narrow[0]; k->avg[r] = k->avg[0];
@@ -354,9 +367,9 @@ schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, const sc_prog *pr
     if ((st = g->dv->select(g->dev[r])) != SCHEDC_OK) break;
     if ((st = g->dv->load(src, g->arch, &k->mod[r])) != SCHEDC_OK) break;
     st = g->dv->kernel(k->mod[r], fn, &k->run_fn[r]);
-    if (st == SCHEDC_OK && conv) st = g->dv->kernel(k->mod[r], "schedc_widen", &k->widen[r]);
-    if (st == SCHEDC_OK && conv) st = g->dv->kernel(k->mod[r], "schedc_narrow", &k->narrow[r]);
-    if (st == SCHEDC_OK && avg) st = g->dv->kernel(k->mod[r], "schedc_avg", &k->avg[r]);
+    if (st == SCHEDC_OK && conv) st = g->dv->kernel(k->mod[r], SC_CUDA_ENTRY_WIDEN, &k->widen[r]);
+    if (st == SCHEDC_OK && conv) st = g->dv->kernel(k->mod[r], SC_CUDA_ENTRY_NARROW, &k->narrow[r]);
+    if (st == SCHEDC_OK && avg) st = g->dv->kernel(k->mod[r], SC_CUDA_ENTRY_AVG, &k->avg[r]);
   }
   free(src);
   if (st != SCHEDC_OK) { kset_free(g, k); return st; }
@@ -366,36 +379,10 @@ schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, const sc_prog *pr
   return SCHEDC_OK;
 }
 
-void sc_cu_layout(const cu_group *g, const sc_prog *prog, size_t esz, size_t K, uint32_t *ntemp, size_t *tstride) {
-  uint32_t C = prog->nchunks, nt = 0;
-  for (int r = 0; r < g->N; r++) if (prog->rank[r].ntemp > nt) nt = prog->rank[r].ntemp;
-  /* A block's part of a chunk (sc_tile0): ceil(tiles / nblk) tiles of L elements, L the chunk's
-   * share per block rounded up to a vector, capped as sc_tile0 caps it; counted here for a chunk
-   * of maxchunk + vw elements, which bounds every chunk's (its start rounded down to a vector). */
-  size_t vw = 16 / esz, nb = (size_t)g->nblk, m = (K + C - 1) / C + vw;
-  size_t L = ((m + nb - 1) / nb + vw - 1) / vw * vw, cap = SC_CUDA_TILE_MIN;
-  while (cap * 2 <= SC_CUDA_TILE_WINDOW / nb) cap *= 2;
-  if (L > cap / esz) L = cap / esz;
-  size_t tiles = (m + L - 1) / L, part = (tiles + nb - 1) / nb * L;
-  *ntemp = nt;
-  *tstride = (part + 2 * vw + vw - 1) / vw * vw;
-}
-
-void sc_cu_args_tail(cu_group *g, uint64_t *P, size_t K, size_t tstride) {
-  int N = g->N;
-  g->epoch++;
-  P[4 * N] = (uint64_t)(uintptr_t)g->err;
-  P[4 * N + 1] = K;
-  P[4 * N + 2] = tstride;
-  P[4 * N + 3] = g->epoch << CU_EPOCH_BITS;
-  double budget = g->timeout_s * g->ticks;
-  P[4 * N + 4] = (uint64_t)(budget > 9e18 ? 9e18 : budget);
-}
-
 /* Per-rank device buffers of at least the given sizes (all streams drained before a regrow). */
 static schedc_status grow(cu_group *g, void **bufs, size_t *have, size_t want) {
   if (want <= *have) return SCHEDC_OK;
-  schedc_status st = sync_all(g);
+  schedc_status st = sc_cu_sync_all(g);
   for (int r = 0; r < g->n && st == SCHEDC_OK; r++) {
     if ((st = g->dv->select(g->dev[r])) != SCHEDC_OK) break;
     g->dv->release(bufs[r]);
@@ -406,131 +393,40 @@ static schedc_status grow(cu_group *g, void **bufs, size_t *have, size_t want) {
   return st;
 }
 
-/* An elementwise kernel (widen, narrow, avg) over n elements on slot s's stream. */
-static schedc_status elementwise(cu_group *g, int s, void *fn, void **params, size_t n) {
-  if (!n) return SCHEDC_OK;
-  size_t grid = (n + (size_t)g->threads - 1) / (size_t)g->threads, cap = (size_t)g->sms * 2;
-  return g->dv->launch(fn, (unsigned)(grid < cap ? grid : cap), (unsigned)g->threads, params, 0, g->stream[s]);
-}
+/* One process drives every rank: its streams drained, every rank has met; at a boundary it
+ * copies each payload itself, from the writer's buffer to the reader's mirror (peer access). */
+const cu_mode sc_cu_mode_host = {NULL, sc_cu_pull, NULL};
 
-schedc_status sc_cu_copy_in(cu_group *g, const cu_kset *k, int s, int r, char *W, schedc_dtype acc, size_t K) {
-  size_t esz = schedc_dtype_size(acc);
-  const void *in = g->send[s];
-  schedc_status st = g->dv->select(g->dev[s]);
-  if (st != SCHEDC_OK) return st;
-  if (g->coll == SCHEDC_ALLGATHER) return g->dv->copy(W + (size_t)r * g->count * esz, in, g->count * esz, g->stream[s]);
-  if (g->coll == SCHEDC_BROADCAST && r != g->root) return SCHEDC_OK;
-  if (acc == (schedc_dtype)g->dtype) return g->dv->copy(W, in, K * esz, g->stream[s]);
-  uint64_t nn = K;
-  void *pr[] = {&in, &W, &nn};
-  return elementwise(g, s, k->widen[s], pr, K);
-}
-
-/* avg once in the accumulation type, round to the data type once, copy out */
-schedc_status sc_cu_finish(cu_group *g, const cu_kset *k, int s, int r, char *W, schedc_dtype acc, size_t K) {
-  size_t lo, len, esz = schedc_dtype_size(acc);
-  sc_result_part(g->coll, r, g->root, g->count, K, &lo, &len);
-  schedc_status st = SCHEDC_OK;
-  if (!len || (st = g->dv->select(g->dev[s])) != SCHEDC_OK) return st;
-  void *at = W + lo * esz, *out = g->recv[s];
-  uint64_t nn = len;
-  if (g->op == SCHEDC_AVG && sc_reduces(g->coll)) {
-    int nr = g->N;
-    void *pr[] = {&at, &nn, &nr};
-    if ((st = elementwise(g, s, k->avg[s], pr, len)) != SCHEDC_OK) return st;
-  }
-  if (acc == (schedc_dtype)g->dtype) return g->dv->copy(out, at, len * esz, g->stream[s]);
-  void *pr[] = {&at, &out, &nn};
-  return elementwise(g, s, k->narrow[s], pr, len);
-}
-
-/* Everything after the last rank's call: copy in, run the plan, finish; on every rank. */
+/* Everything after the last rank's call: the buffers (grown as needed), then the phase loop. */
 static schedc_status launch(cu_group *g, const schedc_plan *plan, const sc_prog *prog, schedc_dtype acc, size_t K) {
   const sc_ir *ir = &plan->ir;
-  const sc_cudev *dv = g->dv;
   int n = g->n, coll = g->coll, root = g->root;
   schedc_dtype dtype = (schedc_dtype)g->dtype;
-  size_t esz = schedc_dtype_size(acc);
   cu_kset *k = NULL;
   schedc_status st = sc_cu_kset(g, plan, prog, g->dtype, g->op, &k);
   if (st != SCHEDC_OK) return st;
+  cu_call c;
+  sc_cu_call_init(g, &c, ir, prog, acc, K);
   /* counters, temps, working buffers; fresh counters are 0: below every epoch */
-  uint32_t ntemp;
-  size_t tstride;
-  sc_cu_layout(g, prog, esz, K, &ntemp, &tstride);
   if ((st = grow(g, g->ctr, &g->ctr_bytes, (size_t)ir->nchunks * (size_t)g->nblk * CU_CELL_BYTES)) != SCHEDC_OK)
     return st;
-  size_t cells = g->ctr_bytes / CU_CELL_BYTES; /* versions at ctr[r], then read counts, then sums */
-  if ((st = grow(g, g->temp, &g->temp_bytes, (size_t)ntemp * (size_t)g->nblk * tstride * esz)) != SCHEDC_OK) return st;
+  c.cells = g->ctr_bytes / CU_CELL_BYTES; /* versions at ctr[r], then read counts, then sums */
+  if ((st = grow(g, g->temp, &g->temp_bytes, sc_cu_temp_bytes(g, &c))) != SCHEDC_OK) return st;
   int direct = acc == dtype && (coll == SCHEDC_ALLREDUCE || coll == SCHEDC_ALLGATHER || coll == SCHEDC_BROADCAST);
   if (!direct)
-    if ((st = grow(g, g->work, &g->work_bytes, K * esz)) != SCHEDC_OK) return st;
-  /* parameter block, laid out as the generated struct sc_args */
-  uint64_t P[CU_PARAMS];
-  char *W[CU_MAX_RANKS];
-  for (int r = 0; r < n; r++) {
-    W[r] = direct || (coll == SCHEDC_REDUCE && r == root && acc == dtype) ? g->recv[r] : g->work[r];
-    /* a rank the plan never writes (a leaf of a reduce) is only read: its input serves as is */
-    if (coll == SCHEDC_REDUCE && r != root && acc == dtype && prog->rank[r].ng == 0) W[r] = (char *)g->send[r];
-    P[r] = (uint64_t)(uintptr_t)W[r];
-    P[n + r] = (uint64_t)(uintptr_t)g->temp[r];
-    P[2 * n + r] = (uint64_t)(uintptr_t)g->ctr[r];
-    P[3 * n + r] = (uint64_t)(uintptr_t)((uint64_t *)g->ctr[r] + cells);
-    P[4 * n + 5 + r] = (uint64_t)(uintptr_t)((uint64_t *)g->ctr[r] + 2 * cells);
-  }
-  sc_cu_args_tail(g, P, K, tstride);
-  if (g->check) sc_cu_args_check(g, P, ir);
-  const sc_split *sp = g->nnodes > 1 ? &k->split : NULL;
-  size_t mstride = 0, sum_off = 0;
-  if (sp) { /* mirror slots: a chunk at its own offset modulo 16 bytes; then their sums */
-    mstride = sc_cu_mstride(K, ir->nchunks, esz);
-    size_t need = sc_cu_mir_bytes(sp->maxslots, mstride, esz, g->nblk, &sum_off);
+    if ((st = grow(g, g->work, &g->work_bytes, K * c.esz)) != SCHEDC_OK) return st;
+  if (g->nnodes > 1) { /* mirror slots: a chunk at its own offset modulo 16 bytes; then their sums */
+    size_t sum_off;
+    size_t need = sc_cu_mir_bytes(k->split.maxslots, c.mstride, c.esz, g->nblk, &sum_off);
     if ((st = grow(g, g->mir, &g->mir_bytes, need)) != SCHEDC_OK) return st;
-    int a = sc_cu_split_args(g);
-    for (int r = 0; r < n; r++) {
-      P[a + r] = (uint64_t)(uintptr_t)g->mir[r];
-      P[a + n + r] = (uint64_t)(uintptr_t)((char *)g->mir[r] + sum_off);
-    }
-    P[a + 2 * n] = mstride;
   }
-  for (int r = 0; r < n && st == SCHEDC_OK; r++)
-    if (W[r] != (char *)g->send[r]) st = sc_cu_copy_in(g, k, r, r, W[r], acc, K);
-  /* the plan: schedc_all(args, first rank, rank count), once per phase; between phases every
-   * rank's kernel has ended and the cross-node payloads are moved into their mirrors */
-  int first = 0, one = 1, nph = sp ? (int)sp->nphases : 1;
-  void *params[] = {P, &first, &n};
-  for (int ph = -1; ph < nph && st == SCHEDC_OK && K; ph++) {
-    if (ph >= 0 && sp) P[sc_cu_split_args(g) + 2 * n + 1] = (uint64_t)ph;
-    if (ph >= 0 && g->virt) {
-      for (int r = 1; r < n && st == SCHEDC_OK; r++) st = dv->join(g->stream[0], g->stream[r]);
-      if (st == SCHEDC_OK)
-        st = dv->launch(k->run_fn[0], (unsigned)(n * g->nblk), (unsigned)g->threads, params, 1, g->stream[0]);
-      for (int r = 1; r < n && st == SCHEDC_OK; r++) st = dv->join(g->stream[r], g->stream[0]);
-    } else if (ph >= 0) {
-      params[2] = &one;
-      for (first = 0; first < n && st == SCHEDC_OK; first++) /* params hold &first: read at launch */
-        if ((st = dv->select(g->dev[first])) == SCHEDC_OK)
-          st = dv->launch(k->run_fn[first], (unsigned)g->nblk, (unsigned)g->threads, params, 0, g->stream[first]);
-    }
-    if (!sp || st != SCHEDC_OK || ph == nph - 1) continue;
-    if ((st = sync_all(g)) == SCHEDC_OK) st = sc_cu_err_status(g, ir, NULL); /* a stopped phase ends the call */
-    for (uint32_t i = 0; i < sp->ncopies && st == SCHEDC_OK; i++) {
-      const sc_mirror_copy *m = &sp->copies[i];
-      if (m->boundary != ph) continue;
-      size_t lo, hi, vw = 16 / esz;
-      sc_chunk_range(K, ir->nchunks, m->chunk, &lo, &hi);
-      char *dst = (char *)g->mir[m->dst] + ((size_t)m->slot * mstride + lo % vw) * esz;
-      if ((st = dv->select(g->dev[m->dst])) == SCHEDC_OK)
-        st = dv->copy(dst, W[m->src] + lo * esz, (hi - lo) * esz, g->stream[m->dst]);
-      if (st == SCHEDC_OK && g->check) /* the writer's sums of the chunk's parts travel with it */
-        st = dv->copy((char *)g->mir[m->dst] + sum_off + (size_t)m->slot * g->nblk * 8,
-                      (uint64_t *)g->ctr[m->src] + 2 * cells + (size_t)m->chunk * g->nblk, (size_t)g->nblk * 8,
-                      g->stream[m->dst]);
-    }
-    if (st == SCHEDC_OK) st = sync_all(g);
+  for (int r = 0; r < n; r++) {
+    char *W = direct || (coll == SCHEDC_REDUCE && r == root && acc == dtype) ? g->recv[r] : g->work[r];
+    /* a rank the plan never writes (a leaf of a reduce) is only read: its input serves as is */
+    if (coll == SCHEDC_REDUCE && r != root && acc == dtype && prog->rank[r].ng == 0) W = (char *)g->send[r];
+    c.mem[r] = (cu_mem){W, g->temp[r], g->ctr[r], g->mir[r]};
   }
-  for (int r = 0; r < n && st == SCHEDC_OK; r++) st = sc_cu_finish(g, k, r, r, W[r], acc, K);
-  return st;
+  return sc_cu_run(g, &c, k);
 }
 
 schedc_status sc_cu_split_build(const sc_prog *prog, const sc_ir *ir, const uint32_t *node, int check, sc_split *out) {
@@ -541,23 +437,11 @@ schedc_status sc_cu_split_build(const sc_prog *prog, const sc_ir *ir, const uint
   return SCHEDC_OK;
 }
 
-size_t sc_cu_mir_bytes(size_t slots, size_t mstride, size_t esz, int nblk, size_t *sum_off) {
-  *sum_off = (slots * mstride * esz + 16 + 255) / 256 * 256;
-  return *sum_off + slots * (size_t)nblk * 8;
-}
-
-size_t sc_cu_mstride(size_t K, uint32_t nchunks, size_t esz) {
-  size_t vw = 16 / esz;
-  return ((K + nchunks - 1) / nchunks + 2 * vw) / vw * vw;
-}
-
-int sc_cu_split_args(const cu_group *g) { return 4 * g->N + 5 + (g->check ? g->N + 6 : 0); }
-
 schedc_status sc_cuda_collective(schedc_comm *c, int coll, const void *sendbuf, void *recvbuf, size_t count,
                                  schedc_dtype dtype, schedc_dtype acc, schedc_op op, int root,
                                  const schedc_plan *plan, const sc_prog *prog, size_t K) {
   const char *cn = schedc_collective_name((schedc_collective)coll);
-  cu_group *g = c->trdata;
+  cu_group *g = c->be_data;
   const sc_ir *ir = &plan->ir;
   if (ir->nsteps >= (1u << CU_EPOCH_BITS) || ir->nxfers >= (1u << CU_EPOCH_BITS))
     return sc_err(SCHEDC_EUNAVAIL, "%s: plan '%s' has %u steps and %u transfers; the cuda backend takes fewer than %u of each",
@@ -591,9 +475,7 @@ schedc_status sc_cuda_collective(schedc_comm *c, int coll, const void *sendbuf, 
     g->send[c->rank] = sendbuf;
     g->recv[c->rank] = recvbuf;
     if (++g->narrived == g->n) {
-      st = launch(g, plan, prog, acc, K);
-      if (st == SCHEDC_OK && g->check && (st = sync_all(g)) == SCHEDC_OK) /* checksums: judged now */
-        st = sc_cu_check_verdict(g, &plan->ir, -1);
+      st = launch(g, plan, prog, acc, K); /* checksums: judged in it */
       /* digest verification (or flipout injection) waits for the kernels here, in the call that
        * launched them: a corruption it cannot repair breaks the group, so that every rank's next
        * call and schedc_cuda_sync report it (the other ranks' calls have returned already) */

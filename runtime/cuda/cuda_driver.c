@@ -16,6 +16,7 @@
 #include "dl.h"
 #include "dl_abi.h"
 #include "err.h"
+#include "params.h"
 
 typedef sc_abi_res CUres;
 typedef sc_cudptr CUdptr;
@@ -32,10 +33,10 @@ static pthread_once_t d_once = PTHREAD_ONCE_INIT;
 static __thread int cur_dev = -1;
 
 static void load(void) {
-  const char *env = getenv("SCHEDC_LIBCUDA");
-  D.lib = dlopen(env && *env ? env : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  const char *lib = sc_param_str(SC_P_SCHEDC_LIBCUDA); /* default: libcuda.so.1 */
+  D.lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (!D.lib) {
-    snprintf(D.why, sizeof D.why, "no CUDA driver (%s: %s)", env && *env ? env : "libcuda.so.1", dlerror());
+    snprintf(D.why, sizeof D.why, "no CUDA driver (%s: %s)", lib, dlerror());
     return;
   }
   sc_dlsym syms[] = {
@@ -230,5 +231,6 @@ const sc_cudev sc_cudev_driver = {"CUDA driver", drv_init, drv_info, drv_select,
 
 int schedc_cuda_device_count(void) {
   int n = 0;
-  return sc_cudev_get()->init(&n) == SCHEDC_OK ? n : 0;
+  const sc_cudev *dv = sc_cudev_get();
+  return dv->init(&n) == SCHEDC_OK ? n : 0;
 }

@@ -13,6 +13,7 @@
 #include "dl.h"
 #include "dl_abi.h"
 #include "err.h"
+#include "params.h"
 
 static struct {
   void *lib;
@@ -23,7 +24,7 @@ static struct {
 static pthread_once_t l_once = PTHREAD_ONCE_INIT;
 
 static void load_lib(void) {
-  const char *env = getenv("SCHEDC_LIBNCCL"), *home = getenv("CUDA_HOME");
+  const char *env = sc_param_str(SC_P_SCHEDC_LIBNCCL), *home = sc_param_str(SC_P_CUDA_HOME);
   char homelib[512] = "";
   if (home && *home) snprintf(homelib, sizeof homelib, "%s/lib64/libnccl.so.2", home);
   const char *cands[] = {env, "libnccl.so.2", homelib[0] ? homelib : NULL, "/usr/local/cuda/lib64/libnccl.so.2"};

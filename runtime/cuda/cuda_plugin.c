@@ -12,6 +12,8 @@
 #include "cuda_plugin.h"
 #include "dl.h"
 #include "err.h"
+#include "fileio.h"
+#include "params.h"
 
 static struct {
   char path[512]; /* SCHEDC_CUDA_PLUGIN when first used: one plugin per process */
@@ -41,7 +43,7 @@ static schedc_status net_refuse(int *version) {
 }
 
 static void load(void) {
-  const char *e = getenv("SCHEDC_CUDA_PLUGIN");
+  const char *e = sc_param_str(SC_P_SCHEDC_CUDA_PLUGIN);
   snprintf(P.path, sizeof P.path, "%s", e ? e : "");
   const char *cands[] = {P.path};
   char tried[sizeof P.path];
@@ -55,7 +57,7 @@ static void load(void) {
       snprintf(P.why, sizeof P.why, "no %s (not a schedc plugin of version %d)", SC_CUDA_PLUGIN_SYMBOL,
                SC_CUDA_PLUGIN_VERSION);
     } else {
-      static const sc_cuda_host host = {SC_CUDA_PLUGIN_VERSION, sc_err_str};
+      static const sc_cuda_host host = {SC_CUDA_PLUGIN_VERSION, sc_err_str, sc_cache_dir};
       if (entry(&host, &P.tab) != SCHEDC_OK || !P.tab.dev)
         snprintf(P.why, sizeof P.why, "%s failed: %s", SC_CUDA_PLUGIN_SYMBOL, schedc_errmsg());
       else if (!P.tab.net)
@@ -76,7 +78,7 @@ static void load(void) {
 
 /* The plugin's tables when SCHEDC_CUDA_PLUGIN is set and not empty, else NULL. */
 static const sc_cuda_plugin *plugin(void) {
-  const char *e = getenv("SCHEDC_CUDA_PLUGIN");
+  const char *e = sc_param_str(SC_P_SCHEDC_CUDA_PLUGIN);
   if (!e || !*e) return NULL;
   pthread_once(&p_once, load);
   return &P.tab;

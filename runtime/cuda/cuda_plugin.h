@@ -19,10 +19,13 @@
 /* What the library lends the plugin. The plugin is a separate shared object: it must not call
  * libschedc's internal functions (they are hidden, and a second copy of err.c would keep its own
  * thread-local message), so errors go through err, which sets the calling thread's
- * schedc_errmsg() detail (a copy of msg) and returns st. */
+ * schedc_errmsg() detail (a copy of msg) and returns st; cache_dir is the library's compiled-kernel
+ * cache folder (SCHEDC_CACHE_DIR's rule: 1 with the path in buf, created; 0: no cache), so the
+ * plugin needs no copy of the parameter list. */
 typedef struct sc_cuda_host {
   int version; /* SC_CUDA_PLUGIN_VERSION of the library */
   schedc_status (*err)(schedc_status st, const char *msg);
+  int (*cache_dir)(char *buf, size_t cap);
 } sc_cuda_host;
 
 /* What the plugin gives back: tables that stay valid for the process (the library never

@@ -5,7 +5,8 @@
  * the host (the bootstrap: our shared-memory one, or the caller's, e.g. MPI across hosts)
  * exchanges the IPC handles and checks at every call that the ranks agree; it is also the
  * barrier of the verification verdicts and of the IPC boundaries of a plan split across nodes.
- * Between nodes over NCCL (cuda_net.h) the boundaries are grouped send/recv on the stream.
+ * Between nodes over NCCL (cuda_net.h) the boundaries are grouped send/recv on the stream. The
+ * call itself runs in the phase loop (cuda_phase.c) with this file's modes (ipc, nccl).
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -14,10 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends.h"
 #include "cuda_group.h"
 #include "cuda_net.h"
 #include "err.h"
 #include "kernels.h"
+#include "opreg.h"
+#include "params.h"
 
 #define ARENA_HEAD 256 /* rank 0's arena starts with the kernels' failure record (err[4]) */
 
@@ -61,10 +65,8 @@ static void unmap_peers(cu_group *g) {
 /* Host-side exchange: every rank's `words` 64-bit words, in rank order, into all. */
 static schedc_status exchange(cu_group *g, const uint64_t *mine, uint64_t *all, size_t words) {
   schedc_comm *b = g->proc->boot;
-  sc_inject saved = b->inj; /* a borrowed communicator's SCHEDC_INJECT is for its own collectives */
-  sc_inject_parse(NULL, &b->inj);
-  schedc_status st = schedc_allgather(mine, all, words, SCHEDC_I64, b, NULL);
-  b->inj = saved;
+  /* internal: a borrowed communicator's verification and SCHEDC_INJECT are for its own collectives */
+  schedc_status st = sc_coll(b, SCHEDC_ALLGATHER, mine, all, words, SCHEDC_I64, SCHEDC_SUM, 0, NULL, SC_CALL_INTERNAL);
   if (st != SCHEDC_OK)
     st = sc_err(st, "cuda rank %d: the host exchange with the other ranks failed: %s", g->me, schedc_errmsg());
   return st;
@@ -177,68 +179,34 @@ static schedc_status verify(cu_group *g, const char *cn, size_t bytes) {
   return nbad ? sc_digest_outcome(cn, all, g->N, g->me, root, g->repair) : SCHEDC_OK;
 }
 
-/* Copy m of a boundary: the payload in its writer's working buffer (the writer's arena at wb, as
- * mapped here) and its mirror slot in the reader's arena rb; with checksums the writer's sums of
- * the chunk's parts, which travel with it, and where they land. */
-typedef struct xfer { char *from, *to; size_t bytes; char *sfrom, *sto; } xfer;
-static xfer xfer_of(const cu_group *g, const sc_mirror_copy *m, char *wb, char *rb, uint32_t nchunks, size_t K,
-                    size_t esz, size_t mstride, size_t sum_off) {
-  const cu_proc *p = g->proc;
-  size_t lo, hi, vw = 16 / esz, sums = (size_t)g->nblk * 8;
-  sc_chunk_range(K, nchunks, m->chunk, &lo, &hi);
-  xfer x = {wb + off_work(p) + lo * esz, rb + off_mir(p) + ((size_t)m->slot * mstride + lo % vw) * esz, (hi - lo) * esz,
-            wb + off_ctr() + (2 * p->cells + (size_t)m->chunk * g->nblk) * 8, rb + off_mir(p) + sum_off + (size_t)m->slot * sums};
-  return x;
-}
-
-/* The boundary after phase ph (-1: after the copy-in) when the plan is split across nodes and
- * the peers' memory is mapped: once every rank's kernel of the phase has ended (a host barrier
- * after draining this rank's stream; a failure recorded by any kernel ends the call on every
- * rank alike), this rank pulls the payloads it reads from other nodes into its mirror slots,
- * and a second barrier keeps their writers from overwriting them before every reader has them. */
-static schedc_status stage(cu_group *g, const sc_ir *ir, const sc_split *sp, int ph, size_t K, size_t esz,
-                           size_t mstride, size_t sum_off) {
-  cu_proc *p = g->proc;
-  const sc_cudev *dv = g->dv;
+/* The host barrier of the group's processes (the mode's rendezvous; each drained its stream). */
+static schedc_status rendezvous(cu_group *g) {
   uint64_t one = 1, all[CU_MAX_RANKS];
-  schedc_status st = sc_cu_sync(g, g->stream[0]);
-  if (st == SCHEDC_OK) st = exchange(g, &one, all, 1);
-  if (st == SCHEDC_OK) st = sc_cu_err_status(g, ir, NULL);
-  for (uint32_t i = 0; i < sp->ncopies && st == SCHEDC_OK; i++) {
-    const sc_mirror_copy *m = &sp->copies[i];
-    if (m->boundary != ph || (int)m->dst != g->me) continue;
-    xfer x = xfer_of(g, m, p->base[m->src], p->arena, ir->nchunks, K, esz, mstride, sum_off);
-    st = dv->copy(x.to, x.from, x.bytes, g->stream[0]);
-    if (st == SCHEDC_OK && g->check) st = dv->copy(x.sto, x.sfrom, (size_t)g->nblk * 8, g->stream[0]);
-  }
-  if (st == SCHEDC_OK) st = sc_cu_sync(g, g->stream[0]);
-  if (st == SCHEDC_OK) st = exchange(g, &one, all, 1);
-  return st;
+  return exchange(g, &one, all, 1);
 }
 
-/* The same boundary through NCCL (SCHEDC_CUDA_NET=nccl; peers on other nodes are not mapped):
- * one group per rank holding its sends (payloads other nodes read from it) and receives (into
- * its mirror slots), in the order of the split's copy list on both sides, so they match per
- * pair; enqueued on the rank's stream between the phases' launches. Stream order replaces both
- * barriers: a send completes before the writer's next phase may overwrite its buffer, a
- * receive before the reader's next phase reads the slot. No host wait. */
-static schedc_status stage_net(cu_group *g, const sc_ir *ir, const sc_split *sp, int ph, size_t K, size_t esz,
-                               size_t mstride, size_t sum_off) {
-  cu_proc *p = g->proc;
+/* The boundary after phase ph (-1: after the copy-in) through NCCL (SCHEDC_CUDA_NET=nccl; peers
+ * on other nodes are not mapped): one group per rank holding its sends (payloads other nodes read
+ * from it) and receives (into its mirror slots), in the order of the split's copy list on both
+ * sides, so they match per pair; enqueued on the rank's stream between the phases' launches.
+ * Stream order replaces both barriers of sc_cu_pull: a send completes before the writer's next
+ * phase may overwrite its buffer, a receive before the reader's next phase reads the slot. No
+ * host wait. */
+static schedc_status stage_net(cu_group *g, const cu_call *c, int ph) {
   const sc_cunet *nt = g->nt;
-  size_t sums = (size_t)g->nblk * 8;
+  const sc_split *sp = c->sp;
   schedc_status st = nt->group_start();
   if (st != SCHEDC_OK) return st;
   for (uint32_t i = 0; i < sp->ncopies && st == SCHEDC_OK; i++) {
     const sc_mirror_copy *m = &sp->copies[i];
     int out = (int)m->src == g->me;
     if (m->boundary != ph || (!out && (int)m->dst != g->me)) continue;
-    xfer x = xfer_of(g, m, p->arena, p->arena, ir->nchunks, K, esz, mstride, sum_off);
+    cu_xfer x = sc_cu_xfer(g, c, m); /* this rank's side of it */
     if (out) st = nt->send(g->net, x.from, x.bytes, (int)m->dst, g->stream[0]);
     else st = nt->recv(g->net, x.to, x.bytes, (int)m->src, g->stream[0]);
     if (st == SCHEDC_OK && g->check) /* the sums as a second message */
-      st = out ? nt->send(g->net, x.sfrom, sums, (int)m->dst, g->stream[0])
-               : nt->recv(g->net, x.sto, sums, (int)m->src, g->stream[0]);
+      st = out ? nt->send(g->net, x.sfrom, x.sbytes, (int)m->dst, g->stream[0])
+               : nt->recv(g->net, x.sto, x.sbytes, (int)m->src, g->stream[0]);
   }
   schedc_status e = nt->group_end(); /* a started group is always ended */
   return st != SCHEDC_OK ? st : e;
@@ -265,6 +233,11 @@ static schedc_status share_record(cu_group *g) {
   return st;
 }
 
+/* Peers' memory mapped (one host): the boundaries pulled between host barriers. With NCCL: sent
+ * and received on the streams, and each node's failure record shared at the verdict. */
+static const cu_mode mode_ipc = {rendezvous, sc_cu_pull, NULL};
+static const cu_mode mode_nccl = {rendezvous, stage_net, share_record};
+
 schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, void *recvbuf, size_t count,
                                     schedc_dtype dtype, schedc_dtype acc, schedc_op op, int root,
                                     const schedc_plan *plan, const sc_prog *prog, size_t K) {
@@ -276,12 +249,11 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   g->coll = coll; g->dtype = (int)dtype; g->op = sc_reduces(coll) ? (int)op : 0; g->root = root; g->count = count;
   g->send[0] = sendbuf;
   g->recv[0] = recvbuf;
-  uint32_t ntemp;
-  size_t tstride;
-  sc_cu_layout(g, prog, esz, K, &ntemp, &tstride);
-  size_t cells = (size_t)prog->nchunks * (size_t)g->nblk, tbytes = (size_t)ntemp * (size_t)g->nblk * tstride * esz;
+  cu_call c;
+  sc_cu_call_init(g, &c, &plan->ir, prog, acc, K);
+  size_t cells = (size_t)prog->nchunks * (size_t)g->nblk, tbytes = sc_cu_temp_bytes(g, &c);
   /* split across nodes: mirror slots, at most one per cross-node source of the busiest rank */
-  size_t mstride = g->nnodes > 1 ? sc_cu_mstride(K, prog->nchunks, esz) : 0, mbytes = 0;
+  size_t mstride = c.mstride, mbytes = 0;
   for (int q = 0; q < N && mstride; q++) {
     size_t slots = 0;
     for (uint32_t i = 0; i < prog->rank[q].ng; i++) {
@@ -300,7 +272,9 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
     st = sc_cu_err_status(g, NULL, NULL); /* a timeout of an earlier call not yet seen by schedc_cuda_sync */
   if (st != SCHEDC_OK) return sc_cu_breaks(g, st);
   if (grow) unmap_peers(g);
-  uint64_t d[D_WORDS] = {g->epoch, (uint64_t)coll, (uint64_t)dtype, (uint64_t)g->op, (uint64_t)root, count,
+  const sc_opdef *custom = sc_opreg_get(g->op); /* its value is this process's own: compare its source */
+  uint64_t d[D_WORDS] = {g->epoch, (uint64_t)coll, (uint64_t)dtype, custom ? custom->hash : (uint64_t)g->op,
+                         (uint64_t)root, count,
                          plan->hash, (uint64_t)g->nblk, (uint64_t)(g->digest | g->check << 1 | g->repair << 2),
                          (uint64_t)g->nnodes, (uint64_t)grow};
   uint64_t all[CU_MAX_RANKS * D_WORDS]; /* the exchange tables: at most 64 ranks, so on the stack */
@@ -319,44 +293,16 @@ schedc_status sc_cu_proc_collective(cu_group *g, int coll, const void *sendbuf, 
   cu_kset *k = NULL;
   if (st == SCHEDC_OK) st = sc_cu_kset(g, plan, prog, g->dtype, g->op, &k);
   if (st != SCHEDC_OK) return sc_cu_breaks(g, st);
-  /* parameter block: peers' working buffers and counters as mapped here; only this rank's temps */
-  uint64_t P[CU_PARAMS] = {0};
+  /* peers' working buffers and counters as mapped here; only this rank's temps and mirrors */
   for (int q = 0; q < N; q++) {
     char *b = p->base[q];
-    if (!b) continue; /* on another node (NCCL): never addressed by this rank's kernels */
-    P[q] = (uint64_t)(uintptr_t)(b + off_work(p));
-    P[2 * N + q] = (uint64_t)(uintptr_t)(b + off_ctr());
-    P[3 * N + q] = (uint64_t)(uintptr_t)((uint64_t *)(b + off_ctr()) + p->cells);
-    P[4 * N + 5 + q] = (uint64_t)(uintptr_t)((uint64_t *)(b + off_ctr()) + 2 * p->cells);
+    if (b) c.mem[q] = (cu_mem){b + off_work(p), NULL, b + off_ctr(), NULL}; /* else on another node (NCCL) */
   }
-  P[N + me] = (uint64_t)(uintptr_t)((char *)p->arena + off_temp(p));
-  sc_cu_args_tail(g, P, K, tstride);
-  if (g->check) sc_cu_args_check(g, P, &plan->ir);
-  char *W = (char *)p->arena + off_work(p);
-  void *params[] = {P};
-  const sc_split *sp = g->nnodes > 1 ? &k->split : NULL;
-  int nph = sp ? (int)sp->nphases : 1, a = sc_cu_split_args(g);
-  size_t so = 0; /* where this rank's mirror sums start */
-  if (sp) {
-    sc_cu_mir_bytes(sp->maxslots, mstride, esz, g->nblk, &so);
-    P[a + me] = (uint64_t)(uintptr_t)((char *)p->arena + off_mir(p));
-    P[a + N + me] = (uint64_t)(uintptr_t)((char *)p->arena + off_mir(p) + so);
-    P[a + 2 * N] = mstride;
-  }
-  st = sc_cu_copy_in(g, k, 0, me, W, acc, K);
-  for (int ph = -1; ph < nph && st == SCHEDC_OK && K; ph++) {
-    if (ph >= 0 && sp) P[a + 2 * N + 1] = (uint64_t)ph;
-    if (ph >= 0) st = dv->launch(k->run_fn[0], (unsigned)g->nblk, (unsigned)g->threads, params, 0, g->stream[0]);
-    if (sp && st == SCHEDC_OK && ph < nph - 1)
-      st = (g->nt ? stage_net : stage)(g, &plan->ir, sp, ph, K, esz, mstride, so);
-  }
-  if (st == SCHEDC_OK) st = sc_cu_finish(g, k, 0, me, W, acc, K);
+  c.mem[me].temp = (char *)p->arena + off_temp(p);
+  c.mem[me].mir = (char *)p->arena + off_mir(p);
+  c.cells = p->cells;
+  st = sc_cu_run(g, &c, k); /* checksums: judged in it, once every rank's kernel has finished */
   p->last_stream = g->stream[0];
-  /* checksums: judged once every rank's kernel has finished (all read one failure record) */
-  uint64_t one = 1, all1[CU_MAX_RANKS];
-  if (st == SCHEDC_OK && g->check && (st = sc_cu_sync(g, g->stream[0])) == SCHEDC_OK &&
-      (st = exchange(g, &one, all1, 1)) == SCHEDC_OK && (st = share_record(g)) == SCHEDC_OK)
-    st = sc_cu_check_verdict(g, &plan->ir, me);
   if (st == SCHEDC_OK && (g->digest || g->flipout >= 0) && sc_same_bits(coll))
     return verify(g, cn, sc_same_bits_elems(coll, count, N) * schedc_dtype_size(dtype));
   return st == SCHEDC_OK ? st : sc_cu_breaks(g, st);
@@ -386,6 +332,7 @@ static schedc_status net_setup(cu_group *g) {
   if ((st = nt->init(&id, g->N, g->me, g->timeout_s, &net)) == SCHEDC_OK) {
     g->nt = nt;
     g->net = net;
+    g->mode = &mode_nccl;
   }
   uint64_t ok = st == SCHEDC_OK;
   xs = exchange(g, &ok, all, 1);
@@ -398,8 +345,8 @@ static schedc_status net_setup(cu_group *g) {
  * name, tests that pretend to be several hosts), else the host name and the kernel's boot id. */
 static uint64_t host_id(void) {
   char buf[512] = "";
-  const char *e = getenv("SCHEDC_HOST_ID");
-  if (e && *e) {
+  const char *e = sc_param_str(SC_P_SCHEDC_HOST_ID);
+  if (e) {
     snprintf(buf, sizeof buf, "id:%s", e);
   } else {
     gethostname(buf, 255);
@@ -464,9 +411,10 @@ static schedc_status proc_init_borrowing(int rank, int nranks, int device, const
   if (rank < 0 || rank >= nranks) return sc_err(SCHEDC_EINVAL, "rank %d out of range [0, %d)", rank, nranks);
   const sc_cudev *dv = sc_cudev_get();
   schedc_comm *c = NULL;
-  schedc_status st = sc_comm_new(SCHEDC_BACKEND_CUDA, rank, nranks, opts, &c);
+  schedc_status st = sc_comm_new(&sc_cuda_backend, rank, nranks, opts, &c);
   if (st != SCHEDC_OK) return st;
   cu_group *g = sc_cu_group_alloc(dv, 1, nranks, rank, 0);
+  if (g) g->mode = &mode_ipc; /* mode_nccl once NCCL is set up (net_setup) */
   if (g && (st = sc_cu_verify_setup(g, c)) != SCHEDC_OK) {
     sc_cu_group_free(g);
     sc_comm_release(c);
@@ -514,8 +462,7 @@ static schedc_status proc_init_borrowing(int rank, int nranks, int device, const
     return st;
   }
   g->refs = 1;
-  c->tr = &sc_cuda_transport;
-  c->trdata = g;
+  c->be_data = g;
   *out = c;
   return SCHEDC_OK;
 }
@@ -526,7 +473,7 @@ static schedc_status proc_init_borrowing(int rank, int nranks, int device, const
 static schedc_status proc_init(int rank, int nranks, int device, const char *job, schedc_comm *host, int own,
                                const schedc_comm_opts *opts, schedc_comm **out) {
   schedc_status st = proc_init_borrowing(rank, nranks, device, job, host, opts, out);
-  if (st == SCHEDC_OK && own) ((cu_group *)(*out)->trdata)->proc->own_boot = 1;
+  if (st == SCHEDC_OK && own) ((cu_group *)(*out)->be_data)->proc->own_boot = 1;
   if (st != SCHEDC_OK && own) schedc_comm_free(host);
   return st;
 }
@@ -539,7 +486,7 @@ schedc_status schedc_comm_init_cuda_rank(int rank, int nranks, int device, const
 schedc_status schedc_comm_init_cuda_over(schedc_comm *host, int device, const schedc_comm_opts *opts,
                                          schedc_comm **out) {
   if (out) *out = NULL;
-  if (!host || host->backend == SCHEDC_BACKEND_CUDA)
+  if (!host || !(host->be->caps & SC_CAP_HOST_RESULT))
     return sc_err(SCHEDC_EINVAL, "host: %s (a CPU communicator of the same ranks: shm or mpi)",
                   host ? "a cuda communicator" : "NULL");
   return proc_init(host->rank, host->nranks, device, NULL, host, 0, opts, out);

@@ -95,8 +95,7 @@ schedc_status sc_cu_corrupt(const cu_group *g, const uint32_t *w, const sc_ir *i
   return SCHEDC_OK;
 }
 
-void sc_cu_args_check(const cu_group *g, uint64_t *P, const sc_ir *ir) {
-  int N = g->N;
+void sc_cu_args_check(const cu_group *g, cu_args *a, const sc_ir *ir) {
   long long dst = -1, chunk = -1;
   /* flip:RANK:STEP lands on the first transfer out of RANK at STEP to the lowest receiving rank,
    * as on shared memory; a (rank, step) with no transfer runs clean */
@@ -107,12 +106,12 @@ void sc_cu_args_check(const cu_group *g, uint64_t *P, const sc_ir *ir) {
       chunk = x->chunk;
     }
   }
-  P[5 * N + 5] = (uint64_t)(dst < 0 ? -1 : g->flip_rank);
-  P[5 * N + 6] = (uint64_t)dst;
-  P[5 * N + 7] = (uint64_t)g->flip_step;
-  P[5 * N + 8] = (uint64_t)chunk;
-  P[5 * N + 9] = (uint64_t)(long long)g->flip_bit; /* < 0: the middle of the part */
-  P[5 * N + 10] = (uint64_t)g->repair;
+  sc_cu_arg(a, SC_ABI_flip_src, (uint64_t)(dst < 0 ? -1 : g->flip_rank));
+  sc_cu_arg(a, SC_ABI_flip_dst, (uint64_t)dst);
+  sc_cu_arg(a, SC_ABI_flip_step, (uint64_t)g->flip_step);
+  sc_cu_arg(a, SC_ABI_flip_chunk, (uint64_t)chunk);
+  sc_cu_arg(a, SC_ABI_flip_bit, (uint64_t)(long long)g->flip_bit); /* < 0: the middle of the part */
+  sc_cu_arg(a, SC_ABI_repair, (uint64_t)g->repair);
 }
 
 schedc_status sc_cu_check_verdict(cu_group *g, const sc_ir *ir, int me) {

@@ -13,6 +13,7 @@
 #include "dl.h"
 #include "dl_abi.h"
 #include "err.h"
+#include "params.h"
 
 static struct {
   void *lib;
@@ -22,7 +23,7 @@ static struct {
 static pthread_once_t n_once = PTHREAD_ONCE_INIT;
 
 static void load(void) {
-  const char *env = getenv("SCHEDC_NVRTC"), *home = getenv("CUDA_HOME");
+  const char *env = sc_param_str(SC_P_SCHEDC_NVRTC), *home = sc_param_str(SC_P_CUDA_HOME);
   char homelib[512] = "";
   if (home) snprintf(homelib, sizeof homelib, "%s/lib64/libnvrtc.so", home);
   const char *cands[] = {env, "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", homelib[0] ? homelib : NULL,

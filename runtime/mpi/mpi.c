@@ -4,14 +4,18 @@
  * temp) and a send for every transfer out of it (from its cells, which hold the values before
  * the step), completes them all, then applies its writes in plan order, fused per cell — the
  * step semantics, literally. Every completion is polled against the communicator's deadline.
- * If MPI is not initialised, schedc initialises it (and finalises it with the last comm).
+ * If MPI is not initialised, schedc initialises it and finalises it at exit, never earlier (a
+ * later communicator may still need it; MPI cannot be initialised twice). MPI that the caller
+ * initialised is the caller's to finalise.
  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends.h"
 #include "comm.h"
+#include "crc.h"
 #include "err.h"
 #include "kernels.h"
 #include "plan.h"
@@ -28,27 +32,28 @@ typedef struct mpidata {
   size_t req_cap;
 } mpidata;
 
-static int g_live_comms, g_we_init;
-
-static void m_destroy(schedc_comm *c) {
-  mpidata *d = c->trdata;
-  if (!d) return;
+static void m_free(schedc_comm *c) {
+  mpidata *d = c->be_data;
   int fin = 0;
   MPI_Finalized(&fin);
-  if (!fin) MPI_Comm_free(&d->comm);
+  if (!fin && d->comm != MPI_COMM_NULL) MPI_Comm_free(&d->comm);
   free(d->temp);
   free(d->crc);
   free(d->flip);
   free(d->reqs);
   free(d);
-  c->trdata = NULL;
-  if (--g_live_comms == 0 && g_we_init && !fin) {
-    MPI_Finalize();
-    g_we_init = 0;
-  }
+  c->be_data = NULL;
 }
 
-static sc_transport sc_mpi_transport = {NULL, NULL, NULL, m_destroy};
+/* MPI that schedc initialised itself is finalised when the process exits (unless the program
+ * finalised it first), so any number of communicators may come and go before. */
+static void finalize_at_exit(void) {
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (!fin) MPI_Finalize();
+}
+
+int sc_mpi_built(void) { return 1; }
 
 /* Wait for n requests with the deadline; names the step and the peers still pending. */
 static schedc_status wait_all(schedc_comm *c, MPI_Request *r, int n, const int *peer, const char *coll,
@@ -71,22 +76,25 @@ static schedc_status wait_all(schedc_comm *c, MPI_Request *r, int n, const int *
   }
 }
 
-schedc_status sc_mpi_collective(schedc_comm *c, const schedc_plan *plan, const char *cn, schedc_dtype acc,
-                                schedc_op op, size_t K, char *W, uint32_t desc[8]);
-schedc_status sc_mpi_collective(schedc_comm *c, const schedc_plan *plan, const char *cn, schedc_dtype acc,
-                                schedc_op op, size_t K, char *W, uint32_t desc[8]) {
-  mpidata *d = c->trdata;
+/* One run of the plan over the private working buffer W. */
+static schedc_status run(schedc_comm *c, const sc_call *call, char *W, uint32_t desc[10]) {
+  mpidata *d = c->be_data;
+  const schedc_plan *plan = call->plan;
+  const char *cn = call->cn;
+  schedc_dtype acc = call->acc;
+  schedc_op op = call->op;
+  size_t K = call->K;
   int n = c->nranks, me = c->rank;
   /* Every rank must make the same call: compare the descriptors. */
-  uint32_t *all = malloc((size_t)n * 8 * sizeof *all);
+  uint32_t *all = malloc((size_t)n * 10 * sizeof *all);
   if (!all) return sc_err(SCHEDC_ENOMEM, "out of memory");
-  MPI_Allgather(desc, 8, MPI_UINT32_T, all, 8, MPI_UINT32_T, d->comm);
+  MPI_Allgather(desc, 10, MPI_UINT32_T, all, 10, MPI_UINT32_T, d->comm);
   for (int r = 0; r < n; r++)
-    if (memcmp(all + (size_t)r * 8, desc, 8 * sizeof *desc) != 0) {
+    if (memcmp(all + (size_t)r * 10, desc, 10 * sizeof *desc) != 0) {
       free(all);
       c->broken = 1;
       return sc_err(SCHEDC_EMISMATCH, "%s: rank %d and rank %d disagree on the call (collective, dtype, op, root, "
-                    "count or plan)", cn, me, r);
+                    "count, plan or custom operator source)", cn, me, r);
     }
   free(all);
   const sc_ir *ir = &plan->ir;
@@ -95,8 +103,8 @@ schedc_status sc_mpi_collective(schedc_comm *c, const schedc_plan *plan, const c
     return sc_err(SCHEDC_EINVAL, "%s: chunks of %zu bytes exceed the MPI transport's 1 GiB per message; use a plan "
                   "with more chunks", cn, maxchunk * asz);
   double deadline = sc_now() + c->timeout_s;
-  int check = (c->verify & SC_V_CHECKSUM) && !c->in_verify;
-  int flip_step = c->inj.flip_rank == me && !c->in_verify && c->attempt == 0 ? c->inj.flip_step : -1;
+  int check = sc_call_checks(c, call);
+  int flip_step = c->inj.flip_rank == me && sc_call_injects(call) && c->attempt == 0 ? c->inj.flip_step : -1;
   for (uint32_t s = 0; s < ir->nsteps; s++) {
     uint32_t lo = ir->step_off[s], hi = ir->step_off[s + 1], nin = 0, nreq = 0;
     for (uint32_t i = lo; i < hi; i++) nin += ir->xfers[i].dst == (uint32_t)me;
@@ -185,13 +193,47 @@ schedc_status sc_mpi_collective(schedc_comm *c, const schedc_plan *plan, const c
   return SCHEDC_OK;
 }
 
-schedc_status sc_mpi_any(schedc_comm *c, int flag, int *any);
-schedc_status sc_mpi_any(schedc_comm *c, int flag, int *any) {
-  mpidata *d = c->trdata;
+/* Is `flag` set on any rank? (MPI_Allreduce; leaves the working buffer alone.) */
+static schedc_status any_rank(schedc_comm *c, int flag, int *any) {
+  mpidata *d = c->be_data;
   if (MPI_Allreduce(&flag, any, 1, MPI_INT, MPI_LOR, d->comm) != MPI_SUCCESS)
     return sc_err(SCHEDC_EIO, "MPI_Allreduce failed while deciding whether to run the call again");
   return SCHEDC_OK;
 }
+
+/* The MPI backend's collective: the working buffer is private scratch; messages move the data. */
+static schedc_status m_collective(schedc_comm *c, const sc_call *k) {
+  size_t asz = schedc_dtype_size(k->acc);
+  char *W = sc_scratch(c, k->K * asz);
+  if (!W && k->K) return SCHEDC_ENOMEM;
+  uint32_t desc[10] = {(uint32_t)k->coll, (uint32_t)k->dtype,
+                       k->op_hash ? (uint32_t)SCHEDC_OP_CUSTOM_BASE : (uint32_t)k->op, (uint32_t)k->root,
+                      (uint32_t)k->count, (uint32_t)((uint64_t)k->count >> 32), (uint32_t)k->plan->hash,
+                      (uint32_t)(k->plan->hash >> 32),
+                       (uint32_t)k->op_hash, (uint32_t)(k->op_hash >> 32)}; /* a custom op's source */
+  /* A corrupted message cannot be fetched again once the step is over (the sender's cell moves
+   * on), so with checksum repair the whole call runs again from the inputs, which the MPI path
+   * leaves intact until the result is copied out. */
+  schedc_status st;
+  for (c->attempt = 0;; c->attempt++) {
+    memset(&c->bad, 0, sizeof c->bad);
+    sc_work_in(c, k, W);
+    if ((st = run(c, k, W, desc)) != SCHEDC_OK) break;
+    if (!sc_call_checks(c, k) || !c->repair || c->attempt == 2) break;
+    int rerun = 0;
+    if ((st = any_rank(c, (int)c->bad.found, &rerun)) != SCHEDC_OK) break;
+    if (!rerun) break;
+  }
+  c->attempt = 0;
+  if (st != SCHEDC_OK) {
+    c->broken = 1;
+    return st;
+  }
+  sc_work_out(c, k, W);
+  return SCHEDC_OK;
+}
+
+static const sc_backend mpi_backend = {"mpi", SC_CAP_HOST_RESULT, m_collective, NULL, m_free};
 
 schedc_status schedc_comm_init_mpi(const void *mpi_comm, const schedc_comm_opts *opts, schedc_comm **out) {
   if (!out) return sc_err(SCHEDC_EINVAL, "out is NULL");
@@ -200,24 +242,29 @@ schedc_status schedc_comm_init_mpi(const void *mpi_comm, const schedc_comm_opts 
   MPI_Initialized(&inited);
   if (!inited) {
     if (mpi_comm) return sc_err(SCHEDC_EINVAL, "an MPI_Comm was given but MPI is not initialised");
-    MPI_Init(NULL, NULL);
-    g_we_init = 1;
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (fin) return sc_err(SCHEDC_EINVAL, "MPI was finalised already; it cannot be initialised again");
+    if (MPI_Init(NULL, NULL) != MPI_SUCCESS) return sc_err(SCHEDC_EIO, "MPI_Init failed");
+    atexit(finalize_at_exit);
   }
   MPI_Comm base = mpi_comm ? *(const MPI_Comm *)mpi_comm : MPI_COMM_WORLD;
   int rank, size;
   MPI_Comm_rank(base, &rank);
   MPI_Comm_size(base, &size);
   schedc_comm *c;
-  schedc_status st = sc_comm_new(SCHEDC_BACKEND_MPI, rank, size, opts, &c);
+  schedc_status st = sc_comm_new(&mpi_backend, rank, size, opts, &c);
   if (st != SCHEDC_OK) return st;
   mpidata *d = calloc(1, sizeof *d);
   if (!d) { sc_comm_release(c); return sc_err(SCHEDC_ENOMEM, "out of memory"); }
-  MPI_Comm_dup(base, &d->comm);
-  c->trdata = d;
-  c->tr = &sc_mpi_transport;
-  g_live_comms++;
-  /* Plan hashes at init, like the shared-memory transports. */
-  uint64_t h = opts && opts->size > offsetof(schedc_comm_opts, plan) && opts->plan ? opts->plan->hash : 0;
+  d->comm = MPI_COMM_NULL;
+  c->be_data = d;
+  if (MPI_Comm_dup(base, &d->comm) != MPI_SUCCESS) {
+    schedc_comm_free(c);
+    return sc_err(SCHEDC_EIO, "MPI_Comm_dup failed");
+  }
+  /* Plan hashes at init, like the shared-memory backends. */
+  uint64_t h = c->init_plan ? c->init_plan->hash : 0;
   uint64_t *all = malloc((size_t)size * sizeof *all);
   if (!all) { schedc_comm_free(c); return sc_err(SCHEDC_ENOMEM, "out of memory"); }
   MPI_Allgather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, d->comm);

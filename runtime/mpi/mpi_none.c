@@ -1,12 +1,14 @@
 /*
- * nompi.c — the `mpi` entry point in builds without MPI: says so.
+ * mpi_none.c — the `mpi` entry point in builds without MPI (built instead of mpi.c): says so.
  */
-#include "comm.h"
+#include "backends.h"
 #include "err.h"
+
+int sc_mpi_built(void) { return 0; }
 
 schedc_status schedc_comm_init_mpi(const void *mpi_comm, const schedc_comm_opts *opts, schedc_comm **out) {
   (void)mpi_comm;
   (void)opts;
   if (out) *out = NULL;
-  return sc_err(SCHEDC_EUNAVAIL, "this build of schedc has no MPI transport (install libopenmpi-dev and rebuild)");
+  return sc_err(SCHEDC_EUNAVAIL, "this build of schedc has no MPI backend (install libopenmpi-dev and rebuild)");
 }

@@ -138,5 +138,14 @@ int main(int argc, char **argv) {
   schedc_comm_free(e);
   CHECK(schedc_comm_init_shm(0, 2, "bad job!", NULL, &e) == SCHEDC_EINVAL);
   CHECK_CONTAINS(schedc_errmsg(), "job id 'bad job!'");
+  /* unique ids: random (two draws differ), and a one-rank shm job bootstrapped from one */
+  schedc_uid u1, u2;
+  CHECK(schedc_unique_id(&u1) == SCHEDC_OK && schedc_unique_id(&u2) == SCHEDC_OK);
+  CHECK(memcmp(&u1, &u2, sizeof u1) != 0);
+  CHECK(schedc_unique_id(NULL) == SCHEDC_EINVAL);
+  CHECK(schedc_comm_init_shm_uid(0, 1, NULL, NULL, &e) == SCHEDC_EINVAL && e == NULL);
+  CHECK(schedc_comm_init_shm_uid(0, 1, &u1, NULL, &e) == SCHEDC_OK);
+  CHECK(schedc_allreduce(one, out, 3, SCHEDC_F32, SCHEDC_SUM, e, NULL) == SCHEDC_OK);
+  schedc_comm_free(e);
   return DONE();
 }

@@ -21,6 +21,10 @@ fi
 # No driver (forced, so this holds on a GPU machine too): a clear refusal, no crash.
 out=$(SCHEDC_CUDA_PLUGIN= SCHEDC_LIBCUDA=/nonexistent/libcuda.so.1 "$S" run "$D/ring.lua" --ranks 2 --backend cuda 2>&1); rc=$?
 ok "[ $rc != 0 ] && grep -q 'cuda backend is unavailable: no CUDA driver' <<<'$out'" "no driver: $out"
+# ... also with a process per GPU: the reason survives the group's cleanup (it once read "CUDA
+# device 0 out of range [0, 0)", what freeing the half-made group said last)
+out=$(SCHEDC_CUDA_PLUGIN= SCHEDC_LIBCUDA=/nonexistent/libcuda.so.1 "$S" run "$D/ring.lua" --ranks 2 --backend cuda --processes 2>&1); rc=$?
+ok "[ $rc != 0 ] && grep -q 'cuda backend is unavailable: no CUDA driver' <<<\"\$out\" && ! grep -q 'out of range' <<<\"\$out\"" "no driver, --processes: $out"
 # A plugin that cannot be loaded, or that is no schedc plugin: refused naming it, never the driver.
 out=$(SCHEDC_CUDA_PLUGIN=/nonexistent/libschedc_emu.so "$S" run "$D/ring.lua" --ranks 2 --backend cuda 2>&1); rc=$?
 ok "[ $rc != 0 ] && grep -q 'cuda backend is unavailable: SCHEDC_CUDA_PLUGIN=/nonexistent/libschedc_emu.so: cannot load it' <<<\"\$out\"" "no plugin: $out"

@@ -267,7 +267,7 @@ static schedc_status emu_load(const char *source, const char *arch, void **modul
   pthread_mutex_unlock(&mod_mu);
   char cached[1200] = "";
   int lock = -1;
-  if (sc_cache_dir(cached, 1024)) {
+  if (host->cache_dir(cached, 1024)) {
     size_t dl = strlen(cached);
     snprintf(cached + dl, sizeof cached - dl, "/emu-%016llx.so", (unsigned long long)key);
     void *h = load_cached(cached);
@@ -363,7 +363,7 @@ const sc_cudev sc_cudev_emu = {"emulated (host C++)", emu_init, emu_info, emu_se
 /* The plugin's entry point (cuda_plugin.h): both tables, once the library's ABI is this one. */
 __attribute__((visibility("default"))) sc_cuda_plugin_fn sc_cuda_plugin_v1;
 schedc_status sc_cuda_plugin_v1(const sc_cuda_host *h, sc_cuda_plugin *out) {
-  if (!h || h->version != SC_CUDA_PLUGIN_VERSION || !h->err)
+  if (!h || h->version != SC_CUDA_PLUGIN_VERSION || !h->err || !h->cache_dir)
     return h && h->err ? h->err(SCHEDC_EINTERNAL, "the emulator plugin is of another plugin ABI version") : SCHEDC_EINTERNAL;
   host = h;
   out->dev = &sc_cudev_emu;

@@ -6,6 +6,10 @@
  * code, then with SC_EMU_TAIL defined after it, for the launch entry points (which need sc_args).
  */
 #ifndef SC_EMU_TAIL
+/* The math functions a custom operator may call (docs/ops.md: fabs, fmin, fmax, copysign, sqrt,
+ * fma, floor, ceil, trunc, rint and their f forms) are built into NVRTC; on the host they are
+ * libm's, which rounds them correctly, as the device does (compiled with -ffp-contract=off). */
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>

@@ -7,7 +7,7 @@
 set -eu
 cd "$(dirname "$0")/../.."
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DSCHEDC_WITH_MPI=OFF >/dev/null
-cmake --build build-gpu -j"$(nproc)" --target schedc_cli test_bitwise test_nvrtc test_cuda_verify test_cuda_api gpu_bench >/dev/null
+cmake --build build-gpu -j"$(nproc)" --target schedc_cli test_bitwise test_nvrtc test_cuda_verify test_cuda_api test_ops gpu_bench >/dev/null
 mkdir -p build-gpu/lib
 cp -L "$(ldconfig -p | awk '/liblua5.4.so.0 /{print $NF; exit}')" build-gpu/lib/
 # for tests/gpu/profile.sh: the plain kernels' ceilings and the reduce kernel's cubin (SASS there)
@@ -17,4 +17,4 @@ if command -v nvcc >/dev/null; then
   "$(dirname "$(command -v nvcc)")/ptxas" -arch=sm_90 build-gpu/k/rank0.ptx -o build-gpu/reduce_rank0.cubin
 fi
 # only what the device run needs travels (64 MiB limit)
-du -sh build-gpu/schedc build-gpu/tests/test_bitwise build-gpu/tests/test_nvrtc build-gpu/tests/test_cuda_verify build-gpu/tests/test_cuda_api build-gpu/gpu_bench build-gpu/lib
+du -sh build-gpu/schedc build-gpu/tests/test_ops build-gpu/tests/test_bitwise build-gpu/tests/test_nvrtc build-gpu/tests/test_cuda_verify build-gpu/tests/test_cuda_api build-gpu/gpu_bench build-gpu/lib

@@ -10,6 +10,7 @@
 #   - verification (digest, checksums): faults named or repaired, no false alarm (test_cuda_verify);
 #   - the API's contract: bad arguments named, disagreement, a kernel wait timing out (test_cuda_api);
 #   - NVRTC: every shipped schedule compiles for sm_80/sm_90 (test_nvrtc quick);
+#   - custom operators (ops/shipped) run by the generated kernels, bit for bit (test_ops cuda);
 # then bench/gpu_bench (copy bandwidth, reduce kernel bandwidth, virtual-rank allreduce, what
 # verification costs, NVRTC compile and cache-hit times). Exit status: 0 when every check passed.
 set -u
@@ -41,6 +42,7 @@ check "schedc run --backend cuda --virtual digests" env CUDA_REAL=1 timeout 60 b
 check "verification (virtual ranks; more with 3 GPUs)" timeout 90 $B/tests/test_cuda_verify
 check "API contract: errors named, a kernel wait past the timeout reported (virtual ranks; processes with 3 GPUs)" timeout 60 $B/tests/test_cuda_api
 check "nvrtc compiles every shipped schedule" timeout 60 $B/tests/test_nvrtc schedules quick
+check "custom operators in the generated kernels (virtual ranks) against the proven trees" timeout 180 $B/tests/test_ops schedules ops cuda
 timeout 90 $B/gpu_bench schedules 1024 > "$OUT/bench.md" 2>&1 || { echo "FAIL gpu_bench" | tee -a "$OUT/summary.txt"; fails=$((fails + 1)); }
 # out-of-bounds and misaligned accesses of the generated kernels (not a pass/fail check: the
 # sanitizer may serialize the ranks' launches, which then wait out their budget)

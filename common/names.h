@@ -1,0 +1,21 @@
+/*
+ * names.h — the name tables of schedc.h's X-macro lists, built once (names.c): status messages,
+ * collective, dtype and op spellings and dtype sizes. Every layer reads them here: codegen
+ * through these accessors (it needs only common/ and libc), the public schedc_*_name,
+ * schedc_dtype_size and schedc_*_parse functions (also names.c) are thin wrappers.
+ */
+#ifndef SC_NAMES_H
+#define SC_NAMES_H
+
+#include <stddef.h>
+
+/* Static spelling of a collective, dtype or op ("allreduce", "bf16", "max"); NULL out of range. */
+const char *sc_collective_name(int c);
+const char *sc_dtype_name(int dtype);
+const char *sc_op_name(int op);
+/* Bytes per element of a dtype; 0 out of range. */
+size_t sc_dtype_size(int dtype);
+/* Static message of a status ("invalid argument"); NULL out of range. */
+const char *sc_status_msg(int st);
+
+#endif

@@ -1,0 +1,463 @@
+# schedc — Python binding of libschedc (ctypes): verified plans, and communicators whose
+# collectives give the bits the plan's proven reduction trees define. Nothing the C library does
+# is re-implemented here; this module converts arguments and raises schedc.Error on failure.
+"""Deterministic collective communication: a thin ctypes binding over libschedc.
+
+``Plan`` loads and verifies a schedule (a shipped one by name, e.g. ``"direct"``), ``Comm`` is one
+rank's communicator; ``schedc.torch`` bootstraps one inside a ``torch.distributed`` job and adds a
+DDP communication hook and canonical micro-batch gradient accumulation (docs/python.md).
+"""
+from __future__ import annotations
+
+import atexit
+import ctypes
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Sequence, Union
+
+from . import _lib
+from ._lib import lib
+
+__all__ = ["Error", "Plan", "PlanInfo", "check", "Comm", "unique_id", "digest", "canonical_plan", "DTYPES", "OPS"]
+__version__ = "0.1.0"
+
+DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i64")
+OPS = ("sum", "prod", "min", "max", "avg")
+
+
+class Error(RuntimeError):
+    """A failed libschedc call: ``status`` is the status name (``"SCHEDC_EMISMATCH"``), ``code`` its
+    value, ``message`` schedc_errmsg() (verifier rejections: one diagnostic per line)."""
+
+    def __init__(self, code: int, message: str, what: str = "") -> None:
+        self.code = code
+        self.status = _lib.STATUS_NAMES[code] if 0 <= code < len(_lib.STATUS_NAMES) else "SCHEDC_%d" % code
+        self.message = message
+        s = lib.schedc_status_str(code)
+        head = "%s: %s (%s)" % (what, self.status, s.decode() if s else "?") if what else \
+            "%s (%s)" % (self.status, s.decode() if s else "?")
+        super().__init__(head + (": " + message if message else ""))
+
+
+def _check(st: int, what: str) -> None:
+    if st != 0:
+        raise Error(st, _lib.errmsg(), what)
+
+
+def _parse_op(op: str) -> int:
+    v = ctypes.c_int()
+    if not isinstance(op, str):
+        raise TypeError("schedc: op must be a string (%s), not %r" % (", ".join(OPS), op))
+    _check(lib.schedc_op_parse(op.encode(), ctypes.byref(v)), "op")
+    return v.value
+
+
+@dataclass(frozen=True)
+class PlanInfo:
+    """What a plan is (schedc_plan_info)."""
+    name: str
+    source: str
+    collective: str
+    nranks: int
+    nnodes: int
+    nchunks: int
+    root: int
+    nsteps: int
+    ntransfers: int
+    canonical: bool
+    hash: int
+    max_sent: float
+    max_recv: float
+
+
+def _load_opts(ranks: int, nodes: Optional[int], defines: Optional[Union[Mapping[str, Any], Sequence[str]]],
+               keep: list) -> _lib.LoadOpts:
+    o = _lib.LoadOpts()
+    o.size = ctypes.sizeof(_lib.LoadOpts)
+    o.nranks = int(ranks)
+    o.nnodes = int(nodes or 0)
+    if defines:
+        items = ["%s=%s" % (k, v) for k, v in defines.items()] if isinstance(defines, Mapping) else list(defines)
+        arr = (ctypes.c_char_p * len(items))(*[s.encode() for s in items])
+        keep.append(arr)
+        o.defines = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
+        o.ndefines = len(items)
+    return o
+
+
+class Plan:
+    """A verified schedule (immutable; shareable across threads).
+
+    ``Plan(path_or_name, ranks=N, nodes=None, defines=None)``: a schedule script or a plan file;
+    a bare name ("ring", "direct", "tree", ...) is looked up by the library among the shipped and
+    installed schedules. ``defines`` is a dict (or "k=v" strings): the script's ``params``.
+    Raises ``schedc.Error`` (SCHEDC_ESCRIPT, SCHEDC_EVERIFY with the diagnostics, SCHEDC_EIO ...).
+    """
+
+    def __init__(self, path_or_name: str, ranks: int = 0, nodes: Optional[int] = None,
+                 defines: Optional[Union[Mapping[str, Any], Sequence[str]]] = None) -> None:
+        self._p = ctypes.c_void_p()
+        keep: list = []
+        o = _load_opts(ranks, nodes, defines, keep)
+        _check(lib.schedc_plan_open(str(path_or_name).encode(), ctypes.byref(o), ctypes.byref(self._p)),
+               "Plan(%r)" % (path_or_name,))
+        self._info: Optional[PlanInfo] = None
+
+    @property
+    def handle(self) -> int:
+        """The schedc_plan* as an integer (for other ctypes code)."""
+        return self._p.value or 0
+
+    @property
+    def info(self) -> PlanInfo:
+        """schedc_plan_get_info as a PlanInfo."""
+        if self._info is None:
+            i = _lib.PlanInfoC()
+            i.size = ctypes.sizeof(_lib.PlanInfoC)
+            _check(lib.schedc_plan_get_info(self._p, ctypes.byref(i)), "Plan.info")
+            self._info = PlanInfo((i.name or b"").decode(), (i.source or b"").decode(),
+                                  _lib.COLLECTIVES[i.collective], i.nranks, i.nnodes, i.nchunks, i.root, i.nsteps,
+                                  i.ntransfers, bool(i.canonical), i.hash, i.max_sent, i.max_recv)
+        return self._info
+
+    def order(self, chunk: int, rank: int) -> str:
+        """The proven reduction tree of ``chunk`` on ``rank``, e.g. "(((r1+r2)+r3)+r0)"; "-" where the
+        plan leaves that chunk unspecified on that rank."""
+        n = lib.schedc_plan_order(self._p, int(chunk), int(rank), None, 0)
+        if n < 0:
+            raise Error(1, _lib.errmsg() or "chunk %d / rank %d out of range" % (chunk, rank), "Plan.order")
+        buf = ctypes.create_string_buffer(n + 1)
+        lib.schedc_plan_order(self._p, int(chunk), int(rank), buf, n + 1)
+        return buf.value.decode()
+
+    def chunk_holder(self, chunk: int) -> int:
+        """The rank whose tree defines ``chunk`` (owner / root / lowest holder), or -1."""
+        return int(lib.schedc_plan_chunk_holder(self._p, int(chunk)))
+
+    def save(self, path: str) -> None:
+        """Write a versioned plan file (complete or absent)."""
+        _check(lib.schedc_plan_save(self._p, str(path).encode()), "Plan.save")
+
+    def close(self) -> None:
+        """Free the plan now (the communicators must no longer use it)."""
+        if self._p:
+            lib.schedc_plan_free(self._p)
+            self._p = ctypes.c_void_p()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        i = self.info
+        return "schedc.Plan(%r, %s, ranks=%d, chunks=%d, canonical=%s)" % (i.name, i.collective, i.nranks,
+                                                                          i.nchunks, i.canonical)
+
+
+def check(path_or_name: str, ranks: int = 0, nodes: Optional[int] = None,
+          defines: Optional[Union[Mapping[str, Any], Sequence[str]]] = None, canonical: bool = False) -> PlanInfo:
+    """Verify a schedule as ``schedc check`` does: returns its PlanInfo, or raises schedc.Error
+    (SCHEDC_EVERIFY: ``.message`` lists the diagnostics). ``canonical=True`` also demands that the
+    plan is proven canonical (ValueError otherwise)."""
+    p = Plan(path_or_name, ranks=ranks, nodes=nodes, defines=defines)
+    try:
+        info = p.info
+    finally:
+        p.close()
+    if canonical and not info.canonical:
+        raise ValueError("schedc.check: %s on %d ranks verifies but is not canonical (declare order=canonical)"
+                         % (path_or_name, info.nranks))
+    return info
+
+
+def canonical_plan(ranks: int, collective: str = "allreduce") -> Plan:
+    """A shipped plan proven canonical for any rank count: direct.lua -D order=canonical (allreduce,
+    reduce_scatter). Its sums are the balanced tree over ranks, whatever the buffer layout."""
+    return Plan("direct", ranks=ranks, defines={"order": "canonical", "collective": collective})
+
+
+def unique_id() -> bytes:
+    """16 random bytes from schedc_unique_id (getrandom): a job id for Comm.shm(uid=...)."""
+    u = _lib.Uid()
+    _check(lib.schedc_unique_id(ctypes.byref(u)), "unique_id")
+    return bytes(u.bytes)
+
+
+# ---- buffers --------------------------------------------------------------------------------
+_TORCH_DTYPES: Dict[str, int] = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 3, "int32": 4, "int64": 5}
+_FMT_DTYPES = {("f", 4): 0, ("d", 8): 1, ("e", 2): 2, ("i", 4): 4, ("l", 4): 4, ("q", 8): 5, ("l", 8): 5,
+               ("n", 8): 5}
+_DTYPE_FMT = {0: "f", 1: "d", 2: "e", 4: "i", 5: "q"}
+_ESIZE = {0: 4, 1: 8, 2: 2, 3: 2, 4: 4, 5: 8}
+
+
+class _Buf:
+    """A contiguous, writable host buffer: address, element count, schedc dtype, and what keeps it
+    alive while C writes into it."""
+    __slots__ = ("ptr", "count", "dtype", "obj", "keep", "kind")
+
+    def __init__(self, obj: Any, what: str) -> None:
+        self.obj = obj
+        self.keep: Any = None
+        if _is_torch(obj):
+            name = str(obj.dtype).replace("torch.", "")
+            if name not in _TORCH_DTYPES:
+                raise TypeError("schedc.%s: tensor dtype %s is not supported (float32, float64, float16, bfloat16, "
+                                "int32, int64)" % (what, obj.dtype))
+            if obj.device.type != "cpu":
+                raise TypeError("schedc.%s: tensor on %s: the Python binding takes CPU tensors" % (what, obj.device))
+            if not obj.is_contiguous():
+                raise ValueError("schedc.%s: tensor is not contiguous (call .contiguous() and copy back)" % what)
+            if obj.requires_grad:  # written through a raw pointer: autograd would not know
+                raise ValueError("schedc.%s: tensor requires grad; pass tensor.detach() or .grad" % what)
+            self.dtype = _TORCH_DTYPES[name]
+            self.count = obj.numel()
+            self.ptr = obj.data_ptr()
+            self.kind = "torch"
+            return
+        try:
+            mv = memoryview(obj)
+        except TypeError:
+            raise TypeError("schedc.%s: expected a torch tensor or a buffer-protocol object (numpy array, "
+                            "array.array, ...), not %s" % (what, type(obj).__name__)) from None
+        if mv.readonly:
+            raise ValueError("schedc.%s: buffer is read-only" % what)
+        if not mv.c_contiguous:
+            raise ValueError("schedc.%s: buffer is not contiguous" % what)
+        fmt = mv.format.lstrip("@=<")
+        if mv.format.startswith((">", "!")) or (fmt, mv.itemsize) not in _FMT_DTYPES:
+            raise TypeError("schedc.%s: buffer format %r (%d-byte items) is not supported: f32, f64, f16, i32, i64 "
+                            "in native byte order" % (what, mv.format, mv.itemsize))
+        self.dtype = _FMT_DTYPES[(fmt, mv.itemsize)]
+        self.count = mv.nbytes // mv.itemsize
+        if mv.nbytes:
+            cbuf = (ctypes.c_char * mv.nbytes).from_buffer(mv)
+            self.ptr = ctypes.addressof(cbuf)
+            self.keep = (mv, cbuf)
+        else:
+            self.ptr = 0
+            self.keep = mv
+        self.kind = "buffer"
+
+    def new(self, count: int) -> "_Buf":
+        """An empty buffer of the same kind and dtype with ``count`` elements."""
+        if self.kind == "torch":
+            return _Buf(self.obj.new_empty(count), "alloc")
+        if type(self.obj).__module__ == "numpy":
+            import numpy as np
+            return _Buf(np.empty(count, dtype=self.obj.dtype), "alloc")
+        return _Buf(memoryview(bytearray(count * _ESIZE[self.dtype])).cast(_DTYPE_FMT[self.dtype]), "alloc")
+
+
+def _is_torch(obj: Any) -> bool:
+    t = type(obj)
+    return t.__module__.startswith("torch") and hasattr(obj, "data_ptr") and hasattr(obj, "is_contiguous")
+
+
+def digest(obj: Any) -> int:
+    """schedc_digest of a buffer's bytes (what `schedc run` prints; equal bits, equal digest): a
+    contiguous CPU tensor, or any buffer-protocol object (bytes, numpy array, ...)."""
+    if _is_torch(obj):
+        if obj.device.type != "cpu" or not obj.is_contiguous():
+            raise ValueError("schedc.digest: tensor must be contiguous and on the CPU")
+        return int(lib.schedc_digest(obj.data_ptr(), obj.numel() * obj.element_size()))
+    data = memoryview(obj).tobytes()  # a copy: read-only buffers too
+    return int(lib.schedc_digest(data, len(data)))
+
+
+# ---- communicators --------------------------------------------------------------------------
+_open_comms: "weakref.WeakSet[Comm]" = weakref.WeakSet()
+_open_lock = threading.Lock()
+
+
+def _comm_opts(timeout: Optional[float], plan: Optional[Plan]) -> _lib.CommOpts:
+    o = _lib.CommOpts()
+    o.size = ctypes.sizeof(_lib.CommOpts)
+    o.timeout_s = float(timeout or 0.0)
+    o.plan = plan.handle if plan is not None else None
+    return o
+
+
+class Comm:
+    """One rank's communicator (schedc_comm). Make it with ``schedc.torch.init_comm()``,
+    ``Comm.from_env()`` or ``Comm.shm(rank, nranks, uid=...)``.
+
+    Collectives work in place on a contiguous CPU torch tensor (float32, float64, float16,
+    bfloat16, int32, int64) or a writable buffer-protocol object (numpy array, array.array), and
+    must be called by every rank in the same order with matching arguments: a mismatch (another
+    size, dtype, op, plan) raises schedc.Error SCHEDC_EMISMATCH on every rank instead of hanging.
+    A dead peer raises SCHEDC_EPEER / SCHEDC_ETIMEOUT (the communicator is then broken).
+    One thread at a time per communicator. ``close()`` (or ``with``) frees it; any still open are
+    closed at interpreter exit, which removes their shared-memory segments.
+    """
+
+    def __init__(self, handle: ctypes.c_void_p, plans: Optional[list] = None) -> None:
+        self._c = handle
+        self._plans = plans or []  # plans referenced by opts must outlive the communicator
+        self._default: Dict[str, Plan] = {}
+        with _open_lock:
+            _open_comms.add(self)
+
+    @classmethod
+    def shm(cls, rank: int, nranks: int, uid: Optional[bytes] = None, job: Optional[str] = None,
+            timeout: Optional[float] = None, plan: Optional[Plan] = None) -> "Comm":
+        """Processes on one host: ``uid`` (16 bytes from schedc.unique_id() on one rank, handed to
+        the others; schedc_comm_init_shm_uid) or ``job`` (a name unique among running jobs)."""
+        h = ctypes.c_void_p()
+        o = _comm_opts(timeout, plan)
+        if (uid is None) == (job is None):
+            raise ValueError("schedc.Comm.shm: give exactly one of uid= and job=")
+        if uid is not None:
+            if len(uid) != 16:
+                raise ValueError("schedc.Comm.shm: uid must be 16 bytes (schedc.unique_id()), got %d" % len(uid))
+            u = _lib.Uid()
+            ctypes.memmove(u.bytes, bytes(uid), 16)
+            _check(lib.schedc_comm_init_shm_uid(int(rank), int(nranks), ctypes.byref(u), ctypes.byref(o),
+                                                ctypes.byref(h)), "Comm.shm")
+        else:
+            _check(lib.schedc_comm_init_shm(int(rank), int(nranks), str(job).encode(), ctypes.byref(o),
+                                            ctypes.byref(h)), "Comm.shm")
+        return cls(h, [plan] if plan else None)
+
+    @classmethod
+    def from_env(cls, timeout: Optional[float] = None) -> "Comm":
+        """schedc_comm_init_env: SCHEDC_RANK/SCHEDC_NRANKS/SCHEDC_JOB (see docs/c-api.md). Inside a
+        torch job prefer schedc.torch.init_comm(), which never derives the job from the
+        environment (TORCHELASTIC_RUN_ID may be the literal 'none' for every job)."""
+        h = ctypes.c_void_p()
+        o = _comm_opts(timeout, None)
+        _check(lib.schedc_comm_init_env(ctypes.byref(o), ctypes.byref(h)), "Comm.from_env")
+        return cls(h)
+
+    @classmethod
+    def threads(cls, nranks: int, timeout: Optional[float] = None) -> "list[Comm]":
+        """nranks communicators whose ranks are threads of this process (one thread per comm)."""
+        arr = (ctypes.c_void_p * int(nranks))()
+        o = _comm_opts(timeout, None)
+        _check(lib.schedc_comm_init_threads(int(nranks), ctypes.byref(o), arr), "Comm.threads")
+        return [cls(ctypes.c_void_p(arr[i])) for i in range(int(nranks))]
+
+    def _h(self) -> ctypes.c_void_p:
+        if not self._c:
+            raise ValueError("schedc.Comm: communicator is closed")
+        return self._c
+
+    @property
+    def rank(self) -> int:
+        return int(lib.schedc_comm_rank(self._h()))
+
+    @property
+    def nranks(self) -> int:
+        return int(lib.schedc_comm_nranks(self._h()))
+
+    @staticmethod
+    def _plan(plan: Optional[Plan]) -> Optional[int]:
+        if plan is None:
+            return None
+        if not isinstance(plan, Plan):
+            raise TypeError("schedc: plan must be a schedc.Plan, not %s" % type(plan).__name__)
+        return plan.handle
+
+    def allreduce(self, tensor: Any, op: str = "sum", plan: Optional[Plan] = None) -> Any:
+        """Reduce ``tensor`` across ranks in place (op: sum, prod, min, max, avg = sum then one
+        division); every rank gets the plan's proven bits. Returns ``tensor``."""
+        b = _Buf(tensor, "allreduce")
+        o = _parse_op(op)
+        _check(lib.schedc_allreduce(b.ptr, b.ptr, b.count, b.dtype, o, self._h(), self._plan(plan)), "allreduce")
+        return tensor
+
+    def reduce_scatter(self, tensor: Any, output: Any = None, op: str = "sum", plan: Optional[Plan] = None) -> Any:
+        """``tensor`` holds nranks equal blocks; block ``rank`` of the reduction goes to ``output``
+        (count/nranks elements, same dtype) or, without one, into ``tensor``'s own block in place.
+        Returns the output (or that block's view)."""
+        b = _Buf(tensor, "reduce_scatter")
+        n = self.nranks
+        if b.count % n:
+            raise ValueError("schedc.reduce_scatter: %d elements do not split into %d equal blocks" % (b.count, n))
+        k = b.count // n
+        o = _parse_op(op)
+        out = _Buf(output, "reduce_scatter") if output is not None else b.new(k)
+        if out.dtype != b.dtype or out.count != k:
+            raise ValueError("schedc.reduce_scatter: output must have %d elements of the input's dtype" % k)
+        _check(lib.schedc_reduce_scatter(b.ptr, out.ptr, k, b.dtype, o, self._h(), self._plan(plan)),
+               "reduce_scatter")
+        if output is not None:
+            return output
+        es = _ESIZE[b.dtype]
+        if k:
+            ctypes.memmove(b.ptr + self.rank * k * es, out.ptr, k * es)
+        return _block(tensor, self.rank, k, b.dtype)
+
+    def allgather(self, tensor: Any, output: Any = None, plan: Optional[Plan] = None) -> Any:
+        """Without ``output``: ``tensor`` holds nranks equal blocks, this rank's filled; in place every
+        block r becomes rank r's. With ``output`` (nranks times tensor's size): tensor is this rank's
+        block. Returns the gathered buffer."""
+        b = _Buf(tensor, "allgather")
+        n = self.nranks
+        if output is None:
+            if b.count % n:
+                raise ValueError("schedc.allgather: %d elements do not split into %d equal blocks" % (b.count, n))
+            k = b.count // n
+            es = _ESIZE[b.dtype]
+            _check(lib.schedc_allgather((b.ptr + self.rank * k * es) if k else b.ptr, b.ptr, k, b.dtype, self._h(),
+                                        self._plan(plan)), "allgather")
+            return tensor
+        out = _Buf(output, "allgather")
+        if out.dtype != b.dtype or out.count != b.count * n:
+            raise ValueError("schedc.allgather: output must have %d elements of the input's dtype" % (b.count * n))
+        _check(lib.schedc_allgather(b.ptr, out.ptr, b.count, b.dtype, self._h(), self._plan(plan)), "allgather")
+        return output
+
+    def broadcast(self, tensor: Any, root: int = 0, plan: Optional[Plan] = None) -> Any:
+        """``root``'s tensor to every rank's, in place. Returns ``tensor``."""
+        b = _Buf(tensor, "broadcast")
+        _check(lib.schedc_broadcast(b.ptr, b.ptr, b.count, b.dtype, int(root), self._h(), self._plan(plan)),
+               "broadcast")
+        return tensor
+
+    def close(self) -> None:
+        """Free the communicator (removes its shared-memory segments); idempotent."""
+        if self._c:
+            lib.schedc_comm_free(self._c)
+            self._c = ctypes.c_void_p()
+
+    def __enter__(self) -> "Comm":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        if not self._c:
+            return "schedc.Comm(closed)"
+        return "schedc.Comm(rank=%d, nranks=%d)" % (self.rank, self.nranks)
+
+
+def _block(obj: Any, r: int, k: int, dtype: int) -> Any:
+    """A view of block r (k elements) of a contiguous buffer."""
+    if _is_torch(obj):
+        return obj.view(-1)[r * k:(r + 1) * k]
+    if type(obj).__module__ == "numpy":
+        return obj.reshape(-1)[r * k:(r + 1) * k]
+    return memoryview(obj).cast("B").cast(_DTYPE_FMT[dtype])[r * k:(r + 1) * k]
+
+
+@atexit.register
+def _close_all() -> None:
+    # Shared-memory segments outlive a process that does not free its communicator.
+    with _open_lock:
+        comms = list(_open_comms)
+    for c in comms:
+        try:
+            c.close()
+        except Exception:
+            pass

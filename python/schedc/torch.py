@@ -1,0 +1,184 @@
+# schedc.torch — schedc inside a torch.distributed job: a communicator bootstrapped through the
+# process group (a random job id from rank 0, never from the environment), a DDP communication
+# hook reducing buckets in a canonical order, and canonical micro-batch gradient accumulation.
+"""PyTorch integration: ``init_comm``, ``HookState`` + ``allreduce_hook`` for
+``DistributedDataParallel.register_comm_hook``, and ``CanonicalGrads`` (docs/python.md)."""
+import ctypes
+import socket
+from typing import Any, Iterable, List, Optional
+
+import torch
+import torch.distributed as dist
+
+from . import Comm, Plan, _check, canonical_plan, unique_id
+from ._lib import lib
+
+__all__ = ["init_comm", "HookState", "allreduce_hook", "CanonicalGrads"]
+
+
+def _host_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+    except OSError:
+        boot = ""
+    return socket.gethostname() + "/" + boot
+
+
+def init_comm(group: Optional[Any] = None, timeout: Optional[float] = None) -> Comm:
+    """A schedc communicator over the ranks of ``group`` (default: the default process group),
+    which must already be initialised (``torch.distributed.init_process_group("gloo")``).
+
+    Collective over the group. The group's rank 0 draws a fresh 128-bit id (schedc_unique_id) and
+    broadcasts it over the group, so two concurrent jobs on one host never share shared-memory
+    segments, whatever TORCHELASTIC_RUN_ID or MASTER_PORT say. All ranks must be on one host
+    (the shm backend): otherwise every rank raises RuntimeError."""
+    if not dist.is_available() or not dist.is_initialized():
+        raise RuntimeError("schedc.torch.init_comm: call torch.distributed.init_process_group('gloo') first")
+    rank = dist.get_rank(group)
+    n = dist.get_world_size(group)
+    src = 0
+    if group is not None:
+        try:
+            src = dist.distributed_c10d._get_global_rank(group, 0)  # type: ignore[attr-defined]
+        except AttributeError:
+            src = dist.get_global_rank(group, 0)  # type: ignore[attr-defined]
+    hosts: List[Any] = [None] * n
+    dist.all_gather_object(hosts, _host_id(), group=group)
+    box: List[Any] = [unique_id().hex() if rank == 0 else None]
+    dist.broadcast_object_list(box, src=src, group=group)
+    if len(set(hosts)) != 1:
+        raise RuntimeError("schedc.torch.init_comm: the ranks span %d hosts; the shm backend needs one host"
+                           % len(set(hosts)))
+    return Comm.shm(rank, n, uid=bytes.fromhex(box[0]), timeout=timeout)
+
+
+class HookState:
+    """State for ``allreduce_hook``: the communicator, the plan (default: a canonical allreduce
+    plan for the communicator's rank count, so DDP's bucket layout cannot change the bits;
+    ``order="ring"`` picks the built-in ring instead) and the op: "avg" (sum, then one division
+    by the rank count) or "sum"."""
+
+    def __init__(self, comm: Comm, plan: Optional[Plan] = None, order: Optional[str] = None,
+                 op: str = "avg") -> None:
+        if op not in ("avg", "sum"):
+            raise ValueError("schedc.torch.HookState: op must be 'avg' or 'sum', not %r" % (op,))
+        if order not in (None, "canonical", "ring"):
+            raise ValueError("schedc.torch.HookState: order must be 'canonical' or 'ring', not %r" % (order,))
+        if plan is not None and order is not None:
+            raise ValueError("schedc.torch.HookState: give plan= or order=, not both")
+        self.comm = comm
+        self.op = op
+        if plan is None and order != "ring":
+            plan = canonical_plan(comm.nranks)
+        self.plan = plan
+        self.calls = 0
+
+
+def _bucket_tensor(bucket: dist.GradBucket) -> torch.Tensor:
+    # GradBucket.buffer() since torch 1.10; get_tensor() before.
+    return bucket.buffer() if hasattr(bucket, "buffer") else bucket.get_tensor()
+
+
+# DDP's register_comm_hook inspects these annotations: they must be the real GradBucket and
+# Future[Tensor] objects (hence no `from __future__ import annotations` in this module).
+def allreduce_hook(state: HookState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+    """DDP communication hook: ``ddp.register_comm_hook(HookState(comm), allreduce_hook)``.
+    Reduces the bucket in place with schedc (DDP does not pre-divide when a hook is set) and
+    returns a completed Future holding it."""
+    t = _bucket_tensor(bucket)
+    state.comm.allreduce(t, op=state.op, plan=state.plan)
+    state.calls += 1
+    fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
+    fut.set_result(t)
+    return fut
+
+
+_ACC_DTYPES = {torch.float32: 0, torch.float64: 1}
+
+
+class CanonicalGrads:
+    """Canonical gradient accumulation over ``leaves`` fixed-size micro-batches per step, spread over
+    the communicator's ranks: rank r runs micro-batches r*m .. r*m+m-1 (m = leaves / nranks, a power
+    of two), calling ``add(leaf)`` after each backward (it takes every ``p.grad`` into schedc's
+    canonical accumulator — schedc_accumulate — and clears it); ``reduce()`` then writes into
+    every ``p.grad`` the canonical sum of all leaves (``op="avg"``: divided once by ``leaves``),
+    reduced across ranks by a canonical plan: the same bits for any rank count dividing ``leaves``.
+    Parameters must be float32 or float64 (all the same); the accumulation is in their type."""
+
+    def __init__(self, params: Iterable[torch.nn.Parameter], leaves: int, comm: Comm, op: str = "avg",
+                 plan: Optional[Plan] = None) -> None:
+        self.params = [p for p in params if p.requires_grad]
+        if not self.params:
+            raise ValueError("schedc.torch.CanonicalGrads: no parameters that require grad")
+        dts = {p.dtype for p in self.params}
+        if len(dts) != 1 or next(iter(dts)) not in _ACC_DTYPES:
+            raise TypeError("schedc.torch.CanonicalGrads: parameters must all be float32 or all float64, got %s"
+                            % sorted(str(d) for d in dts))
+        if op not in ("avg", "sum"):
+            raise ValueError("schedc.torch.CanonicalGrads: op must be 'avg' or 'sum', not %r" % (op,))
+        n, r = comm.nranks, comm.rank
+        if leaves <= 0 or leaves % n:
+            raise ValueError("schedc.torch.CanonicalGrads: %d leaves do not split evenly over %d ranks" % (leaves, n))
+        m = leaves // n
+        if n > 1 and m & (m - 1):
+            raise ValueError("schedc.torch.CanonicalGrads: each rank's %d leaves must be a power of two for its "
+                             "block to be a subtree of the canonical tree (leaves = nranks * 2^k)" % m)
+        self.dtype = next(iter(dts))
+        self.comm, self.op, self.leaves, self.first, self.per_rank = comm, op, leaves, r * m, m
+        self.count = sum(p.numel() for p in self.params)
+        self.plan = plan if plan is not None else canonical_plan(n)
+        self._flat = torch.empty(self.count, dtype=self.dtype)
+        self._acc = ctypes.c_void_p()
+        _check(lib.schedc_accum_create(self.count, _ACC_DTYPES[self.dtype], 0, self.first, m,
+                                       ctypes.byref(self._acc)), "CanonicalGrads")
+        self.added: List[int] = []
+
+    @property
+    def my_leaves(self) -> range:
+        """The global micro-batch indices this rank runs."""
+        return range(self.first, self.first + self.per_rank)
+
+    def add(self, leaf: int) -> None:
+        """Take the current ``p.grad`` of every parameter (None counts as zeros) as leaf ``leaf``'s
+        gradient, and clear them (``p.grad = None``) so the next backward starts fresh."""
+        off = 0
+        with torch.no_grad():
+            for p in self.params:
+                k = p.numel()
+                if p.grad is None:
+                    self._flat[off:off + k].zero_()
+                else:
+                    self._flat[off:off + k].copy_(p.grad.reshape(-1))
+                off += k
+        _check(lib.schedc_accumulate(self._acc, int(leaf), self._flat.data_ptr()), "CanonicalGrads.add")
+        for p in self.params:
+            p.grad = None
+        self.added.append(int(leaf))
+
+    def reduce(self) -> None:
+        """Canonical sum (or average) of all leaves across ranks into every ``p.grad``; resets the
+        accumulator for the next step. Collective: every rank calls it."""
+        out = torch.empty(self.count, dtype=self.dtype)
+        _check(lib.schedc_accum_result(self._acc, out.data_ptr()), "CanonicalGrads.reduce")
+        lib.schedc_accum_reset(self._acc)
+        self.added = []
+        self.comm.allreduce(out, op="sum", plan=self.plan)
+        if self.op == "avg":
+            out.div_(self.leaves)  # one division of the canonical sum
+        off = 0
+        for p in self.params:
+            k = p.numel()
+            p.grad = out[off:off + k].view_as(p).clone()
+            off += k
+
+    def close(self) -> None:
+        if self._acc:
+            lib.schedc_accum_free(self._acc)
+            self._acc = ctypes.c_void_p()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass

@@ -1,0 +1,43 @@
+/*
+ * workbuf.c — a host-memory backend's working buffer: this rank's initial cells in (widened to
+ * the accumulation type, f32 for f16/bf16) and its result out (avg divided once in the
+ * accumulation type, rounded to the data type once). The flipout injection lands on the result;
+ * under digest verification the digest is taken by the copy out when the bits are copied as is.
+ */
+#include <string.h>
+
+#include "comm.h"
+#include "kernels.h"
+
+/* Into / out of the working buffer: widen to the accumulation type, or copy the bits. */
+static void load_in(schedc_dtype dtype, schedc_dtype acc, void *dst, const void *src, size_t n) {
+  if (acc != dtype) sc_to_acc(dtype, dst, src, n);
+  else if (dst != src && n) memmove(dst, src, n * schedc_dtype_size(dtype));
+}
+static void store_out(schedc_dtype dtype, schedc_dtype acc, void *dst, const void *src, size_t n) {
+  if (acc != dtype) sc_from_acc(dtype, dst, src, n);
+  else if (dst != src && n) memmove(dst, src, n * schedc_dtype_size(dtype));
+}
+
+void sc_work_in(const schedc_comm *c, const sc_call *k, char *W) {
+  size_t asz = schedc_dtype_size(k->acc);
+  if (k->coll == SCHEDC_ALLGATHER) load_in(k->dtype, k->acc, W + (size_t)c->rank * k->count * asz, k->send, k->count);
+  else if (k->coll != SCHEDC_BROADCAST || c->rank == k->root) load_in(k->dtype, k->acc, W, k->send, k->K);
+}
+
+void sc_work_out(schedc_comm *c, const sc_call *k, char *W) {
+  size_t asz = schedc_dtype_size(k->acc), lo, len;
+  sc_result_part(k->coll, c->rank, k->root, k->count, k->K, &lo, &len);
+  if (k->op == SCHEDC_AVG && sc_reduces(k->coll) && len) sc_divide(k->acc, W + lo * asz, len, c->nranks);
+  int same = sc_same_bits(k->coll), inject = sc_call_injects(k);
+  c->have_digest = 0;
+  if (same && !(k->flags & SC_CALL_NOVERIFY) && (c->verify & SC_V_DIGEST) && k->acc == k->dtype &&
+      W + lo * asz != (char *)k->recv) {
+    if (inject) sc_flipout(c, W + lo * asz, len * asz);
+    c->digest = sc_verify_digest(k->recv, W + lo * asz, len * asz);
+    c->have_digest = 1;
+    return;
+  }
+  if (len) store_out(k->dtype, k->acc, k->recv, W + lo * asz, len);
+  if (same && inject) sc_flipout(c, k->recv, len * schedc_dtype_size(k->dtype));
+}

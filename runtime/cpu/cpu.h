@@ -1,0 +1,157 @@
+/*
+ * cpu.h — the CPU backends' own state (threads and shm share one collective and one executor;
+ * they differ in their transport: how a rank's working buffer is made readable to its peers).
+ * The shared block (sc_shared) lives in the heap for `threads` and in a POSIX shared memory
+ * segment for `shm`; it holds one slot per rank (liveness, the call descriptor), the entry
+ * barrier, the first failure's message, and the dataflow counters (two sets by call parity).
+ * Internal to runtime/cpu/.
+ */
+#ifndef SC_CPU_H
+#define SC_CPU_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm.h"
+
+#define SC_SHARED_MAGIC 0x53434d31u /* "SCM1" */
+
+enum { SC_ALIVE = 0, SC_DEAD = 1, SC_ABORTED = 2, SC_LEFT = 3 };
+
+/* One call's descriptor. Two per slot, by call parity: a rank can be at most one call ahead
+ * of any other (it cannot pass the next entry barrier alone), so the descriptor of call k is
+ * never overwritten while a slower rank still reads it. */
+typedef struct sc_desc {
+  uint64_t seq;              /* number of the call this describes */
+  uint32_t coll, dtype, op, root;
+  uint64_t count, plan_hash;
+  uint64_t op_hash;          /* a custom op's source hash (sc_call.op_hash) */
+  uint64_t slice;            /* slice bytes: counter layout depends on it, so it must match */
+  uint64_t work;             /* threads: address of the working buffer; shm: arena generation */
+  uint64_t arena_size;       /* shm: bytes of the rank's arena */
+} sc_desc;
+
+/* One rank's slot, on its own cache lines. Written by its rank, read by all. */
+typedef struct sc_slot {
+  _Atomic uint32_t state;
+  _Atomic uint32_t busy;     /* inside a collective after its entry barrier */
+  int32_t pid;
+  uint64_t init_hash;
+  sc_desc d[2];
+} __attribute__((aligned(64))) sc_slot;
+
+typedef struct sc_shared {
+  uint32_t magic, nranks;
+  _Atomic uint32_t ready;
+  _Atomic uint32_t refs;
+  _Atomic uint32_t bar_count __attribute__((aligned(64)));
+  _Atomic uint32_t bar_gen;
+  _Atomic uint32_t failed __attribute__((aligned(64)));
+  char fail_msg[SC_FAILMSG];
+  uint32_t ctr_per_rank;     /* counters per rank per kind per parity */
+  uint64_t ctr_off;          /* byte offset of the counters from the start of the block */
+  sc_slot slots[];           /* [nranks], then the counters */
+} sc_shared;
+
+/* Counter arrays of a parity: version[rank][k], reads[rank][k] and crc[rank][k] (the CRC32C of
+ * the cell slice's current version, written by its owner before it publishes the version),
+ * k < ctr_per_rank. */
+enum { SC_VER = 0, SC_READS = 1, SC_CRC = 2, SC_NKINDS = 3 };
+static inline _Atomic uint32_t *sc_ctr(sc_shared *sh, int parity, int kind, uint32_t rank) {
+  _Atomic uint32_t *base = (_Atomic uint32_t *)((char *)sh + sh->ctr_off);
+  return base + (((size_t)parity * SC_NKINDS + (size_t)kind) * sh->nranks + rank) * sh->ctr_per_rank;
+}
+size_t sc_shared_size(uint32_t nranks, uint32_t ctr_per_rank);
+void sc_shared_init(sc_shared *sh, uint32_t nranks, uint32_t ctr_per_rank);
+/* Counters per rank and kind for a communicator of nranks. */
+uint32_t sc_ctr_capacity(int nranks);
+
+/* Where flip:RANK:STEP lands for a plan: the receiving rank's group and source index. */
+typedef struct sc_fliptarget {
+  const sc_prog *prog;       /* the plan it was found for (NULL: not searched yet) */
+  int dst;                   /* receiving rank, or -1 when RANK sends nothing at STEP */
+  uint32_t group, src;       /* index into prog->groups, and into the group's sources */
+} sc_fliptarget;
+
+typedef struct sc_cpu sc_cpu;
+
+/* Transport: how a rank gets a working buffer peers can read and how it maps theirs. */
+typedef struct sc_transport {
+  int in_process;            /* the ranks are threads of this process (a killed rank cannot die alone) */
+  /* A buffer of `bytes` readable by peers for this call (NULL + errmsg on failure); may return
+   * `user` (a caller buffer) when that is shareable. Records it in d (work, arena_size). */
+  void *(*work)(schedc_comm *c, size_t bytes, void *user, sc_desc *d);
+  /* After the entry barrier: fill peer[r] for the ranks with need[r] set (the ones this rank
+   * reads; they cannot leave before these reads are done). SCHEDC_OK or an error. */
+  schedc_status (*map_peers)(schedc_comm *c, const uint8_t *need, int parity);
+  /* Is rank r's process alive (shm: pid check)? NULL: always (threads of this process). */
+  int (*alive)(schedc_comm *c, int r);
+  /* Release the transport's part of the state (tdata, its mappings, the shared block). */
+  void (*destroy)(schedc_comm *c);
+} sc_transport;
+
+/* A CPU communicator's state (c->be_data). */
+struct sc_cpu {
+  const sc_transport *tr;
+  void *tdata;               /* the transport's own state */
+  sc_shared *sh;
+  int oversubscribed;        /* more ranks than online CPUs on this host: waiters yield */
+  size_t ctr_used[2];        /* counters the last call of each parity used (reset only those) */
+  size_t call_slice;         /* the current call's slice */
+  sc_fliptarget flip;
+  void *flipbuf; size_t flipbuf_cap; /* the corrupted copy a flip injection hands the receiver */
+  void *temp; size_t temp_cap;
+  char **peer;               /* [nranks]: working buffer base of each rank for the current call */
+};
+
+static inline sc_cpu *sc_cpu_of(const schedc_comm *c) { return (sc_cpu *)c->be_data; }
+
+/* cpu_coll.c: the backend tables, and the common part of making a CPU communicator. */
+extern const sc_backend sc_threads_backend;
+extern const sc_backend sc_shm_backend;
+/* A head for `be` with an empty CPU state using transport tr. */
+schedc_status sc_cpu_new(const sc_backend *be, const sc_transport *tr, int rank, int nranks,
+                         const schedc_comm_opts *opts, schedc_comm **out);
+/* Common init after the transport set up the shared block: slots, liveness, init barrier, plan
+ * hash. */
+schedc_status sc_cpu_start(schedc_comm *c);
+
+/* sync.c — waits on shared counters: spin briefly, then futex, with the communicator's timeout
+ * and liveness checks. On failure: the status, errmsg set, and the failure recorded. */
+typedef struct sc_waitctx {
+  schedc_comm *c;
+  const char *coll;          /* collective name for messages */
+  int peer;                  /* the rank whose action is awaited */
+  uint32_t step, chunk, line;
+  double deadline;           /* monotonic seconds */
+} sc_waitctx;
+schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w);
+/* A failure was recorded by some rank: the status and message naming it (never SCHEDC_OK). */
+schedc_status sc_peer_failure(sc_waitctx *w);
+void sc_publish(_Atomic uint32_t *ctr, uint32_t value);  /* store value, wake sleepers */
+void sc_bump(_Atomic uint32_t *ctr);                      /* add 1, wake sleepers */
+schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline);
+/* After a failure: wait (bounded by the timeout) until no peer is still inside the collective,
+ * so the caller may free buffers peers could be reading (threads share memory). */
+void sc_quiesce(schedc_comm *c);
+/* Record this rank's failure (first one wins the shared message) and mark it aborted. */
+void sc_fail(schedc_comm *c, int state, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* exec.c — run this rank's program of a plan over the working buffers in peer[]. */
+typedef struct sc_execargs {
+  const sc_prog *prog;
+  const char *file;          /* plan source, for messages */
+  const char *coll;
+  schedc_dtype acc;
+  schedc_op op;
+  size_t count;              /* K: elements of the whole working buffer */
+  int parity;
+  unsigned flags;            /* the call's SC_CALL_* */
+} sc_execargs;
+schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
+/* Checksum the cells of this rank that peers read at version 0 (before the entry barrier). */
+void sc_exec_checksum_inputs(schedc_comm *c, const sc_prog *p, schedc_dtype acc, size_t K, const char *W,
+                             int parity);
+
+#endif

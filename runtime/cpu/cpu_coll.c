@@ -1,0 +1,168 @@
+/*
+ * cpu_coll.c — the collective of the CPU backends (threads, shm) and their operation tables.
+ * A call: the working buffer (the caller's receive buffer when the transport can share it and
+ * it holds the result in the accumulation type, else the transport's), this rank's cells in,
+ * the entry barrier with its call check (every rank's descriptor must match), the executor over
+ * the mapped peers, then the result out. Both backends share this; their transports differ.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu.h"
+#include "err.h"
+#include "plan.h"
+
+size_t sc_shared_size(uint32_t nranks, uint32_t ctr_per_rank) {
+  size_t head = sizeof(sc_shared) + (size_t)nranks * sizeof(sc_slot);
+  head = (head + 63) & ~(size_t)63;
+  return head + (size_t)2 * SC_NKINDS * nranks * ctr_per_rank * sizeof(uint32_t);
+}
+
+void sc_shared_init(sc_shared *sh, uint32_t nranks, uint32_t ctr_per_rank) {
+  memset(sh, 0, sc_shared_size(nranks, ctr_per_rank));
+  sh->magic = SC_SHARED_MAGIC;
+  sh->nranks = nranks;
+  sh->ctr_per_rank = ctr_per_rank;
+  size_t head = sizeof(sc_shared) + (size_t)nranks * sizeof(sc_slot);
+  sh->ctr_off = (head + 63) & ~(size_t)63;
+}
+
+uint32_t sc_ctr_capacity(int nranks) {
+  uint32_t cap = (1u << 22) / (uint32_t)nranks;
+  if (cap > 65536) cap = 65536;
+  if (cap < 1024) cap = 1024;
+  return cap;
+}
+
+schedc_status sc_cpu_new(const sc_backend *be, const sc_transport *tr, int rank, int nranks,
+                         const schedc_comm_opts *opts, schedc_comm **out) {
+  schedc_comm *c;
+  schedc_status st = sc_comm_new(be, rank, nranks, opts, &c);
+  if (st != SCHEDC_OK) return st;
+  sc_cpu *x = calloc(1, sizeof *x);
+  if (!x || !(x->peer = calloc((size_t)nranks, sizeof *x->peer))) {
+    free(x);
+    sc_comm_release(c);
+    return sc_err(SCHEDC_ENOMEM, "out of memory");
+  }
+  x->tr = tr;
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  x->oversubscribed = nranks > (ncpu > 0 ? ncpu : 1);
+  c->be_data = x;
+  *out = c;
+  return SCHEDC_OK;
+}
+
+schedc_status sc_cpu_start(schedc_comm *c) {
+  sc_shared *sh = sc_cpu_of(c)->sh;
+  sc_slot *me = &sh->slots[c->rank];
+  me->init_hash = c->init_plan ? c->init_plan->hash : 0;
+  atomic_store(&me->state, SC_ALIVE);
+  schedc_status st = sc_barrier(c, "communicator init", sc_now() + c->timeout_s);
+  if (st != SCHEDC_OK) return st;
+  for (int r = 0; r < c->nranks; r++)
+    if (sh->slots[r].init_hash != me->init_hash)
+      return sc_err(SCHEDC_EMISMATCH, "rank %d was initialised with plan %016llx but rank %d with plan %016llx",
+                    c->rank, (unsigned long long)me->init_hash, r, (unsigned long long)sh->slots[r].init_hash);
+  return SCHEDC_OK;
+}
+
+/* After the entry barrier: check the call matches on every rank, map the peers, run. */
+static schedc_status run_plan(schedc_comm *c, const sc_call *k, uint64_t seq) {
+  sc_cpu *x = sc_cpu_of(c);
+  int n = c->nranks, me = c->rank;
+  const sc_ir *ir = &k->plan->ir;
+  int parity = (int)(seq & 1);
+  const sc_desc *slot = &x->sh->slots[me].d[parity];
+  schedc_status st;
+  for (int r = 0; r < n; r++) {
+    const sc_desc *o = &x->sh->slots[r].d[parity];
+    const char *what = o->coll != slot->coll ? "collective" : o->dtype != slot->dtype ? "dtype" : o->op != slot->op ? "op"
+                       : o->op_hash != slot->op_hash ? "custom operator's source"
+                       : o->root != slot->root ? "root" : o->count != slot->count ? "count"
+                       : o->plan_hash != slot->plan_hash ? "plan" : o->slice != slot->slice ? "slice size" : NULL;
+    if (o->seq != seq) what = "call sequence";
+    if (what) {
+      sc_fail(c, SC_ABORTED, "rank %d and rank %d disagree on the %s of call %llu", me, r, what, (unsigned long long)seq);
+      const char *d1 = schedc_dtype_name((schedc_dtype)slot->dtype), *d2 = schedc_dtype_name((schedc_dtype)o->dtype);
+      const char *c2 = schedc_collective_name((schedc_collective)o->coll);
+      return sc_err(SCHEDC_EMISMATCH, "%s: rank %d and rank %d disagree on the %s of call %llu (rank %d: %s %s "
+                    "count %llu plan %016llx; rank %d: %s %s count %llu plan %016llx)", k->cn, me, r, what,
+                    (unsigned long long)seq, me, k->cn, d1, (unsigned long long)slot->count,
+                    (unsigned long long)slot->plan_hash, r, c2 ? c2 : "?", d2 ? d2 : "?",
+                    (unsigned long long)o->count, (unsigned long long)o->plan_hash);
+    }
+  }
+  /* Counters: this call uses parity seq % 2; reset the other set for the next call (everyone
+   * has finished the previous call, or they could not have passed the barrier). */
+  size_t nctr = x->ctr_used[parity ^ 1]; /* only what that parity's last call touched */
+  memset((void *)sc_ctr(x->sh, parity ^ 1, SC_VER, (uint32_t)me), 0, nctr * sizeof(uint32_t));
+  memset((void *)sc_ctr(x->sh, parity ^ 1, SC_READS, (uint32_t)me), 0, nctr * sizeof(uint32_t));
+  x->ctr_used[parity ^ 1] = 0;
+  if (k->K == 0) return SCHEDC_OK; /* the call matched on every rank; there is nothing to move */
+  if ((st = x->tr->map_peers(c, k->prog->rank[me].reads_from, parity)) != SCHEDC_OK) {
+    sc_fail(c, SC_ABORTED, "rank %d could not map its peers' buffers", me);
+    return st;
+  }
+  sc_execargs a = {k->prog, ir->nfiles ? ir->files[0] : "", k->cn, k->acc, k->op, k->K, parity, k->flags};
+  return sc_exec(c, &a);
+}
+
+static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
+  sc_cpu *x = sc_cpu_of(c);
+  int me = c->rank, coll = k->coll;
+  size_t asz = schedc_dtype_size(k->acc);
+  x->call_slice = k->slice;
+  /* Working buffer: the caller's receive buffer when it holds the whole result in the
+   * accumulation type and the transport can share it; else a buffer of the transport's. */
+  int direct = k->acc == k->dtype && (coll == SCHEDC_ALLREDUCE || coll == SCHEDC_ALLGATHER ||
+                                      coll == SCHEDC_BROADCAST || (coll == SCHEDC_REDUCE && me == k->root));
+  uint64_t seq = c->seq + 1;
+  sc_slot *slot = &x->sh->slots[me];
+  sc_desc *desc = &slot->d[seq & 1];
+  char *W = x->tr->work(c, k->K * asz, direct ? k->recv : NULL, desc);
+  if (!W && k->K) return SCHEDC_ENOMEM;
+  sc_work_in(c, k, W);
+  memset(&c->bad, 0, sizeof c->bad);
+  if (sc_call_checks(c, k) && k->K) sc_exec_checksum_inputs(c, k->prog, k->acc, k->K, W, (int)(seq & 1));
+  desc->coll = (uint32_t)coll;
+  desc->dtype = (uint32_t)k->dtype;
+  /* a custom op's value is this process's name for it: ranks compare its source hash instead */
+  desc->op = k->op_hash ? (uint32_t)SCHEDC_OP_CUSTOM_BASE : (uint32_t)k->op;
+  desc->op_hash = k->op_hash;
+  desc->root = (uint32_t)k->root;
+  desc->count = k->count;
+  desc->plan_hash = k->plan->hash;
+  desc->slice = k->slice;
+  desc->seq = seq;
+  c->seq = seq;
+  atomic_store(&slot->busy, 1u);
+  schedc_status st = sc_barrier(c, k->cn, sc_now() + c->timeout_s);
+  if (st == SCHEDC_OK) st = run_plan(c, k, seq);
+  atomic_store(&slot->busy, 0u);
+  if (st != SCHEDC_OK) {
+    sc_quiesce(c);
+    return st;
+  }
+  sc_work_out(c, k, W);
+  return SCHEDC_OK;
+}
+
+static const char *cpu_failure(schedc_comm *c) {
+  sc_shared *sh = sc_cpu_of(c)->sh;
+  return sh && atomic_load(&sh->failed) == 2 ? sh->fail_msg : NULL;
+}
+
+static void cpu_free(schedc_comm *c) {
+  sc_cpu *x = sc_cpu_of(c);
+  x->tr->destroy(c);
+  free(x->temp);
+  free(x->flipbuf);
+  free(x->peer);
+  free(x);
+  c->be_data = NULL;
+}
+
+const sc_backend sc_threads_backend = {"threads", SC_CAP_HOST_RESULT, cpu_collective, cpu_failure, cpu_free};
+const sc_backend sc_shm_backend = {"shm", SC_CAP_HOST_RESULT, cpu_collective, cpu_failure, cpu_free};

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# run.sh — ctest's driver of the Python tests (label python): finds a Python with torch, numpy
+# and pytest (Debian's /usr/bin/python3 first: python3-torch is installed for it) and runs
+# pytest on tests/python against the library of this build tree; prints [SKIP] without one.
+# Usage: run.sh LIBSCHEDC_SO [pytest args...]; SCHEDC_TEST_PYTHON overrides the interpreters tried.
+set -u
+lib=$1; shift
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+py=""
+for c in ${SCHEDC_TEST_PYTHON:-/usr/bin/python3 python3}; do
+  if command -v "$c" >/dev/null && "$c" -c 'import torch, numpy, pytest' 2>/dev/null; then py=$c; break; fi
+done
+if [ -z "$py" ]; then echo "[SKIP] no python3 with torch, numpy and pytest (scripts/setup.sh installs them)"; exit 0; fi
+export SCHEDC_LIBRARY=$lib PYTHONPATH="$root/python:$here${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=1
+exec "$py" -m pytest -q -p no:cacheprovider "$here" "$@"

@@ -1,0 +1,84 @@
+# worker.py — one rank of a torch.distributed job for test_torch.py (launched by hand with
+# RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT): runs the DDP hook, CanonicalGrads or a plain
+# allreduce and saves what the test needs to re-evaluate the trees independently.
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+import schedc
+import schedc.torch as st
+
+mode, out = sys.argv[1], sys.argv[2]
+torch.set_num_threads(1)
+dist.init_process_group("gloo")
+rank, n = dist.get_rank(), dist.get_world_size()
+comm = st.init_comm(timeout=60)
+res = {"rank": rank, "n": n}
+
+
+def model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
+
+
+def batch(leaf):
+    g = torch.Generator().manual_seed(100 + leaf)  # micro-batch `leaf`'s data, whoever runs it
+    return torch.randn(4, 8, generator=g), torch.randn(4, 3, generator=g)
+
+
+if mode == "train":  # the DDP hook, then CanonicalGrads over L leaves, in one job (start-up is costly)
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    net = DDP(model(), bucket_cap_mb=0.0002)  # small buckets once DDP rebuilds them
+    state = st.HookState(comm)
+    calls = []
+
+    class Recording:
+        """The communicator, recording each bucket before and after the hook's allreduce."""
+        nranks = comm.nranks
+
+        def allreduce(self, t, op, plan):
+            before = t.clone()
+            comm.allreduce(t, op=op, plan=plan)
+            calls.append((before, t.clone()))
+
+    state.comm = Recording()
+    net.register_comm_hook(state, st.allreduce_hook)  # the hook as users register it
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for it in range(2):
+        x, y = batch(rank + it * n)
+        torch.nn.functional.mse_loss(net(x), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    res["calls"] = calls
+    res["digest"] = schedc.digest(torch.cat([p.detach().reshape(-1) for p in net.parameters()]))
+
+    L = int(sys.argv[3])
+    net = model()
+    cg = st.CanonicalGrads(net.parameters(), L, comm, op="avg")
+    leaves = {}
+    for leaf in cg.my_leaves:
+        x, y = batch(leaf)
+        torch.nn.functional.mse_loss(net(x), y).backward()
+        leaves[leaf] = torch.cat([p.grad.reshape(-1) for p in net.parameters()]).clone()
+        cg.add(leaf)
+    cg.reduce()
+    res["leaves"] = leaves
+    res["grad"] = torch.cat([p.grad.reshape(-1) for p in net.parameters()])
+    # A size that differs across ranks: an exception on every rank, not a hang (it breaks the
+    # communicator, so it comes last).
+    try:
+        comm.allreduce(torch.ones(10 + rank, dtype=torch.float32))
+        res["mismatch"] = "no error"
+    except schedc.Error as e:
+        res["mismatch"] = e.status
+elif mode == "value":
+    v = float(sys.argv[3])
+    t = torch.full((1000,), v * (rank + 1), dtype=torch.float32)
+    comm.allreduce(t)
+    res["value"] = t
+torch.save(res, os.path.join(out, "rank%d.pt" % rank))
+comm.close()
+dist.barrier()  # rank 0 hosts the store: nobody tears gloo down while a peer still uses it
+dist.destroy_process_group()
