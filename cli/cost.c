@@ -60,7 +60,7 @@ int cli_cost(int argc, char **argv) {
     else if (!strcmp(a, "--ranks") || !strcmp(a, "--nodes")) {
       long long x;
       if (cli_parse_count(argv[++i], 1, 65536, &x)) {
-        fprintf(stderr, "schedc cost: %s '%s' is not a %s count from 1 to 65536\n", a, argv[i], a + 2);
+        fprintf(stderr, "schedc cost: %s '%s' is not a %s count from 1 to 65536\n", a, argv[i], a[2] == 'r' ? "rank" : "node");
         goto done;
       }
       if (a[2] == 'r') ranks = (int)x;
