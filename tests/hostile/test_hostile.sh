@@ -132,7 +132,7 @@ P=$!
 sleep 1.5; k=$(pgrep -P $P | head -1); kill -STOP "$k"
 t0=$(date +%s)
 for _ in $(seq 300); do kill -0 $P 2>/dev/null || break; sleep 0.1; done
-if kill -0 $P 2>/dev/null; then bad "stopped rank: the parent did not return in 30 s"; kill -9 $P "$k"
+if kill -0 $P 2>/dev/null; then bad "stopped rank: the parent did not return in 30 s"; kill -9 $P "$k"; rm -f /dev/shm/schedc-run$P-*
 else
   wait $P; rc=$?
   check "[ $rc = 1 ] && grep -q 'was stopped for longer than 11 s' stop.out" "stopped rank: exit $rc, $(cat stop.out)"
