@@ -114,10 +114,10 @@ SCHEDC_INJECT=delay:0:200000 "$S" run "$R" --ranks 3 --count 1000 --iters 1000 -
 P=$!
 sleep 1.5; kids=$(pgrep -P $P | tr '\n' ' ')
 kill -9 $P; wait $P 2>/dev/null
+rm -f /dev/shm/schedc-run$P-* # the ranks die with it and cannot remove their segments
 for _ in $(seq 50); do gone $kids && break; sleep 0.1; done
 check "[ -n '$kids' ] && gone $kids" "killed run parent: ranks left running: $kids"
 gone $kids || kill -9 $kids 2>/dev/null # a regression's orphans
-rm -f /dev/shm/schedc-run$P-* # the ranks died with it and could not remove their segments
 # ... and of schedc launch
 "$S" launch -n 2 -- sleep 60 >/dev/null 2>&1 &
 P=$!
