@@ -349,6 +349,7 @@ int cli_tune(int argc, char **argv) {
     if (cli_output_dir("tune", "-o", out)) { free(cs); return EXIT_REJECTED; }
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/tuning.txt", out);
+    if (cli_check_output("tune", "-o", path, NULL, 0)) { free(cs); return EXIT_REJECTED; } /* a FIFO would block */
     FILE *f = fopen(path, "w");
     if (!f) { fprintf(stderr, "schedc tune: cannot write %s: %s\n", path, strerror(errno)); free(cs); return EXIT_REJECTED; }
     time_t now = time(NULL);
@@ -376,7 +377,7 @@ int cli_tune(int argc, char **argv) {
     if (!model_only) {
       fclose(f);
       snprintf(path, sizeof path, "%s/host.lua", out);
-      f = fopen(path, "w");
+      f = cli_check_output("tune", "-o", path, NULL, 0) ? NULL : fopen(path, "w");
       if (f) {
         fprintf(f, "-- measured by schedc tune on %s (%s backend); for schedc cost --links\nreturn { links = {\n", date, backend);
         fprintf(f, "  intra = { kind = \"shm\", alpha_us = %.3f, gbps = %.3f, node_gbps = %.3f },\n", m.intra.alpha_us, m.intra.gbps, m.intra.node_gbps);
