@@ -96,10 +96,8 @@ static int usage_error(const char *cmd, const char *fmt, const char *arg) {
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) return -1;
+  long long v;
+  if (cli_parse_count(s, lo, hi, &v)) return -1; /* strict: digits only, no blank or sign */
   *out = (int)v;
   return 0;
 }
@@ -115,9 +113,9 @@ static int parse(const char *cmd, int argc, char **argv, opts *o) {
     const char *next = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEED_ARG() do { if (!next) return usage_error(cmd, "option %s needs a value", a); i++; } while (0)
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage_cmd(cmd, stdout); return EXIT_OK; }
-    else if (!strcmp(a, "--ranks")) { NEED_ARG(); if (parse_int(next, 1, 65536, &o->ranks)) return usage_error(cmd, "--ranks '%s' is not a rank count in [1, 65536]", next); }
-    else if (!strcmp(a, "--nodes")) { NEED_ARG(); if (parse_int(next, 1, 65536, &o->nodes)) return usage_error(cmd, "--nodes '%s' is not a node count in [1, 65536]", next); }
-    else if (!strcmp(a, "--rank")) { NEED_ARG(); if (parse_int(next, 0, 65535, &o->rank)) return usage_error(cmd, "--rank '%s' is not a rank", next); }
+    else if (!strcmp(a, "--ranks")) { NEED_ARG(); if (parse_int(next, 1, 65536, &o->ranks)) return usage_error(cmd, "--ranks '%s' is not a rank count from 1 to 65536", next); }
+    else if (!strcmp(a, "--nodes")) { NEED_ARG(); if (parse_int(next, 1, 65536, &o->nodes)) return usage_error(cmd, "--nodes '%s' is not a node count from 1 to 65536", next); }
+    else if (!strcmp(a, "--rank")) { NEED_ARG(); if (parse_int(next, 0, 65535, &o->rank)) return usage_error(cmd, "--rank '%s' is not a rank from 0 to 65535", next); }
     else if (!strcmp(a, "--topology")) { NEED_ARG(); o->topology = next; }
     else if (!strcmp(a, "-o")) { NEED_ARG(); o->out = next; }
     else if (!strcmp(a, "--order")) o->order = 1;

@@ -88,6 +88,9 @@ done
 for v in 9999999999999999999G 99999999999G -1 +5 " 5" 5X; do
   h "count-$v" 2 10 "--count '$v' is not an element count" -- "$S" run "$R" --ranks 2 --count "$v"
 done
+for v in " 4" +4 4x 99999999999999999999; do
+  h "check-ranks-$v" 2 10 "--ranks '$v' is not a rank count from 1 to 65536" -- "$S" check "$R" --ranks "$v"
+done
 h cost-ranks 2 10 "--ranks 'abc' is not a rank count" -- "$S" cost "$R" --ranks abc --links x
 h tuning-devzero 1 10 "/dev/zero is a character device, not a regular file" -- \
   env SCHEDC_TUNING=/dev/zero "$S" run "$R" --ranks 2 --count 16
