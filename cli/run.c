@@ -162,6 +162,33 @@ static int check_io(const runopts *o, int n, size_t K, size_t esz, int quiet) {
   return cli_output_dir("run", "--outputs", o->outputs); /* every MPI rank: its host may not share the folder */
 }
 
+/* SCHEDC_INJECT's kill:RANK:STEP and flip:RANK:STEP[:BIT] at a step the plan does not have
+ * would never fire, and the run would pass the test it was meant to fail (the library checks
+ * the ranks; only here is the plan known). 0, or -1 after printing why. */
+static int check_inject_steps(const char *file, int nsteps) {
+  const char *spec = NULL;
+  if (schedc_param_get("SCHEDC_INJECT", &spec) != SCHEDC_OK || !spec) return 0;
+  for (const char *p = spec; *p;) {
+    size_t len = strcspn(p, ",");
+    long rank, step;
+    char kind[8];
+    int k = 0;
+    if (len < 64) {
+      char item[64];
+      memcpy(item, p, len);
+      item[len] = 0;
+      if (sscanf(item, "%5[a-z]:%ld:%ld%n", kind, &rank, &step, &k) == 3 && (!strcmp(kind, "kill") || !strcmp(kind, "flip")) &&
+          step >= nsteps) {
+        fprintf(stderr, "schedc run: SCHEDC_INJECT %s: step %ld is past the plan's last step (%s has steps 0 to %d): "
+                "the fault would never happen\n", item, step, file, nsteps - 1);
+        return -1;
+      }
+    }
+    p += len + (p[len] == ',');
+  }
+  return 0;
+}
+
 /* ---- one rank ----------------------------------------------------------------------------- */
 
 static int defined_elem(const runctx *x, int rank, size_t i) {
@@ -546,7 +573,7 @@ int cli_run(int argc, char **argv) {
     schedc_plan_free(x.plan);
     goto done;
   }
-  if (check_io(&o, n, x.K, x.esz, 0)) {
+  if (check_io(&o, n, x.K, x.esz, 0) || check_inject_steps(o.file, x.info.nsteps)) {
     schedc_plan_free(x.plan);
     goto done;
   }

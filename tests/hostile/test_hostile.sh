@@ -160,6 +160,8 @@ done
 h repair-yes 1 10 "SCHEDC_REPAIR='yes': choose 0 or 1" -- env SCHEDC_REPAIR=yes "$S" run "$R" --ranks 2 --count 16
 h inject-rank 1 10 "SCHEDC_INJECT kill: rank 99 out of range: this communicator has ranks 0 to 3" -- \
   env SCHEDC_INJECT=kill:99:0 "$S" run "$R" --ranks 4 --count 16
+h inject-step 2 10 "SCHEDC_INJECT kill:2:99: step 99 is past the plan's last step" -- \
+  env SCHEDC_INJECT=kill:2:99 "$S" run "$R" --ranks 4 --count 16
 h inject-flipout-rank 1 10 "SCHEDC_INJECT flipout: rank 5 out of range" -- \
   env SCHEDC_INJECT=flipout:5 "$S" run "$R" --ranks 4 --count 16
 h env-rank-wraps 1 10 "SCHEDC_RANK='4294967296': a rank from 0 to 65535" -- \
