@@ -28,7 +28,10 @@ int cli_parse_sizes(const char *v, size_t *sizes, int cap, char bad[64]);
 /* ranks.c: start n ranks (threads, or forked processes: shm, or cuda with rank r on GPU r) and call cb->rank in each with
  * its communicator; cb->failed(ctx, rank, why) reports a rank whose init failed or whose process
  * died (called in the child for init, in this process for a death). -1 if threads could not
- * be created. With processes the callbacks' ctx must live in shared memory to reach this process. */
+ * be created (then no rank ran). With processes the callbacks' ctx must live in shared memory to
+ * reach this process; each process dies with this one (PR_SET_PDEATHSIG), and once a rank has
+ * exited, one still running after the timeout (co's, else SCHEDC_TIMEOUT's) plus 10 s is killed
+ * and reported as failed, so cli_spawn always returns. */
 typedef struct cli_ranks {
   void *ctx;
   void (*rank)(void *ctx, schedc_comm *comm, int rank);
@@ -37,8 +40,18 @@ typedef struct cli_ranks {
 int cli_spawn(int backend, int n, const schedc_comm_opts *co, const cli_ranks *cb, const char *job_prefix);
 /* Remove a job's leftover shared-memory segments. */
 void cli_cleanup_job(const char *job);
-/* A count with an optional K/M/G suffix (and B) in [lo, hi]; 0, or -1 if malformed. */
+/* A count: digits with an optional K/M/G suffix (and B) in [lo, hi]; 0, or -1 if malformed (a
+ * sign, blank, other suffix, overflow). */
 int cli_parse_count(const char *s, long long lo, long long hi, long long *out);
+/* Seconds: a finite decimal number > 0 and <= hi (no nan, inf, sign or unit); 0, or -1. */
+int cli_parse_seconds(const char *s, double hi, double *out);
+/* Before anything is written: the path an option (opt, "-o") of command cmd writes must be a
+ * new name or a regular file, and none of the ninputs input paths (NULLs skipped) by inode, so
+ * a hard link or symbolic link to the input counts. 0, or -1 after printing why. */
+int cli_check_output(const char *cmd, const char *opt, const char *out, const char *const *inputs, int ninputs);
+/* An output folder (--outputs, emit-cuda -o): not empty, created with its parents if missing, a
+ * folder if present. 0, or -1 after printing why. */
+int cli_output_dir(const char *cmd, const char *opt, const char *dir);
 
 /* opcmd.c: an --op value, a built-in name or FILE.c:NAME (a custom operator made with
  * schedc_op_create; it lives until the process ends): 0, or -1 with schedc_errmsg() set. */

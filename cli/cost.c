@@ -57,8 +57,15 @@ int cli_cost(int argc, char **argv) {
     if (!v && a[0] == '-') { fprintf(stderr, "schedc cost: %s needs a value\n", a); goto done; }
     if (!strcmp(a, "--topology")) topo = argv[++i];
     else if (!strcmp(a, "--links")) links = argv[++i];
-    else if (!strcmp(a, "--ranks")) ranks = atoi(argv[++i]);
-    else if (!strcmp(a, "--nodes")) nodes = atoi(argv[++i]);
+    else if (!strcmp(a, "--ranks") || !strcmp(a, "--nodes")) {
+      long long x;
+      if (cli_parse_count(argv[++i], 1, 65536, &x)) {
+        fprintf(stderr, "schedc cost: %s '%s' is not a %s count from 1 to 65536\n", a, argv[i], a[2] == 'r' ? "rank" : "node");
+        goto done;
+      }
+      if (a[2] == 'r') ranks = (int)x;
+      else nodes = (int)x;
+    }
     else if (!strcmp(a, "--sizes")) {
       char bad[64];
       if ((nsizes = cli_parse_sizes(argv[++i], sizes, 64, bad)) < 0) { fprintf(stderr, "schedc cost: bad size '%s'\n", bad); goto done; }

@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -18,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -107,6 +110,83 @@ static double elem(schedc_dtype t, const void *b, size_t i) {
   case SCHEDC_I64: return (double)((const int64_t *)b)[i];
   default: return 0;
   }
+}
+
+/* Before any rank starts: every --inputs file DIR/rank<r>.bin is a regular file of exactly K
+ * elements (a rank whose file is missing or short would fail alone and leave its peers waiting
+ * for it until the timeout); every --outputs file is a new name or a regular file, and not an
+ * input; the outputs folder exists (created with its parents). quiet: checks without messages
+ * (the MPI ranks other than 0). 0, or -1 (after printing why). */
+static int check_io(const runopts *o, int n, size_t K, size_t esz, int quiet) {
+  char in[4096], out[4096];
+  for (int r = 0; o->inputs && r < n; r++) {
+    snprintf(in, sizeof in, "%s/rank%d.bin", o->inputs, r);
+    int fd = open(in, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY); /* O_NONBLOCK: a FIFO must not block */
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+      if (!quiet) fprintf(stderr, "schedc run: --inputs '%s': cannot open %s: %s (each rank r reads DIR/rank<r>.bin)\n",
+                          o->inputs, in, strerror(errno));
+      if (fd >= 0) close(fd);
+      return -1;
+    }
+    close(fd);
+    if (!S_ISREG(st.st_mode) || (unsigned long long)st.st_size != (unsigned long long)(K * esz)) {
+      if (!quiet) {
+        if (!S_ISREG(st.st_mode)) fprintf(stderr, "schedc run: --inputs '%s': %s is not a regular file\n", o->inputs, in);
+        else fprintf(stderr, "schedc run: --inputs '%s': %s is %llu bytes; rank %d needs %zu (--count %zu %s elements)\n",
+                     o->inputs, in, (unsigned long long)st.st_size, r, K * esz, K, schedc_dtype_name(o->dtype));
+      }
+      return -1;
+    }
+  }
+  if (!o->outputs) return 0;
+  if (o->inputs) {
+    struct stat si, so;
+    if (stat(o->inputs, &si) == 0 && stat(o->outputs, &so) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+      if (!quiet) fprintf(stderr, "schedc run: --outputs '%s' is the --inputs folder '%s'; the results would replace "
+                          "the inputs (give another folder)\n", o->outputs, o->inputs);
+      return -1;
+    }
+  }
+  for (int r = 0; r < n; r++) {
+    snprintf(out, sizeof out, "%s/rank%d.bin", o->outputs, r);
+    snprintf(in, sizeof in, "%s/rank%d.bin", o->inputs ? o->inputs : "", r);
+    const char *ins[1] = {o->inputs ? in : NULL};
+    if (quiet) {
+      struct stat st;
+      if (stat(out, &st) == 0 && !S_ISREG(st.st_mode)) return -1;
+    } else if (cli_check_output("run", "--outputs", out, ins, 1)) {
+      return -1;
+    }
+  }
+  return cli_output_dir("run", "--outputs", o->outputs); /* every MPI rank: its host may not share the folder */
+}
+
+/* SCHEDC_INJECT's kill:RANK:STEP and flip:RANK:STEP[:BIT] at a step the plan does not have
+ * would never fire, and the run would pass the test it was meant to fail (the library checks
+ * the ranks; only here is the plan known). 0, or -1 after printing why. */
+static int check_inject_steps(const char *file, int nsteps) {
+  const char *spec = NULL;
+  if (schedc_param_get("SCHEDC_INJECT", &spec) != SCHEDC_OK || !spec) return 0;
+  for (const char *p = spec; *p;) {
+    size_t len = strcspn(p, ",");
+    long rank, step;
+    char kind[8];
+    int k = 0;
+    if (len < 64) {
+      char item[64];
+      memcpy(item, p, len);
+      item[len] = 0;
+      if (sscanf(item, "%5[a-z]:%ld:%ld%n", kind, &rank, &step, &k) == 3 && (!strcmp(kind, "kill") || !strcmp(kind, "flip")) &&
+          step >= nsteps) {
+        fprintf(stderr, "schedc run: SCHEDC_INJECT %s: step %ld is past the plan's last step (%s has steps 0 to %d): "
+                "the fault would never happen\n", item, step, file, nsteps - 1);
+        return -1;
+      }
+    }
+    p += len + (p[len] == ',');
+  }
+  return 0;
 }
 
 /* ---- one rank ----------------------------------------------------------------------------- */
@@ -418,22 +498,22 @@ int cli_run(int argc, char **argv) {
 #define VAL() do { if (!v) { fprintf(stderr, "schedc run: option %s needs a value\n", a); goto done; } i++; } while (0)
 #define BAD(what) do { fprintf(stderr, "schedc run: %s '%s' %s\n", a, v, what); goto done; } while (0)
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) { run_usage(stdout); rc = EXIT_OK; goto done; }
-    else if (!strcmp(a, "--ranks")) { VAL(); if (cli_parse_count(v, 1, 65536, &ll)) BAD("is not a rank count in [1, 65536]"); o.ranks = (int)ll; }
-    else if (!strcmp(a, "--nodes")) { VAL(); if (cli_parse_count(v, 1, 65536, &ll)) BAD("is not a node count"); o.nodes = (int)ll; }
+    else if (!strcmp(a, "--ranks")) { VAL(); if (cli_parse_count(v, 1, 65536, &ll)) BAD("is not a rank count from 1 to 65536"); o.ranks = (int)ll; }
+    else if (!strcmp(a, "--nodes")) { VAL(); if (cli_parse_count(v, 1, 65536, &ll)) BAD("is not a node count from 1 to 65536"); o.nodes = (int)ll; }
     else if (!strcmp(a, "--topology")) { VAL(); o.topology = v; }
-    else if (!strcmp(a, "--count")) { VAL(); if (cli_parse_count(v, 0, 1LL << 34, &ll)) BAD("is not an element count (K, M, G suffixes allowed)"); o.count = ll; }
+    else if (!strcmp(a, "--count")) { VAL(); if (cli_parse_count(v, 0, 1LL << 34, &ll)) BAD("is not an element count from 0 to 2^34 (digits, K, M or G suffix)"); o.count = ll; }
     else if (!strcmp(a, "--dtype")) { VAL(); if (schedc_dtype_parse(v, &o.dtype)) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); goto done; } }
     else if (!strcmp(a, "--op")) { VAL(); if (cli_op_parse(v, &o.op)) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); goto done; } }
     else if (!strcmp(a, "--backend")) { VAL(); backend = v; }
     else if (!strcmp(a, "--virtual")) virt = 1;
     else if (!strcmp(a, "--processes")) procs = 1;
     else if (!strcmp(a, "--mpi")) over_mpi = 1;
-    else if (!strcmp(a, "--inputs")) { VAL(); o.inputs = v; }
-    else if (!strcmp(a, "--outputs")) { VAL(); o.outputs = v; }
-    else if (!strcmp(a, "--slice")) { VAL(); if (cli_parse_count(v, 1, 1LL << 34, &ll)) BAD("is not a byte count"); o.slice = ll; }
-    else if (!strcmp(a, "--iters")) { VAL(); if (cli_parse_count(v, 1, 1 << 24, &ll)) BAD("is not an iteration count"); o.iters = (int)ll; }
-    else if (!strcmp(a, "--seed")) { VAL(); if (cli_parse_count(v, 0, 1 << 30, &ll)) BAD("is not a seed"); o.seed = (int)ll; }
-    else if (!strcmp(a, "--timeout")) { VAL(); char *e; o.timeout = strtod(v, &e); if (*e || o.timeout <= 0) BAD("is not a positive number of seconds"); }
+    else if (!strcmp(a, "--inputs")) { VAL(); if (!*v) BAD("names no folder: give the folder of rank<r>.bin"); o.inputs = v; }
+    else if (!strcmp(a, "--outputs")) { VAL(); if (!*v) BAD("names no folder: give a folder (it is created if missing)"); o.outputs = v; }
+    else if (!strcmp(a, "--slice")) { VAL(); if (cli_parse_count(v, 1, 1LL << 34, &ll)) BAD("is not a byte count from 1 to 2^34 (digits, K, M or G suffix)"); o.slice = ll; }
+    else if (!strcmp(a, "--iters")) { VAL(); if (cli_parse_count(v, 1, 1 << 24, &ll)) BAD("is not an iteration count from 1 to 2^24"); o.iters = (int)ll; }
+    else if (!strcmp(a, "--seed")) { VAL(); if (cli_parse_count(v, 0, 1 << 30, &ll)) BAD("is not a seed from 0 to 2^30"); o.seed = (int)ll; }
+    else if (!strcmp(a, "--timeout")) { VAL(); if (cli_parse_seconds(v, 1e9, &o.timeout)) BAD("is not a number of seconds: a finite number > 0 and <= 1e9 (no unit)"); }
     else if (!strcmp(a, "--check")) o.check = 1;
     else if (!strcmp(a, "--repair")) o.repair = 1;
     else if (!strcmp(a, "--verify")) {
@@ -490,6 +570,10 @@ int cli_run(int argc, char **argv) {
   if ((x.info.collective == SCHEDC_REDUCE_SCATTER || x.info.collective == SCHEDC_ALLGATHER) && x.K % (size_t)n) {
     fprintf(stderr, "schedc run: --count %lld must be a multiple of %d ranks for %s\n", o.count, n,
             schedc_collective_name(x.info.collective));
+    schedc_plan_free(x.plan);
+    goto done;
+  }
+  if (check_io(&o, n, x.K, x.esz, 0) || check_inject_steps(o.file, x.info.nsteps)) {
     schedc_plan_free(x.plan);
     goto done;
   }
@@ -573,6 +657,11 @@ int cli_run_mpi(const runopts *o) {
     schedc_comm_free(comm);
     return EXIT_USAGE;
   }
+  if (check_io(o, n, x.K, x.esz, me != 0)) { /* every process sees the same files: all refuse */
+    schedc_plan_free(x.plan);
+    schedc_comm_free(comm);
+    return EXIT_USAGE;
+  }
   x.res = calloc((size_t)n, sizeof *x.res);
   if (cuda) run_cuda_over(&x, comm, me);
   else rank_main(&x, comm, me);
@@ -617,7 +706,10 @@ int cli_launch(int argc, char **argv) {
       if (cli_parse_count(argv[++i], 1, 4096, &v)) { fprintf(stderr, "schedc launch: -n '%s' is not a process count\n", argv[i]); return EXIT_USAGE; }
       n = (int)v;
     } else if (!strcmp(argv[i], "--grace") && i + 1 < argc) {
-      grace = atof(argv[++i]);
+      if (cli_parse_seconds(argv[++i], 1e6, &grace)) {
+        fprintf(stderr, "schedc launch: --grace '%s' is not a number of seconds: a finite number > 0 and <= 1e6 (no unit)\n", argv[i]);
+        return EXIT_USAGE;
+      }
     } else {
       fprintf(stderr, "schedc launch: unexpected '%s' (usage: schedc launch -n N -- CMD [ARGS...])\n", argv[i]);
       return EXIT_USAGE;
@@ -631,9 +723,20 @@ int cli_launch(int argc, char **argv) {
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
   fflush(stdout);
+  pid_t parent = getpid();
   for (int r = 0; r < n; r++) {
     pid_t p = fork();
+    if (p < 0) { /* the ranks started so far would wait for the missing one: stop them */
+      fprintf(stderr, "schedc launch: cannot start rank %d: %s\n", r, strerror(errno));
+      for (int k = 0; k < r; k++) kill(pids[k], SIGKILL);
+      for (int k = 0; k < r; k++) waitpid(pids[k], NULL, 0);
+      cli_cleanup_job(job);
+      free(pids);
+      return EXIT_REJECTED;
+    }
     if (p == 0) {
+      /* die with the launcher (kept across exec): a killed launch leaves no rank behind */
+      if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(127);
       snprintf(buf, sizeof buf, "%d", r);
       setenv("SCHEDC_RANK", buf, 1); setenv("RANK", buf, 1); setenv("LOCAL_RANK", buf, 1);
       snprintf(buf, sizeof buf, "%d", n);

@@ -96,10 +96,8 @@ static int usage_error(const char *cmd, const char *fmt, const char *arg) {
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) return -1;
+  long long v;
+  if (cli_parse_count(s, lo, hi, &v)) return -1; /* strict: digits only, no blank or sign */
   *out = (int)v;
   return 0;
 }
@@ -115,9 +113,9 @@ static int parse(const char *cmd, int argc, char **argv, opts *o) {
     const char *next = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEED_ARG() do { if (!next) return usage_error(cmd, "option %s needs a value", a); i++; } while (0)
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage_cmd(cmd, stdout); return EXIT_OK; }
-    else if (!strcmp(a, "--ranks")) { NEED_ARG(); if (parse_int(next, 1, 65536, &o->ranks)) return usage_error(cmd, "--ranks '%s' is not a rank count in [1, 65536]", next); }
-    else if (!strcmp(a, "--nodes")) { NEED_ARG(); if (parse_int(next, 1, 65536, &o->nodes)) return usage_error(cmd, "--nodes '%s' is not a node count in [1, 65536]", next); }
-    else if (!strcmp(a, "--rank")) { NEED_ARG(); if (parse_int(next, 0, 65535, &o->rank)) return usage_error(cmd, "--rank '%s' is not a rank", next); }
+    else if (!strcmp(a, "--ranks")) { NEED_ARG(); if (parse_int(next, 1, 65536, &o->ranks)) return usage_error(cmd, "--ranks '%s' is not a rank count from 1 to 65536", next); }
+    else if (!strcmp(a, "--nodes")) { NEED_ARG(); if (parse_int(next, 1, 65536, &o->nodes)) return usage_error(cmd, "--nodes '%s' is not a node count from 1 to 65536", next); }
+    else if (!strcmp(a, "--rank")) { NEED_ARG(); if (parse_int(next, 0, 65535, &o->rank)) return usage_error(cmd, "--rank '%s' is not a rank from 0 to 65535", next); }
     else if (!strcmp(a, "--topology")) { NEED_ARG(); o->topology = next; }
     else if (!strcmp(a, "-o")) { NEED_ARG(); o->out = next; }
     else if (!strcmp(a, "--order")) o->order = 1;
@@ -245,7 +243,15 @@ static int cuda_build(const schedc_plan *plan, const opts *o, const char *dir) {
     schedc_free(img);
     return EXIT_OK;
   }
-  mkdir(dir, 0755);
+  const char *inputs[2] = {o->file, o->topology};
+  for (int r = 0; r < in.nranks; r++) { /* every file first: a refused run writes none */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rank%d.cu", dir, r);
+    if (cli_check_output("emit-cuda", "-o", path, inputs, 2)) return EXIT_USAGE;
+    snprintf(path, sizeof path, "%s/rank%d.ptx", dir, r);
+    if (o->ptx && cli_check_output("emit-cuda", "-o", path, inputs, 2)) return EXIT_USAGE;
+  }
+  if (cli_output_dir("emit-cuda", "-o", dir)) return EXIT_REJECTED;
   for (int r = 0; r < in.nranks; r++) {
     char *src, path[4096];
     if (schedc_cuda_source_v2(plan, r, dt, op, o->checksums, &src)) { fprintf(stderr, "%s\n", schedc_errmsg()); return EXIT_REJECTED; }
@@ -295,6 +301,31 @@ static int cmd_plan(const char *cmd, int argc, char **argv) {
     free(o.defines);
     return usage_error(cmd, "%s", "missing -o OUTPUT");
   }
+  /* Everything that can refuse the command is checked before anything is written: the output
+   * (not an input, not a FIFO, device or folder), the target and dtype. */
+  const char *inputs[2] = {o.file, o.topology};
+  int is_compile = !strcmp(cmd, "compile"), is_emit = !strcmp(cmd, "emit-cuda");
+  if ((is_compile || !strcmp(cmd, "viz")) && cli_check_output(cmd, "-o", o.out, inputs, 2)) {
+    free(o.defines);
+    return EXIT_USAGE;
+  }
+  if (is_emit) {
+    struct stat st;
+    if (!*o.out || (stat(o.out, &st) == 0 && !S_ISDIR(st.st_mode))) {
+      free(o.defines);
+      return usage_error(cmd, "-o '%s' must name a folder (it is created if missing)", o.out);
+    }
+  }
+  if (is_compile && o.target && strcmp(o.target, "cpu") && strcmp(o.target, "cuda")) {
+    free(o.defines);
+    return usage_error(cmd, "--target '%s' (choose cpu or cuda)", o.target);
+  }
+  schedc_dtype dt;
+  if (o.dtype && schedc_dtype_parse(o.dtype, &dt)) {
+    fprintf(stderr, "schedc %s: %s\n", cmd, schedc_errmsg());
+    free(o.defines);
+    return EXIT_USAGE;
+  }
   schedc_plan *plan = NULL;
   rc = open_plan(&o, &plan);
   if (rc >= 0) { free(o.defines); return rc; }
@@ -311,7 +342,6 @@ static int cmd_plan(const char *cmd, int argc, char **argv) {
       summary(plan, o.file);
       printf("wrote %s\n", o.out);
       if (o.target && !strcmp(o.target, "cuda")) rc = cuda_build(plan, &o, NULL);
-      else if (o.target && strcmp(o.target, "cpu")) rc = usage_error(cmd, "--target '%s' (choose cpu or cuda)", o.target);
     }
   } else if (!strcmp(cmd, "emit-cuda")) {
     rc = cuda_build(plan, &o, o.out);

@@ -153,13 +153,24 @@ int cli_tune(int argc, char **argv) {
       return EXIT_OK;
     }
     if (!v && a[0] == '-' && strcmp(a, "--model-only")) { fprintf(stderr, "schedc tune: %s needs a value\n", a); return EXIT_USAGE; }
-    if (!strcmp(a, "--ranks")) ranks = atoi(argv[++i]);
+    long long x;
+    if (!strcmp(a, "--ranks")) {
+      if (cli_parse_count(argv[++i], 1, 65536, &x)) { fprintf(stderr, "schedc tune: --ranks '%s' is not a rank count from 1 to 65536\n", argv[i]); return EXIT_USAGE; }
+      ranks = (int)x;
+    }
     else if (!strcmp(a, "--topology")) topo = argv[++i];
     else if (!strcmp(a, "--model-only")) model_only = 1;
     else if (!strcmp(a, "--backend")) backend = argv[++i];
-    else if (!strcmp(a, "--keep")) keep = atoi(argv[++i]);
-    else if (!strcmp(a, "--margin")) margin = atof(argv[++i]);
-    else if (!strcmp(a, "-o")) { out = argv[++i]; out_given = 1; }
+    else if (!strcmp(a, "--keep")) {
+      if (cli_parse_count(argv[++i], 1, 1000, &x)) { fprintf(stderr, "schedc tune: --keep '%s' is not a count from 1 to 1000\n", argv[i]); return EXIT_USAGE; }
+      keep = (int)x;
+    } else if (!strcmp(a, "--margin")) {
+      if (cli_parse_seconds(argv[++i], 1e6, &margin) || margin < 1) { fprintf(stderr, "schedc tune: --margin '%s' is not a factor: a finite number >= 1\n", argv[i]); return EXIT_USAGE; }
+    } else if (!strcmp(a, "-o")) {
+      out = argv[++i];
+      out_given = 1;
+      if (!*out) { fprintf(stderr, "schedc tune: -o '': an empty path names no folder (give a folder; it is created if missing)\n"); return EXIT_USAGE; }
+    }
     else if (!strcmp(a, "--schedules")) dir = argv[++i];
     else if (!strcmp(a, "--sizes")) {
       char bad[64];
@@ -335,9 +346,10 @@ int cli_tune(int argc, char **argv) {
   /* 5. the table: consecutive sizes with one choice form a range; boundaries halfway (geometric) */
   int rc = EXIT_OK;
   if (!model_only || out_given) {
-    if (mkdir(out, 0777) && errno != EEXIST) { fprintf(stderr, "schedc tune: cannot create %s: %s\n", out, strerror(errno)); free(cs); return EXIT_REJECTED; }
+    if (cli_output_dir("tune", "-o", out)) { free(cs); return EXIT_REJECTED; }
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/tuning.txt", out);
+    if (cli_check_output("tune", "-o", path, NULL, 0)) { free(cs); return EXIT_REJECTED; } /* a FIFO would block */
     FILE *f = fopen(path, "w");
     if (!f) { fprintf(stderr, "schedc tune: cannot write %s: %s\n", path, strerror(errno)); free(cs); return EXIT_REJECTED; }
     time_t now = time(NULL);
@@ -365,7 +377,7 @@ int cli_tune(int argc, char **argv) {
     if (!model_only) {
       fclose(f);
       snprintf(path, sizeof path, "%s/host.lua", out);
-      f = fopen(path, "w");
+      f = cli_check_output("tune", "-o", path, NULL, 0) ? NULL : fopen(path, "w");
       if (f) {
         fprintf(f, "-- measured by schedc tune on %s (%s backend); for schedc cost --links\nreturn { links = {\n", date, backend);
         fprintf(f, "  intra = { kind = \"shm\", alpha_us = %.3f, gbps = %.3f, node_gbps = %.3f },\n", m.intra.alpha_us, m.intra.gbps, m.intra.node_gbps);

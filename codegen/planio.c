@@ -95,18 +95,42 @@ static char *rstr(rbuf *r) {
 
 #define FAIL(code, ...) do { snprintf(err, errcap, __VA_ARGS__); rc = (code); goto fail; } while (0)
 
+int sc_planio_check_header(const unsigned char *head, size_t n, unsigned long long file_size, char *err,
+                           size_t errcap) {
+  if (n < 8 || memcmp(head, SC_PLAN_MAGIC, 8) != 0) {
+    snprintf(err, errcap, "not a schedc plan file (bad magic)");
+    return SCHEDC_EPLAN;
+  }
+  if (n < SC_PLAN_HEADER || file_size < SC_PLAN_HEADER + 8) {
+    snprintf(err, errcap, "plan file is truncated (%llu bytes)", file_size);
+    return SCHEDC_EPLAN;
+  }
+  rbuf r = {head, n, 8, 0};
+  uint32_t ver = r32(&r);
+  if (ver != SC_PLAN_VERSION) {
+    snprintf(err, errcap, "plan file version %u is not supported (this build reads version %u); recompile it "
+             "with 'schedc compile'", ver, SC_PLAN_VERSION);
+    return SCHEDC_EVERSION;
+  }
+  (void)r32(&r);
+  uint64_t plen = r64(&r);
+  if (plen != file_size - SC_PLAN_HEADER - 8) {
+    snprintf(err, errcap, "plan file is truncated or has trailing bytes (%llu bytes)", file_size);
+    return SCHEDC_EPLAN;
+  }
+  if (file_size > SC_PLAN_MAX_BYTES) {
+    snprintf(err, errcap, "plan file is %llu bytes, more than any plan can be (%llu)", file_size, SC_PLAN_MAX_BYTES);
+    return SCHEDC_EPLAN;
+  }
+  return SCHEDC_OK;
+}
+
 int sc_planio_read(const unsigned char *buf, size_t len, sc_ir *ir, char *err, size_t errcap) {
   int rc = SCHEDC_EPLAN;
   sc_ir_init(ir);
-  if (len < 32 || memcmp(buf, SC_PLAN_MAGIC, 8) != 0) FAIL(SCHEDC_EPLAN, "not a schedc plan file (bad magic)");
-  rbuf r = {buf, len, 8, 0};
-  uint32_t ver = r32(&r);
-  if (ver != SC_PLAN_VERSION)
-    FAIL(SCHEDC_EVERSION, "plan file version %u is not supported (this build reads version %u); recompile it "
-                          "with 'schedc compile'", ver, SC_PLAN_VERSION);
-  (void)r32(&r);
-  uint64_t plen = r64(&r);
-  if (plen != len - 24 - 8) FAIL(SCHEDC_EPLAN, "plan file is truncated or has trailing bytes (%zu bytes)", len);
+  if ((rc = sc_planio_check_header(buf, len, len, err, errcap)) != SCHEDC_OK) goto fail;
+  rc = SCHEDC_EPLAN;
+  rbuf r = {buf, len, SC_PLAN_HEADER, 0};
   uint64_t want = sc_fnv(SC_FNV_INIT, buf, len - 8);
   rbuf tail = {buf, len, len - 8, 0};
   if (r64(&tail) != want) FAIL(SCHEDC_EPLAN, "plan file is corrupted (content hash mismatch)");

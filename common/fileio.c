@@ -4,15 +4,66 @@
 #include "fileio.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+static const char *kind_of(mode_t m) {
+  return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+       : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+int sc_open_regular(const char *path, unsigned long long max, unsigned long long *size, char *err, size_t cap) {
+  if (!path || !*path) {
+    snprintf(err, cap, "an empty path is not a file");
+    errno = ENOENT;
+    return -1;
+  }
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    int e = errno;
+    snprintf(err, cap, "cannot open %s: %s", path, strerror(e));
+    errno = e;
+    return -1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    snprintf(err, cap, "cannot stat %s: %s", path, strerror(e));
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(err, cap, "%s is %s, not a regular file", path, kind_of(st.st_mode));
+    close(fd);
+    errno = EINVAL;
+    return -1;
+  }
+  if ((unsigned long long)st.st_size > max) {
+    snprintf(err, cap, "%s is %llu bytes, more than the %llu this file may have", path,
+             (unsigned long long)st.st_size, max);
+    close(fd);
+    errno = EFBIG;
+    return -1;
+  }
+  /* blocking again: a regular file never blocks, and fdopen'ed readers expect ordinary reads */
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  *size = (unsigned long long)st.st_size;
+  return fd;
+}
+
 void *sc_read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
+  char why[512];
+  unsigned long long size;
+  int fd = sc_open_regular(path, (unsigned long long)1 << 34, &size, why, sizeof why);
+  if (fd < 0) return NULL;
+  FILE *f = fdopen(fd, "rb");
+  if (!f) { int e = errno; close(fd); errno = e; return NULL; }
   size_t cap = 1 << 16, n = 0;
   char *buf = malloc(cap + 1);
   for (size_t k; buf && (k = fread(buf + n, 1, cap - n, f)) > 0;) {

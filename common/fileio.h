@@ -7,7 +7,14 @@
 
 #include <stddef.h>
 
-/* malloc'd contents plus a NUL (not counted in *len); NULL with errno set on failure. */
+/* Opens path for reading only if it is a regular file of at most max bytes: opened with
+ * O_NONBLOCK (so a FIFO cannot block the open), then fstat'ed before anything is read (a FIFO,
+ * device or directory is refused, a /dev/zero never read). The descriptor (blocking again,
+ * close-on-exec) and its size in *size; -1 with "PATH: why" in err (errno set) otherwise. */
+int sc_open_regular(const char *path, unsigned long long max, unsigned long long *size, char *err, size_t cap);
+
+/* malloc'd contents plus a NUL (not counted in *len) of a regular file of at most 16 GiB;
+ * NULL with errno set on failure (EINVAL: not a regular file; EFBIG: too large). */
 void *sc_read_file(const char *path, size_t *len);
 /* 0, or -1 with errno set (no temp file is left behind). */
 int sc_write_atomic(const char *path, const void *data, size_t len);

@@ -3,10 +3,13 @@
  * schedule{...}, s:step(), st:reduce/copy(src, dst, chunk [, count]), s:reduce/copy (current
  * step). Every argument is checked at the call, with the user's file:line in the message.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dsl_int.h"
+#include "fileio.h"
 
 typedef sc_sched_ud sched_ud;
 typedef struct step_ud { int b; uint32_t step; } step_ud;
@@ -237,6 +240,18 @@ static void make_mt(lua_State *L, const char *name, const luaL_Reg *methods, lua
   lua_setfield(L, -2, "__newindex");
   lua_pushliteral(L, "locked");
   lua_setfield(L, -2, "__metatable");
+}
+
+int sc_dsl_loadfile(lua_State *L, const char *path) {
+  char why[512];
+  unsigned long long size;
+  int fd = sc_open_regular(path, SC_DSL_MAX_FILE, &size, why, sizeof why);
+  if (fd < 0) {
+    lua_pushstring(L, why);
+    return LUA_ERRFILE;
+  }
+  close(fd); /* Lua opens it again by name: the type was the question (a swap in between is the user's) */
+  return luaL_loadfilex(L, path, "t");
 }
 
 void sc_dsl_open_builtins(lua_State *L) {

@@ -69,6 +69,11 @@ int sc_dsl_argerror(lua_State *L, int arg, const char *fmt, ...);
 int sc_dsl_error(lua_State *L, const char *fmt, ...);
 
 /* builtins.c: install schedule{} and the schedule/step metatables. */
+/* luaL_loadfilex(L, path, "t") for a regular file of at most SC_DSL_MAX_FILE bytes only: a FIFO,
+ * device or directory is refused (LUA_ERRFILE, "PATH is a FIFO, not a regular file") before
+ * anything blocks on it or reads it. */
+#define SC_DSL_MAX_FILE (256ull << 20)
+int sc_dsl_loadfile(lua_State *L, const char *path);
 void sc_dsl_open_builtins(lua_State *L);
 /* topo.c: build the topology (file, --nodes or one node) and install `topo`. Errors raise. */
 void sc_dsl_open_topo(lua_State *L);

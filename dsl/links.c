@@ -69,7 +69,7 @@ static int load_links(lua_State *L) {
                                      "cores_per_node", NULL};
   sc_dsl_open_safe(L);
   sc_dsl_lock_globals(L);
-  if (luaL_loadfilex(L, j->path, "t") != LUA_OK) return lua_error(L);
+  if (sc_dsl_loadfile(L, j->path) != LUA_OK) return lua_error(L);
   lua_call(L, 0, 1);
   if (!lua_istable(L, -1)) luaL_error(L, "%s: a topology file must return a table", j->path);
   if (lua_getfield(L, -1, "links") != LUA_TTABLE)

@@ -23,7 +23,7 @@ static int pmain(lua_State *L) {
   sc_dsl_lock_globals(L);
   ld->status = SCHEDC_ESCRIPT;
   if (sc_ir_file(&ld->files, ld->path) != 0) return luaL_error(L, "not enough memory");
-  int st = luaL_loadfilex(L, ld->path, "t");
+  int st = sc_dsl_loadfile(L, ld->path);
   if (st != LUA_OK) {
     if (st == LUA_ERRFILE) ld->status = SCHEDC_EIO;
     const char *m = lua_tostring(L, -1);

@@ -101,7 +101,7 @@ static int load_topo_file(lua_State *L) {
   const char *path = lua_touserdata(L, 1);
   sc_dsl_open_safe(L);
   sc_dsl_lock_globals(L);
-  int st = luaL_loadfilex(L, path, "t");
+  int st = sc_dsl_loadfile(L, path);
   if (st != LUA_OK) return lua_error(L);
   lua_call(L, 0, 1);
   read_topo_table(L, &ld->topo, path, ld->opts.nranks);

@@ -10,7 +10,8 @@
  *                        verified as canonical): the same weights for any N dividing L
  *   --schedule FILE      the canonical schedule (default schedules/tree.lua, binomial)
  *   --dtype f32|bf16     gradient type on the wire (bf16: f32 partials, one rounding)
- *   --checkpoint DIR     write DIR/ckpt.bin every 10 steps and at the end (atomic, checksummed)
+ *   --checkpoint DIR     write DIR/ckpt.bin every 10 steps and at the end (atomic, checksummed;
+ *                        DIR and its parents are created)
  *   --resume DIR         continue from DIR/ckpt.bin (refused if corrupted)
  * Last line: "weights digest: <16 hex digits>".
  */
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "schedc/schedc.h"
@@ -113,6 +115,42 @@ static int load(const char *dir, int *step, float *p, float *v) {
   return 0;
 }
 
+/* A whole number in [lo, hi] (no sign, blank or trailing text): 0, or -1. */
+static int parse_int(const char *s, int lo, int hi, int *out) {
+  if (*s < '0' || *s > '9') return -1;
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || *end || v < lo || v > hi) return -1;
+  *out = (int)v;
+  return 0;
+}
+
+/* mkdir -p: the checkpoint folder and its parents (the README's /tmp/ck need not exist). */
+static int make_dir(const char *dir) {
+  char buf[4096];
+  if (!*dir || snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) {
+    fprintf(stderr, "train_mlp: --checkpoint '%s': give a folder (it is created if missing)\n", dir);
+    return -1;
+  }
+  for (char *q = buf + 1;; q++) {
+    if (*q && *q != '/') continue;
+    char c = *q;
+    *q = 0;
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+      fprintf(stderr, "train_mlp: --checkpoint '%s': cannot create %s: %s\n", dir, buf, strerror(errno));
+      return -1;
+    }
+    if (!(*q = c)) break;
+  }
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "train_mlp: --checkpoint '%s' is not a folder\n", dir);
+    return -1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   int steps = 40, L = 0, canonical = 0;
   const char *ckdir = NULL, *resume = NULL, *schedule = "schedules/tree.lua";
@@ -120,9 +158,12 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) { fprintf(stderr, "train_mlp: %s needs a value\n", a); return 2; }
-    if (!strcmp(a, "--steps")) steps = atoi(v);
-    else if (!strcmp(a, "--microbatches")) L = atoi(v);
-    else if (!strcmp(a, "--order")) canonical = !strcmp(v, "canonical");
+    if (!strcmp(a, "--steps")) { if (parse_int(v, 0, 1 << 30, &steps)) { fprintf(stderr, "train_mlp: --steps '%s' is not a step count from 0 to 2^30\n", v); return 2; } }
+    else if (!strcmp(a, "--microbatches")) { if (parse_int(v, 1, BATCH, &L)) { fprintf(stderr, "train_mlp: --microbatches '%s' is not a count from 1 to %d\n", v, BATCH); return 2; } }
+    else if (!strcmp(a, "--order")) {
+      if (strcmp(v, "canonical") && strcmp(v, "any")) { fprintf(stderr, "train_mlp: --order '%s' (choose canonical or any)\n", v); return 2; }
+      canonical = !strcmp(v, "canonical");
+    }
     else if (!strcmp(a, "--schedule")) schedule = v;
     else if (!strcmp(a, "--dtype")) { if (schedc_dtype_parse(v, &wire) || (wire != SCHEDC_F32 && wire != SCHEDC_BF16)) { fprintf(stderr, "train_mlp: --dtype f32 or bf16\n"); return 2; } }
     else if (!strcmp(a, "--checkpoint")) ckdir = v;
@@ -130,6 +171,7 @@ int main(int argc, char **argv) {
     else { fprintf(stderr, "train_mlp: unknown option %s\n", a); return 2; }
     i++;
   }
+  if (ckdir && make_dir(ckdir)) return 2; /* before training, not at the first save */
   schedc_comm *comm;
   if (schedc_comm_init_env(NULL, &comm) != SCHEDC_OK) {
     fprintf(stderr, "train_mlp: %s (start it with: schedc launch -n N -- train_mlp ...)\n", schedc_errmsg());

@@ -69,6 +69,7 @@ schedc_status sc_comm_new(const sc_backend *be, int rank, int nranks, const sche
   c->verify = (v & SCHEDC_VERIFY_DIGEST ? SC_V_DIGEST : 0) | (v & SCHEDC_VERIFY_CHECKSUM ? SC_V_CHECKSUM : 0);
   c->repair = o.repair || repair;
   st = sc_inject_parse(sc_param_str(SC_P_SCHEDC_INJECT), &c->inj);
+  if (st == SCHEDC_OK) st = sc_inject_check(&c->inj, nranks, be ? be->name : NULL);
   const char *tun = o.tuning ? o.tuning : sc_param_str(SC_P_SCHEDC_TUNING);
   if (st == SCHEDC_OK && tun && *tun) st = sc_tuning_load(tun, nranks, &c->tuning);
   if (st != SCHEDC_OK) {

@@ -31,6 +31,8 @@ schedc_status sc_inject_parse(const char *spec, sc_inject *out) {
   out->flip_bit = -1;
   if (!spec || !*spec) return SCHEDC_OK;
   char buf[256];
+  if (strlen(spec) >= sizeof buf) /* never a truncated, different list */
+    return sc_err(SCHEDC_EINVAL, "SCHEDC_INJECT is %zu characters long; at most %zu", strlen(spec), sizeof buf - 1);
   snprintf(buf, sizeof buf, "%s", spec);
   for (char *save = NULL, *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
     char kind[16];
@@ -52,5 +54,24 @@ schedc_status sc_inject_parse(const char *spec, sc_inject *out) {
     else if (!strcmp(kind, "flip") && a < 1 << 20) { out->flip_rank = (int)a; out->flip_step = (int)b; }
     else return sc_err(SCHEDC_EINVAL, "SCHEDC_INJECT: unknown fault '%s' (kill, delay, jitter, flip, flipout)", kind);
   }
+  return SCHEDC_OK;
+}
+
+/* A rank named by a fault that the communicator does not have would make the fault silently
+ * never happen (the run then "passes" the test it was meant to fail). */
+static schedc_status bad_rank(const char *what, int rank, int nranks) {
+  return sc_err(SCHEDC_EINVAL, "SCHEDC_INJECT %s: rank %d out of range: this communicator has ranks 0 to %d",
+                what, rank, nranks - 1);
+}
+
+schedc_status sc_inject_check(const sc_inject *in, int nranks, const char *backend) {
+  if (in->kill_rank >= nranks) return bad_rank("kill", in->kill_rank, nranks);
+  if (in->delay_rank >= nranks) return bad_rank("delay", in->delay_rank, nranks);
+  if (in->flip_rank >= nranks) return bad_rank("flip", in->flip_rank, nranks);
+  if (in->flipout_rank >= nranks) return bad_rank("flipout", in->flipout_rank, nranks);
+  /* the mpi backend has no executor steps to stop or slow; flip and flipout it does inject */
+  if (backend && !strcmp(backend, "mpi") && (in->kill_rank >= 0 || in->delay_rank >= 0 || in->jitter_us))
+    return sc_err(SCHEDC_EUNAVAIL, "SCHEDC_INJECT kill, delay and jitter act at the CPU executor's steps and are "
+                  "not available on the mpi backend; flip:RANK:STEP and flipout:RANK are");
   return SCHEDC_OK;
 }

@@ -116,16 +116,57 @@ schedc_status schedc_plan_save(const schedc_plan *plan, const char *path) {
   return st;
 }
 
+/* Reads exactly n bytes at the descriptor's position; 0, or -1 with errno set. */
+static int read_full(int fd, void *buf, size_t n) {
+  for (size_t got = 0; got < n;) {
+    ssize_t k = read(fd, (char *)buf + got, n - got);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) { if (k == 0) errno = EIO; return -1; }
+    got += (size_t)k;
+  }
+  return 0;
+}
+
+static schedc_status open_error(const char *why) { return sc_err(SCHEDC_EIO, "%s", why); }
+
 schedc_status schedc_plan_load(const char *path, schedc_plan **out) {
   if (!out) return sc_err(SCHEDC_EINVAL, "out is NULL");
   *out = NULL;
   if (!path) return sc_err(SCHEDC_EINVAL, "path is NULL");
-  size_t len;
-  unsigned char *buf = sc_read_file(path, &len);
-  if (!buf) return sc_err(errno == ENOMEM ? SCHEDC_ENOMEM : SCHEDC_EIO, "cannot read %s: %s", path, strerror(errno));
-  sc_ir ir;
+  /* a regular file (a FIFO or device is refused before it is read), and its header checked
+   * before the rest is read: a big file that is not a plan of this version costs nothing */
+  char why[512];
+  unsigned long long size;
+  int fd = sc_open_regular(path, ~0ull, &size, why, sizeof why);
+  if (fd < 0) return open_error(why);
+  unsigned char head[SC_PLAN_HEADER];
+  size_t n = size < sizeof head ? (size_t)size : sizeof head;
   char err[256];
-  int st = sc_planio_read(buf, len, &ir, err, sizeof err);
+  if (read_full(fd, head, n)) {
+    int e = errno;
+    close(fd);
+    return sc_err(SCHEDC_EIO, "cannot read %s: %s", path, strerror(e));
+  }
+  int st = sc_planio_check_header(head, n, size, err, sizeof err);
+  if (st != SCHEDC_OK) {
+    close(fd);
+    return sc_err((schedc_status)st, "%s: %s", path, err);
+  }
+  size_t len = (size_t)size;
+  unsigned char *buf = malloc(len + 1);
+  if (!buf) {
+    close(fd);
+    return sc_err(SCHEDC_ENOMEM, "out of memory reading the %zu-byte plan file %s", len, path);
+  }
+  memcpy(buf, head, n);
+  int rerr = read_full(fd, buf + n, len - n), e = errno;
+  close(fd);
+  if (rerr) {
+    free(buf);
+    return sc_err(SCHEDC_EIO, "cannot read %s: %s", path, strerror(e));
+  }
+  sc_ir ir;
+  st = sc_planio_read(buf, len, &ir, err, sizeof err);
   free(buf);
   if (st != SCHEDC_OK) return sc_err((schedc_status)st, "%s: %s", path, err);
   return sc_plan_make(&ir, out);
@@ -202,12 +243,28 @@ schedc_status schedc_plan_open(const char *path, const schedc_load_opts *opts, s
   schedc_status fs = sc_find_file(path, NULL, SCHEDC_EIO, file, sizeof file);
   if (fs != SCHEDC_OK) return fs;
   path = file;
-  char magic[8] = {0};
-  FILE *f = fopen(path, "rb");
-  if (!f) return sc_err(SCHEDC_EIO, "cannot open %s: %s", path, strerror(errno));
-  size_t got = fread(magic, 1, sizeof magic, f);
-  fclose(f);
-  if (got < sizeof magic || memcmp(magic, SC_PLAN_MAGIC, 8) != 0) return schedc_plan_from_script(path, opts, out);
+  /* Plan file or script? The first bytes say; the file must be a regular one (opened without
+   * blocking, so a FIFO is refused instead of waiting for a writer). */
+  char why[512];
+  unsigned long long size;
+  int fd = sc_open_regular(path, ~0ull, &size, why, sizeof why);
+  if (fd < 0) return open_error(why);
+  unsigned char head[64];
+  size_t got = size < sizeof head ? (size_t)size : sizeof head;
+  int rerr = read_full(fd, head, got), e = errno;
+  close(fd);
+  if (rerr) return sc_err(SCHEDC_EIO, "cannot read %s: %s", path, strerror(e));
+  if (got < 8 || memcmp(head, SC_PLAN_MAGIC, 8) != 0) {
+    /* A script is text; binary content is a damaged plan (or no schedc file at all), which Lua
+     * would only call a syntax error. Lua's own binary chunks (ESC "Lua") keep Lua's message. */
+    int binary = got > 0 && head[0] != 0x1b && memchr(head, 0, got) != NULL;
+    int magic_prefix = got >= 4 && got < 8 && memcmp(head, SC_PLAN_MAGIC, got) == 0;
+    if (binary || magic_prefix)
+      return sc_err(SCHEDC_EPLAN, "%s: not a schedc plan file (it does not start with '%s', version %u) and not a "
+                    "schedule script (%s)", path, SC_PLAN_MAGIC, SC_PLAN_VERSION,
+                    binary ? "it holds binary data" : "it is a truncated plan header");
+    return schedc_plan_from_script(path, opts, out);
+  }
   schedc_status st = schedc_plan_load(path, out);
   if (st != SCHEDC_OK || !opts) return st;
   int want_r = opts->size >= offsetof(schedc_load_opts, nnodes) + sizeof(int) ? opts->nranks : 0;

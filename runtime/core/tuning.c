@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "comm.h"
 #include "err.h"
+#include "fileio.h"
 #include "plan.h"
 
 void sc_tuning_free(sc_tuning *t) {
@@ -31,8 +33,16 @@ static schedc_status bad(sc_tuning *t, FILE *f, const char *path, int line, cons
 
 schedc_status sc_tuning_load(const char *path, int nranks, sc_tuning *t) {
   memset(t, 0, sizeof t[0]);
-  FILE *f = fopen(path, "r");
-  if (!f) return sc_err(SCHEDC_EIO, "tuning table %s: cannot open it", path);
+  /* a regular file only (SCHEDC_TUNING=/dev/zero would feed fgets forever, a FIFO block) */
+  char why[512];
+  unsigned long long size;
+  int fd = sc_open_regular(path, 64ull << 20, &size, why, sizeof why);
+  if (fd < 0) return sc_err(SCHEDC_EIO, "tuning table: %s", why);
+  FILE *f = fdopen(fd, "r");
+  if (!f) {
+    close(fd);
+    return sc_err(SCHEDC_EIO, "tuning table %s: cannot open it", path);
+  }
   char line[1200], dir[1024];
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
