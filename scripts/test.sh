@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # test.sh — the whole test suite: set up, build the release tree (build/), the
 # AddressSanitizer + UndefinedBehaviorSanitizer tree (build-asan/) and the ThreadSanitizer tree
-# (build-tsan/); run every test in the first two and the threads tests (label tsan) in the third.
+# (build-tsan/); run every test in the first two and the threads tests (label tsan) in the third;
+# then the libFuzzer targets (build-fuzz/, clang, ASan+UBSan) for a bounded time each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh build
 scripts/setup.sh build-asan -DSCHEDC_SANITIZE=ON
 scripts/setup.sh build-tsan -DSCHEDC_TSAN=ON
+scripts/setup.sh build-fuzz -DCMAKE_C_COMPILER=clang -DSCHEDC_FUZZ=ON
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 echo "== release tests"
 ctest --test-dir build -j"$(nproc)" --output-on-failure -LE tsan
@@ -14,3 +16,6 @@ echo "== asan+ubsan tests"
 ctest --test-dir build-asan -j"$(nproc)" --output-on-failure -LE tsan
 echo "== tsan tests (threads backend)"
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -L tsan
+echo "== fuzzing (plan files, schedule scripts, operator files; ${SCHEDC_FUZZ_SECONDS:-20} s each)"
+cmake -S . -B build-fuzz -DFUZZ_SECONDS="${SCHEDC_FUZZ_SECONDS:-20}" >/dev/null
+ctest --test-dir build-fuzz -j"$(nproc)" --output-on-failure -L fuzz

@@ -1,0 +1,20 @@
+#!/bin/bash
+# run_fuzz.sh TARGET SEEDS WORK SECONDS — one bounded libFuzzer run: the seeds copied into
+# WORK/corpus (new inputs land there, not in the source tree), then TARGET for SECONDS with a
+# 10 s per-input limit (a hang is a finding) and 1 GiB of memory. Exit 0 when nothing was found;
+# else the fuzzer's report and the path of the input that triggered it (WORK/crash-*, ...).
+set -u
+target=$1 seeds=$2 work=$3 secs=$4
+rm -rf "$work" && mkdir -p "$work/corpus" && cp "$seeds"/* "$work/corpus/"
+cd "$work" || exit 1
+"$target" -max_total_time="$secs" -timeout=10 -rss_limit_mb=1024 -max_len=65536 -print_final_stats=1 \
+  -artifact_prefix="$work/" corpus >fuzz.log 2>&1
+rc=$?
+if grep -q '^\[SKIP\]' fuzz.log; then grep '^\[SKIP\]' fuzz.log; exit 0; fi
+grep -E '^stat::number_of_executed_runs|^stat::new_units_added' fuzz.log
+if [ $rc != 0 ]; then
+  tail -60 fuzz.log
+  echo "FAIL: $(basename "$target") found a problem; inputs: $(ls "$work" | grep -E '^(crash|leak|timeout|oom|slow-unit)-' | sed "s|^|$work/|" | tr '\n' ' ')"
+  exit 1
+fi
+echo "PASS: $(basename "$target"): ${secs}s, no crash, leak, hang or sanitizer report"
