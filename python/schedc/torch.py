@@ -4,7 +4,9 @@
 """PyTorch integration: ``init_comm``, ``HookState`` + ``allreduce_hook`` for
 ``DistributedDataParallel.register_comm_hook``, and ``CanonicalGrads`` (docs/python.md)."""
 import ctypes
+import queue
 import socket
+import threading
 from typing import Any, Iterable, List, Optional
 
 import torch
@@ -56,11 +58,14 @@ def init_comm(group: Optional[Any] = None, timeout: Optional[float] = None) -> C
 class HookState:
     """State for ``allreduce_hook``: the communicator, the plan (default: a canonical allreduce
     plan for the communicator's rank count, so DDP's bucket layout cannot change the bits;
-    ``order="ring"`` picks the built-in ring instead) and the op: "avg" (sum, then one division
-    by the rank count) or "sum"."""
+    ``order="ring"`` picks the built-in ring instead), the op: "avg" (sum, then one division
+    by the rank count) or "sum", and ``overlap``: True (default) reduces buckets on one background
+    thread, in the order DDP hands them over, while backward goes on; False reduces each bucket
+    inside the hook. The bits are the same either way. ``close()`` stops the thread (it is a
+    daemon thread, so a process that never calls it still exits)."""
 
     def __init__(self, comm: Comm, plan: Optional[Plan] = None, order: Optional[str] = None,
-                 op: str = "avg") -> None:
+                 op: str = "avg", overlap: bool = True) -> None:
         if op not in ("avg", "sum"):
             raise ValueError("schedc.torch.HookState: op must be 'avg' or 'sum', not %r" % (op,))
         if order not in (None, "canonical", "ring"):
@@ -73,6 +78,46 @@ class HookState:
             plan = canonical_plan(comm.nranks)
         self.plan = plan
         self.calls = 0
+        self.overlap = bool(overlap)
+        self._queue: "queue.Queue[Any]" = queue.Queue()
+        self._worker: Optional[threading.Thread] = None
+        self._lock = threading.Lock()
+
+    def _reduce(self, t: torch.Tensor) -> None:
+        self.comm.allreduce(t, op=self.op, plan=self.plan)
+        self.calls += 1
+
+    def _run(self) -> None:
+        # One thread, one FIFO: buckets are reduced one at a time in the order the hooks were
+        # called, which DDP keeps the same on every rank (a collective's calls must match). The C
+        # call releases the GIL (ctypes), so backward and the next hooks go on meanwhile. After a
+        # failure the communicator is broken: every later bucket fails too, each with its error.
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            t, fut = item
+            try:
+                self._reduce(t)
+            except BaseException as e:  # handed to DDP through the future, which raises it in backward
+                fut.set_exception(e)
+            else:
+                fut.set_result(t)
+
+    def _submit(self, t: torch.Tensor, fut: "torch.futures.Future[torch.Tensor]") -> None:
+        with self._lock:
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._run, name="schedc-ddp-hook", daemon=True)
+                self._worker.start()
+        self._queue.put((t, fut))
+
+    def close(self) -> None:
+        """Finish the buckets already handed over, then stop the background thread."""
+        with self._lock:
+            w, self._worker = self._worker, None
+        if w is not None:
+            self._queue.put(None)
+            w.join()
 
 
 def _bucket_tensor(bucket: dist.GradBucket) -> torch.Tensor:
@@ -85,11 +130,14 @@ def _bucket_tensor(bucket: dist.GradBucket) -> torch.Tensor:
 def allreduce_hook(state: HookState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
     """DDP communication hook: ``ddp.register_comm_hook(HookState(comm), allreduce_hook)``.
     Reduces the bucket in place with schedc (DDP does not pre-divide when a hook is set) and
-    returns a completed Future holding it."""
+    returns a Future holding it: completed by the background thread (``state.overlap``, the
+    default) or already completed."""
     t = _bucket_tensor(bucket)
-    state.comm.allreduce(t, op=state.op, plan=state.plan)
-    state.calls += 1
     fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
+    if state.overlap:
+        state._submit(t, fut)
+        return fut
+    state._reduce(t)
     fut.set_result(t)
     return fut
 

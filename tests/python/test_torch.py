@@ -79,6 +79,10 @@ def test_hook_bits_equal_plan_trees(trained, n):
             want = reduce_by_plan(plan, r, ins) / np.float32(n)  # sum, then one division
             assert want.tobytes() == res[r]["calls"][i][1].numpy().tobytes(), (i, r)
     assert len({x["digest"] for x in res}) == 1
+    # overlap: every bucket was reduced on the hook's background thread, and reducing inside the
+    # hook instead gives the same weights
+    assert all(x["threads"] == ["schedc-ddp-hook"] for x in res)
+    assert all(x["digest_inline"] == x["digest"] for x in res)
     if n > 1:
         assert all(x["mismatch"] == "SCHEDC_EMISMATCH" for x in res)
 

@@ -3,6 +3,7 @@
 # allreduce and saves what the test needs to re-evaluate the trees independently.
 import os
 import sys
+import threading
 
 import torch
 import torch.distributed as dist
@@ -31,8 +32,9 @@ def batch(leaf):
 if mode == "train":  # the DDP hook, then CanonicalGrads over L leaves, in one job (start-up is costly)
     from torch.nn.parallel import DistributedDataParallel as DDP
     net = DDP(model(), bucket_cap_mb=0.0002)  # small buckets once DDP rebuilds them
-    state = st.HookState(comm)
+    state = st.HookState(comm)  # overlap: the buckets reduced on a background thread
     calls = []
+    threads = set()
 
     class Recording:
         """The communicator, recording each bucket before and after the hook's allreduce."""
@@ -42,6 +44,7 @@ if mode == "train":  # the DDP hook, then CanonicalGrads over L leaves, in one j
             before = t.clone()
             comm.allreduce(t, op=op, plan=plan)
             calls.append((before, t.clone()))
+            threads.add(threading.current_thread().name)
 
     state.comm = Recording()
     net.register_comm_hook(state, st.allreduce_hook)  # the hook as users register it
@@ -51,8 +54,20 @@ if mode == "train":  # the DDP hook, then CanonicalGrads over L leaves, in one j
         torch.nn.functional.mse_loss(net(x), y).backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+    state.close()
     res["calls"] = calls
+    res["threads"] = sorted(threads)
     res["digest"] = schedc.digest(torch.cat([p.detach().reshape(-1) for p in net.parameters()]))
+    # the same training with each bucket reduced inside the hook: the same weights
+    net = DDP(model(), bucket_cap_mb=0.0002)
+    net.register_comm_hook(st.HookState(comm, overlap=False), st.allreduce_hook)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for it in range(2):
+        x, y = batch(rank + it * n)
+        torch.nn.functional.mse_loss(net(x), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    res["digest_inline"] = schedc.digest(torch.cat([p.detach().reshape(-1) for p in net.parameters()]))
 
     L = int(sys.argv[3])
     net = model()
