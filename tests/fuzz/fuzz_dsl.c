@@ -3,8 +3,7 @@
  * the sandbox (schedc_plan_from_script: Lua, the builtins, verification, lowering) with small
  * limits (2e6 instructions, 64 MiB, 2 s), for 4 ranks. Every input must end in SCHEDC_OK or a
  * clean error with a message, within the limits — a crash, leak, sanitizer report or a run past
- * libFuzzer's -timeout is a finding. Seeds: tests/fuzz/corpus/dsl (shipped schedules, tests/dsl,
- * tests/fails).
+ * libFuzzer's -timeout is a finding. Seeds: the shipped schedules, tests/dsl, tests/fails.
  */
 #define _GNU_SOURCE /* memfd_create */
 #include "fuzz_input.h"

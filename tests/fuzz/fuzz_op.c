@@ -1,9 +1,9 @@
 /*
  * fuzz_op.c — libFuzzer target for the custom-operator checker (ops/opcheck.c through libclang):
  * the bytes are an operator file, the function checked is the one its `// op: NAME` line names
- * (else `op`). Only the check runs — no commutativity test, no C compiler — so each input costs
+ * (else its `check-op FILE.c:NAME` line's, else `op`). Only the check runs — no commutativity test, no C compiler — so each input costs
  * one libclang parse. Every input must end in SCHEDC_OK with both sources, or a clean error with
- * a message. Seeds: tests/fuzz/corpus/op (ops/shipped, tests/ops, tests/fails_ops).
+ * a message. Seeds: ops/shipped, tests/ops, tests/fails_ops.
  * Without libclang the target exits at its first input saying so.
  */
 #define _GNU_SOURCE /* memfd_create */
@@ -15,19 +15,25 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* The name after "// op: " in data, else "op". */
+static int ident(uint8_t c) {
+  return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* The operator's name: after "// op: " (the tests' op files), else after the ".c:" of a
+ * "check-op FILE.c:NAME" line (the shipped ones' headers), else "op". */
 static void op_name(const uint8_t *data, size_t size, char *name, size_t cap) {
   snprintf(name, cap, "op");
-  const char *key = "// op: ";
-  size_t kl = strlen(key);
-  for (size_t i = 0; i + kl < size; i++) {
-    if (memcmp(data + i, key, kl)) continue;
-    size_t j = i + kl, k = 0;
-    while (j < size && k + 1 < cap && (data[j] == '_' || (data[j] >= 'a' && data[j] <= 'z') ||
-                                       (data[j] >= 'A' && data[j] <= 'Z') || (data[j] >= '0' && data[j] <= '9')))
-      name[k++] = (char)data[j++];
-    if (k) name[k] = 0;
-    return;
+  const char *keys[] = {"// op: ", ".c:"};
+  for (int q = 0; q < 2; q++) {
+    size_t kl = strlen(keys[q]);
+    for (size_t i = 0; i + kl < size; i++) {
+      if (memcmp(data + i, keys[q], kl)) continue;
+      size_t j = i + kl, k = 0;
+      while (j < size && k + 1 < cap && ident(data[j])) name[k++] = (char)data[j++];
+      if (!k) continue;
+      name[k] = 0;
+      return;
+    }
   }
 }
 

@@ -1,11 +1,16 @@
 #!/bin/bash
-# run_fuzz.sh TARGET SEEDS WORK SECONDS — one bounded libFuzzer run: the seeds copied into
+# run_fuzz.sh TARGET SEEDS WORK SECONDS — one bounded libFuzzer run: the seeds (SEEDS: folders
+# separated by ':', their files taken as they are) copied into
 # WORK/corpus (new inputs land there, not in the source tree), then TARGET for SECONDS with a
 # 10 s per-input limit (a hang is a finding) and 1 GiB of memory. Exit 0 when nothing was found;
 # else the fuzzer's report and the path of the input that triggered it (WORK/crash-*, ...).
 set -u
 target=$1 seeds=$2 work=$3 secs=$4
-rm -rf "$work" && mkdir -p "$work/corpus" && cp "$seeds"/* "$work/corpus/"
+rm -rf "$work" && mkdir -p "$work/corpus"
+IFS=: read -ra dirs <<<"$seeds"
+for d in "${dirs[@]}"; do
+  for f in "$d"/*; do [ -f "$f" ] && cp "$f" "$work/corpus/$(basename "$d")_$(basename "$f")"; done
+done
 cd "$work" || exit 1
 "$target" -max_total_time="$secs" -timeout=10 -rss_limit_mb=1024 -max_len=65536 -print_final_stats=1 \
   -artifact_prefix="$work/" corpus >fuzz.log 2>&1

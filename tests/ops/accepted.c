@@ -6,3 +6,4 @@ int32_t combo(int32_t a, int32_t b) {
   int32_t m = (int32_t)((int64_t)a * b >> 3);
   return helper(a, 1) + helper(b, 1) + (a ^ b) - (a & b) + (m != m ? 1 : 0);
 }
+// op: combo (the function tests/fuzz/fuzz_op.c checks in this file)

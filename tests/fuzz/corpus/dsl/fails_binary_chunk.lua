@@ -1,4 +1,0 @@
--- args: --ranks 2
--- expect-exit: 1
--- expect: binary_chunk.luac: attempt to load a binary chunk (mode is 't')
--- file: binary_chunk.luac

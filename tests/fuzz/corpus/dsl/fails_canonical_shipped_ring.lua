@@ -1,5 +1,0 @@
--- args: --ranks 8 -D order=canonical
--- expect-exit: 1
--- expect: ring.lua:23: chunk 0 on rank 0 is (((((((r1+r2)+r3)+r4)+r5)+r6)+r7)+r0), but order = "canonical" requires (((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7))); rotated chains such as a ring's cannot be canonical (direct.lua, hierarchical.lua on aligned nodes, halving_doubling.lua on a power of two and tree.lua -D shape=binomial can, with -D order=canonical)
--- file: ../../schedules/ring.lua
--- The shipped ring declared canonical (-D order=canonical) is refused, saying why.
