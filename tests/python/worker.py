@@ -31,8 +31,20 @@ def batch(leaf):
 
 if mode == "train":  # the DDP hook, then CanonicalGrads over L leaves, in one job (start-up is costly)
     from torch.nn.parallel import DistributedDataParallel as DDP
-    net = DDP(model(), bucket_cap_mb=0.0002)  # small buckets once DDP rebuilds them
-    state = st.HookState(comm)  # overlap: the buckets reduced on a background thread
+
+    def train_ddp(state):
+        """Two DDP iterations with the hook; the weights' digest."""
+        net = DDP(model(), bucket_cap_mb=0.0002)  # small buckets once DDP rebuilds them
+        net.register_comm_hook(state, st.allreduce_hook)  # the hook as users register it
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for it in range(2):
+            x, y = batch(rank + it * n)
+            torch.nn.functional.mse_loss(net(x), y).backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        state.close()
+        return schedc.digest(torch.cat([p.detach().reshape(-1) for p in net.parameters()]))
+
     calls = []
     threads = set()
 
@@ -46,28 +58,13 @@ if mode == "train":  # the DDP hook, then CanonicalGrads over L leaves, in one j
             calls.append((before, t.clone()))
             threads.add(threading.current_thread().name)
 
+    state = st.HookState(comm)  # overlap: the buckets reduced on a background thread
     state.comm = Recording()
-    net.register_comm_hook(state, st.allreduce_hook)  # the hook as users register it
-    opt = torch.optim.SGD(net.parameters(), lr=0.1)
-    for it in range(2):
-        x, y = batch(rank + it * n)
-        torch.nn.functional.mse_loss(net(x), y).backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-    state.close()
+    res["digest"] = train_ddp(state)
     res["calls"] = calls
     res["threads"] = sorted(threads)
-    res["digest"] = schedc.digest(torch.cat([p.detach().reshape(-1) for p in net.parameters()]))
     # the same training with each bucket reduced inside the hook: the same weights
-    net = DDP(model(), bucket_cap_mb=0.0002)
-    net.register_comm_hook(st.HookState(comm, overlap=False), st.allreduce_hook)
-    opt = torch.optim.SGD(net.parameters(), lr=0.1)
-    for it in range(2):
-        x, y = batch(rank + it * n)
-        torch.nn.functional.mse_loss(net(x), y).backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-    res["digest_inline"] = schedc.digest(torch.cat([p.detach().reshape(-1) for p in net.parameters()]))
+    res["digest_inline"] = train_ddp(st.HookState(comm, overlap=False))
 
     L = int(sys.argv[3])
     net = model()
