@@ -227,8 +227,10 @@ static void owner_name(uid_t uid, char *buf, size_t cap) {
 }
 
 /* The checks every rank makes on a control segment it did not create before using it: this
- * user's and mode 0600 (else refused: another user can read or write it). SCHEDC_OK or the
- * refusal, naming the segment and its owner. */
+ * user's, and no permission bits beyond 0600 (else refused: another user could read or write
+ * it). SCHEDC_OK or the refusal, naming the segment and its owner. Bits missing from 0600 are
+ * not refused here: rank 0 sets exactly 0600 with fchmod just after creating it (shm_open's
+ * mode passes through the umask), and a rank may look in between; join_ctl waits for 0600. */
 static schedc_status check_owner(const char *name, const struct stat *sb) {
   if (sb->st_uid != geteuid()) {
     char who[160];
@@ -237,7 +239,7 @@ static schedc_status check_owner(const char *name, const struct stat *sb) {
                   "user created the job's segment name first; give the job an unpredictable id, e.g. schedc launch's "
                   "or schedc_unique_id's)", name, who, (unsigned)geteuid());
   }
-  if ((sb->st_mode & 07777) != 0600)
+  if ((sb->st_mode & 07777 & ~0600u) != 0)
     return sc_err(SCHEDC_EINVAL, "shm: /dev/shm%s has mode %04o, not 0600: refusing to use it (schedc did not make it "
                   "so; remove it if it is yours)", name, (unsigned)(sb->st_mode & 07777));
   return SCHEDC_OK;
@@ -247,9 +249,17 @@ static schedc_status check_owner(const char *name, const struct stat *sb) {
  * (a schedc block whose rank 0 is dead) that the caller may remove; else the refusal. */
 static schedc_status judge_existing(const char *name, const char *job) {
   int fd = shm_open(name, O_RDONLY, 0);
-  if (fd < 0) return errno == ENOENT ? SCHEDC_OK : sc_err(SCHEDC_EINVAL, "shm: /dev/shm%s exists and cannot be "
-                                                          "opened (%s): refusing to use it", name, strerror(errno));
   struct stat sb;
+  if (fd < 0) {
+    if (errno == ENOENT) return SCHEDC_OK; /* gone meanwhile: try again */
+    int e = errno;
+    char path[160];
+    snprintf(path, sizeof path, "/dev/shm%s", name);
+    schedc_status st = stat(path, &sb) == 0 ? check_owner(name, &sb) : SCHEDC_OK; /* name the owner if not us */
+    if (st != SCHEDC_OK) return st;
+    return sc_err(SCHEDC_EINVAL, "shm: /dev/shm%s exists and cannot be opened (%s): refusing to use it", name,
+                  strerror(e));
+  }
   schedc_status st = fstat(fd, &sb) != 0 ? sc_err(SCHEDC_EIO, "shm: cannot stat /dev/shm%s: %s", name, strerror(errno))
                                          : check_owner(name, &sb);
   if (st != SCHEDC_OK) { close(fd); return st; }
@@ -325,7 +335,9 @@ static schedc_status join_ctl(schedc_comm *c, shmdata *d, const char *name, cons
       schedc_status st = check_owner(name, &sb);
       if (st != SCHEDC_OK) { close(fd); return st; }
       void *p = MAP_FAILED;
-      if ((size_t)sb.st_size == d->ctl_size) p = mmap(NULL, d->ctl_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if ((sb.st_mode & 07777) != 0600) /* rank 0 is between shm_open and fchmod */
+        snprintf(why, sizeof why, "its mode is %04o, not yet 0600", (unsigned)(sb.st_mode & 07777));
+      else if ((size_t)sb.st_size == d->ctl_size) p = mmap(NULL, d->ctl_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       else if (sb.st_size != 0) /* 0: rank 0 has not sized it yet */
         snprintf(why, sizeof why, "it has %lld bytes, not the %zu of a job of %d ranks", (long long)sb.st_size,
                  d->ctl_size, nranks);
@@ -356,6 +368,15 @@ static schedc_status join_ctl(schedc_comm *c, shmdata *d, const char *name, cons
           return SCHEDC_OK;
         }
         munmap(p, d->ctl_size);
+      }
+    } else if (errno == EACCES) { /* another user's, or ours before rank 0's fchmod: the owner says */
+      char path[160];
+      struct stat sb;
+      snprintf(path, sizeof path, "/dev/shm%s", name);
+      if (stat(path, &sb) == 0) {
+        schedc_status st = check_owner(name, &sb);
+        if (st != SCHEDC_OK) return st;
+        snprintf(why, sizeof why, "it cannot be opened yet (mode %04o)", (unsigned)(sb.st_mode & 07777));
       }
     } else if (errno != ENOENT) {
       return sc_err(SCHEDC_EIO, "shm: cannot open /dev/shm%s: %s", name, strerror(errno));

@@ -3,7 +3,8 @@
  *  - nothing of a job is in /dev/shm once its communicators are made: after a normal run, after
  *    ranks exit without schedc_comm_free, after a rank is SIGKILLed (and while it runs);
  *  - a segment name someone else took first is refused and never written to: mode 0644,
- *    another user's (when run as root), not a schedc segment, another job's token, a live job's;
+ *    another user's (when run as root: also seen from an ordinary user, who cannot open it), not
+ *    a schedc segment, another job's token, a live job's;
  *  - a stale control segment of a dead rank 0 of this user's is replaced;
  *  - two concurrent jobs under torchrun's defaults (RANK/WORLD_SIZE/MASTER_PORT,
  *    TORCHELASTIC_RUN_ID=none) are refused with a message saying how to name the job, never
@@ -13,6 +14,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <glob.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,6 +203,21 @@ int main(void) {
     make_file(job, 0600, 65534, junk, sizeof junk);
     expect_refused(0, job, "belongs to uid 65534");
     expect_refused(1, job, "belongs to uid 65534");
+    CHECK(unchanged(job, 0600, junk, sizeof junk));
+    /* and as an ordinary user, for whom root's 0600 file cannot even be opened (EACCES) */
+    make_file(job, 0600, 0, junk, sizeof junk);
+    fflush(stdout); fflush(stderr);
+    pid_t q = fork();
+    if (q == 0) {
+      if (setgroups(0, NULL) != 0 || setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)
+        _exit(3);
+      expect_refused(0, job, "belongs to uid 0");
+      expect_refused(1, job, "belongs to uid 0");
+      _exit(tc_fail ? 1 : 0);
+    }
+    int ws;
+    waitpid(q, &ws, 0);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
     CHECK(unchanged(job, 0600, junk, sizeof junk));
   } else {
     printf("[note] not root: the other-owner case is not run\n");
