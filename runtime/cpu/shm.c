@@ -9,10 +9,13 @@
  * rank has mapped it) rank 0 unlinks it: after init nothing of the job has a name, so no exit,
  * crash or kill can leave anything in /dev/shm, and no later job can meet it.
  *
- * Arenas: each rank's working buffer is a memfd (never in /dev/shm), grown on demand. Peers map
- * it read-only through /proc/OWNER_PID/fd/FD (a PTRACE_MODE_READ check: same user, dumpable
- * process; Yama's ptrace_scope restricts only attaching) and remap when the owner's generation
- * changes. They check that what they opened is the inode its owner published, and this user's.
+ * Arenas: each rank's working buffer is a memfd (never in /dev/shm), grown on demand (the same
+ * inode, ftruncate'd). Right after init every rank opens each peer's through
+ * /proc/OWNER_PID/fd/FD (a PTRACE_MODE_READ check: same user, dumpable process; Yama's
+ * ptrace_scope restricts only attaching), checks it is the inode its owner published and this
+ * user's, and keeps that fd: it maps the arena read-only from it and remaps when the owner's
+ * generation changes, even after the owner died (what it published stays readable, as it did
+ * when arenas had names).
  *
  * Isolation (docs/reliability.md): the token is the unique id's 128 random bits
  * (schedc_comm_init_shm_uid) or a hash of the job string (schedc_comm_init_shm: the string is
@@ -53,7 +56,11 @@ typedef struct shm_tail {
   shm_rankinfo rank[];
 } shm_tail;
 
-typedef struct peermap { char *base; size_t size; uint64_t gen; } peermap;
+/* A peer's arena as this rank sees it: an fd of its memfd, opened once right after init and
+ * kept, so the arena stays reachable (and growable: the owner grows that same inode) even if
+ * its owner dies later — a reader may still need what it published before dying, and must then
+ * learn of the death from its wait, as with any dead peer. */
+typedef struct peermap { char *base; size_t size; uint64_t gen; int fd; } peermap;
 
 typedef struct shmdata {
   char job[72];
@@ -122,6 +129,32 @@ static void *s_work(schedc_comm *c, size_t bytes, void *user, sc_desc *desc) {
   return d->arena;
 }
 
+/* Open rank r's arena through /proc/OWNER/fd/FD (published in the control block) and check it
+ * is the inode its owner published, and this user's. */
+static schedc_status open_peer(schedc_comm *c, int r) {
+  shmdata *d = sc_cpu_of(c)->tdata;
+  const shm_rankinfo *ri = &d->tail->rank[r];
+  int32_t pid = atomic_load(&ri->pid);
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, (int)ri->fd);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    if (!pid_alive(pid)) return sc_err(SCHEDC_EPEER, "shm: rank %d (pid %d) died before rank %d could map its buffer",
+                                       r, (int)pid, c->rank);
+    return sc_err(SCHEDC_EIO, "shm: cannot open rank %d's buffer %s: %s%s", r, path, strerror(e),
+                  e == EACCES ? " (the kernel lets a process open another's memory only if it runs as the same user "
+                                "and is dumpable)" : "");
+  }
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || sb.st_uid != geteuid() || (uint64_t)sb.st_dev != ri->dev || (uint64_t)sb.st_ino != ri->ino) {
+    close(fd);
+    return sc_err(SCHEDC_EIO, "shm: %s is not rank %d's buffer (another file or owner)", path, r);
+  }
+  d->peers[r].fd = fd;
+  return SCHEDC_OK;
+}
+
 static schedc_status s_map(schedc_comm *c, const uint8_t *need, int parity) {
   shmdata *d = sc_cpu_of(c)->tdata;
   sc_cpu_of(c)->peer[c->rank] = d->arena;
@@ -132,23 +165,13 @@ static schedc_status s_map(schedc_comm *c, const uint8_t *need, int parity) {
     if (pm->gen == s->work && pm->base) { sc_cpu_of(c)->peer[r] = pm->base; continue; }
     if (pm->base) munmap(pm->base, pm->size);
     pm->base = NULL;
-    const shm_rankinfo *ri = &d->tail->rank[r];
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)atomic_load(&ri->pid), (int)ri->fd);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-      return sc_err(SCHEDC_EIO, "shm: cannot open rank %d's buffer %s: %s%s", r, path, strerror(errno),
-                    errno == EACCES ? " (the kernel lets a process open another's memory only if it runs as the "
-                                      "same user and is dumpable)" : "");
+    schedc_status st;
+    if (pm->fd < 0 && (st = open_peer(c, r)) != SCHEDC_OK) return st;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || sb.st_uid != geteuid() || (uint64_t)sb.st_dev != ri->dev ||
-        (uint64_t)sb.st_ino != ri->ino || (uint64_t)sb.st_size < s->arena_size) {
-      close(fd);
-      return sc_err(SCHEDC_EIO, "shm: %s is not rank %d's buffer of %llu bytes (another file, owner or size)", path,
-                    r, (unsigned long long)s->arena_size);
-    }
-    void *p = mmap(NULL, s->arena_size, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
+    if (fstat(pm->fd, &sb) != 0 || (uint64_t)sb.st_size < s->arena_size)
+      return sc_err(SCHEDC_EIO, "shm: rank %d's buffer is smaller than the %llu bytes it announced", r,
+                    (unsigned long long)s->arena_size);
+    void *p = mmap(NULL, s->arena_size, PROT_READ, MAP_SHARED, pm->fd, 0);
     if (p == MAP_FAILED) return sc_err(SCHEDC_EIO, "shm: cannot map rank %d's buffer: %s", r, strerror(errno));
     pm->base = p;
     pm->size = s->arena_size;
@@ -172,8 +195,10 @@ static void s_destroy(schedc_comm *c) {
   shmdata *d = sc_cpu_of(c)->tdata;
   if (!d) return;
   ctl_unlink(d);
-  for (int r = 0; r < c->nranks; r++)
-    if (d->peers && d->peers[r].base) munmap(d->peers[r].base, d->peers[r].size);
+  for (int r = 0; d->peers && r < c->nranks; r++) {
+    if (d->peers[r].base) munmap(d->peers[r].base, d->peers[r].size);
+    if (d->peers[r].fd >= 0) close(d->peers[r].fd);
+  }
   if (d->arena) munmap(d->arena, d->arena_cap);
   if (d->memfd >= 0) close(d->memfd);
   if (sc_cpu_of(c)->sh) {
@@ -401,6 +426,7 @@ static schedc_status shm_init(int rank, int nranks, const char *job, const uint8
     return sc_err(SCHEDC_ENOMEM, "out of memory");
   }
   d->memfd = -1;
+  for (int r = 0; r < nranks; r++) d->peers[r].fd = -1;
   snprintf(d->job, sizeof d->job, "%s", job);
   sc_cpu_of(c)->tdata = d;
   d->ctl_size = ctl_size_for((uint32_t)nranks);
@@ -423,6 +449,10 @@ static schedc_status shm_init(int rank, int nranks, const char *job, const uint8
   st = sc_cpu_start(c); /* its barrier: every rank has mapped the control segment */
   ctl_unlink(d);
   if (st != SCHEDC_OK) goto fail;
+  /* Every rank has published its arena (before the barrier): take a handle on each now, while
+   * they are all alive (one fd per peer). */
+  for (int r = 0; r < nranks; r++)
+    if (r != rank && (st = open_peer(c, r)) != SCHEDC_OK) goto fail;
   *out = c;
   return SCHEDC_OK;
 fail:
