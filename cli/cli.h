@@ -40,6 +40,8 @@ typedef struct cli_ranks {
 int cli_spawn(int backend, int n, const schedc_comm_opts *co, const cli_ranks *cb, const char *job_prefix);
 /* Remove a job's leftover shared-memory segments. */
 void cli_cleanup_job(const char *job);
+/* A fresh random job id PREFIXpid-HEX into buf (cap >= 48); -1 (message printed) on failure. */
+int cli_job_id(char *buf, size_t cap, const char *prefix);
 /* A count: digits with an optional K/M/G suffix (and B) in [lo, hi]; 0, or -1 if malformed (a
  * sign, blank, other suffix, overflow). */
 int cli_parse_count(const char *s, long long lo, long long hi, long long *out);

@@ -128,6 +128,16 @@ static void cleanup_job(const char *job) {
   }
 }
 
+/* PREFIXpid-<32 hex digits of schedc_unique_id>: the job id is the secret its ranks share
+ * (docs/reliability.md), so it must not be predictable; the pid keeps it traceable. */
+int cli_job_id(char *buf, size_t cap, const char *prefix) {
+  schedc_uid u;
+  if (schedc_unique_id(&u) != SCHEDC_OK) { fprintf(stderr, "schedc: %s\n", schedc_errmsg()); return -1; }
+  int k = snprintf(buf, cap, "%s%ld-", prefix, (long)getpid());
+  for (size_t i = 0; i < sizeof u.bytes && k > 0 && (size_t)k + 2 < cap; i++) k += snprintf(buf + k, cap - (size_t)k, "%02x", u.bytes[i]);
+  return 0;
+}
+
 /* Threads start behind a gate: if any cannot be created, none runs its rank (a rank without its
  * peers would only wait for them until the timeout), and only the created ones are joined. */
 typedef struct gate { pthread_mutex_t mu; pthread_cond_t cv; int state; /* 0 wait, 1 go, -1 abort */ } gate;
@@ -196,7 +206,7 @@ static double mono_s(void) {
 /* Forked processes: shm ranks, or cuda ranks with a process per GPU (rank r on GPU r). */
 static int spawn_procs(int backend, int n, const schedc_comm_opts *co, const cli_ranks *cb, const char *prefix) {
   char job[64];
-  snprintf(job, sizeof job, "%s%ld-%ld", prefix, (long)getpid(), (long)time(NULL));
+  if (cli_job_id(job, sizeof job, prefix) != 0) return -1;
   pid_t *pids = calloc((size_t)n, sizeof *pids);
   if (!pids) return -1;
   fflush(stdout);

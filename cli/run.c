@@ -717,7 +717,7 @@ int cli_launch(int argc, char **argv) {
   }
   if (!n || i >= argc) { fprintf(stderr, "schedc launch: need -n N and -- CMD\n"); return EXIT_USAGE; }
   char job[64], buf[32];
-  snprintf(job, sizeof job, "launch%ld-%ld", (long)getpid(), (long)time(NULL));
+  if (cli_job_id(job, sizeof job, "launch") != 0) return EXIT_REJECTED;
   pid_t *pids = calloc((size_t)n, sizeof *pids);
   if (!pids) return EXIT_REJECTED;
   signal(SIGINT, on_signal);

@@ -40,9 +40,11 @@
     "size ranges to plan and slice for every communicator, tuning.md (opts.tuning overrides)")                   \
   X(SCHEDC_RANK, INT, 0, 65535, "a rank", NULL, LIB,                                                            \
     "schedc_comm_init_env: this process's rank, with SCHEDC_NRANKS (before RANK and OMPI_COMM_WORLD_RANK)")      \
-  X(SCHEDC_NRANKS, INT, 1, 65536, "a rank count", NULL, LIB, "schedc_comm_init_env: the number of ranks")        \
+  X(SCHEDC_NRANKS, INT, 1, 65536, "a rank count", NULL, LIB,                                                   \
+    "schedc_comm_init_env: the number of ranks (mpi: must be MPI_COMM_WORLD's size, as WORLD_SIZE)")             \
   X(SCHEDC_JOB, STR, 0, 0, "an id, the same on every rank", NULL, LIB,                                          \
-    "schedc_comm_init_env: the job; unset: TORCHELASTIC_RUN_ID, MASTER_PORT or Open MPI's")                      \
+    "schedc_comm_init_env: the job, unique among running jobs (the shm segments' secret, reliability.md); "      \
+    "unset: TORCHELASTIC_RUN_ID unless 'none', else Open MPI's; else refused")                                   \
   X(SCHEDC_BACKEND, ENUM, 0, 0, "shm|mpi|cuda", NULL, LIB,                                                      \
     "schedc_comm_init_env: the backend; unset: shm, or mpi under Open MPI when built with MPI "                  \
     "(threads: schedc_comm_init_threads)")                                                                       \
@@ -77,14 +79,17 @@
   X(RANK, INT, 0, 65535, "a rank", NULL, EXT, "torchrun: the rank (schedc_comm_init_env, with WORLD_SIZE)")     \
   X(WORLD_SIZE, INT, 1, 65536, "a rank count", NULL, EXT, "torchrun: the number of ranks")                      \
   X(LOCAL_RANK, INT, 0, 65535, "a device index", NULL, EXT, "torchrun: the rank on this host (the GPU with cuda)") \
-  X(TORCHELASTIC_RUN_ID, STR, 0, 0, "any text", NULL, EXT, "torchrun: the job id")                              \
-  X(MASTER_PORT, STR, 0, 0, "any text", NULL, EXT, "torchrun: the job id when TORCHELASTIC_RUN_ID is unset")    \
+  X(TORCHELASTIC_RUN_ID, STR, 0, 0, "any text", NULL, EXT,                                                     \
+    "torchrun: the job id (--rdzv-id; random with --standalone); 'none', its default, is never used")            \
+  X(MASTER_PORT, STR, 0, 0, "any text", NULL, EXT,                                                              \
+    "torchrun: never a job id (two jobs can share it); schedc_comm_init_env's refusal names it")                 \
   X(OMPI_COMM_WORLD_RANK, INT, 0, 65535, "a rank", NULL, EXT, "Open MPI: the rank")                             \
   X(OMPI_COMM_WORLD_SIZE, INT, 1, 65536, "a rank count", NULL, EXT, "Open MPI: the number of ranks")            \
   X(OMPI_COMM_WORLD_LOCAL_RANK, INT, 0, 65535, "a device index", NULL, EXT,                                     \
     "Open MPI: the rank on this host (the GPU with cuda; schedc run --mpi)")                                     \
   X(OMPI_MCA_orte_hnp_uri, STR, 0, 0, "any text", NULL, EXT,                                                    \
-    "Open MPI: the job id (its leading number) when no other is set")                                            \
+    "Open MPI: the job id (its leading number and a hash of the whole uri, which holds mpirun's port) when no " \
+    "other is set")                                                                                              \
   X(CUDA_HOME, PATH, 0, 0, "a directory", NULL, EXT, "the CUDA toolkit: where NVRTC and NCCL are looked for")   \
   X(XDG_CACHE_HOME, PATH, 0, 0, "a directory", NULL, EXT, "the kernel cache's parent when SCHEDC_CACHE_DIR is unset") \
   X(HOME, PATH, 0, 0, "a directory", NULL, EXT, "the kernel cache's parent when neither of the above is set")

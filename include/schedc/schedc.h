@@ -310,8 +310,11 @@ enum {
  * to be used by one thread each. SCHEDC_EINVAL, SCHEDC_ENOMEM. On failure no comm is created. */
 SCHEDC_API schedc_status schedc_comm_init_threads(int nranks, const schedc_comm_opts *opts, schedc_comm **comms);
 /* `shm`: this process is `rank` of `nranks` on this host; `job` names the shared segments and
- * must be the same on all ranks and unique among running jobs. Waits (up to the timeout) for all
- * ranks to join. SCHEDC_EINVAL, SCHEDC_ETIMEOUT, SCHEDC_EIO (shared memory), SCHEDC_EMISMATCH. */
+ * must be the same on all ranks and unique among running jobs (it is the job's secret: draw it
+ * at random). Waits (up to the timeout) for all ranks to join. Nothing of the job is left in
+ * /dev/shm once this returns. SCHEDC_EINVAL (also: the segment name is taken by another user,
+ * another mode or job, or the rank by another process), SCHEDC_ETIMEOUT, SCHEDC_EIO (shared
+ * memory), SCHEDC_EMISMATCH. */
 SCHEDC_API schedc_status schedc_comm_init_shm(int rank, int nranks, const char *job, const schedc_comm_opts *opts,
                                               schedc_comm **out);
 /* A job's unique id for the shm rendezvous (like ncclUniqueId): 128 random bits made by one
@@ -328,10 +331,13 @@ SCHEDC_API schedc_status schedc_unique_id(schedc_uid *id);
 SCHEDC_API schedc_status schedc_comm_init_shm_uid(int rank, int nranks, const schedc_uid *id,
                                                   const schedc_comm_opts *opts, schedc_comm **out);
 /* `mpi`: ranks from an MPI communicator; `mpi_comm` points to an MPI_Comm (MPI must be
- * initialised). SCHEDC_EUNAVAIL if this build has no MPI. */
+ * initialised), or NULL for MPI_COMM_WORLD: then SCHEDC_NRANKS (else WORLD_SIZE), when set, must
+ * be its size, else SCHEDC_EINVAL on every rank. SCHEDC_EUNAVAIL if this build has no MPI. */
 SCHEDC_API schedc_status schedc_comm_init_mpi(const void *mpi_comm, const schedc_comm_opts *opts, schedc_comm **out);
-/* From the environment: SCHEDC_RANK/SCHEDC_NRANKS/SCHEDC_JOB, else torchrun's RANK/WORLD_SIZE
- * (job from MASTER_PORT or TORCHELASTIC_RUN_ID), else Open MPI's OMPI_COMM_WORLD_RANK/SIZE.
+/* From the environment: SCHEDC_RANK/SCHEDC_NRANKS/SCHEDC_JOB, else torchrun's RANK/WORLD_SIZE,
+ * else Open MPI's OMPI_COMM_WORLD_RANK/SIZE. The job: SCHEDC_JOB, else TORCHELASTIC_RUN_ID unless
+ * 'none', else Open MPI's; never one two running jobs can share (MASTER_PORT, 'none'): without
+ * one, SCHEDC_EINVAL saying how to give one.
  * SCHEDC_BACKEND=shm|mpi|cuda picks the backend (default shm; mpi under an MPI launcher when
  * built with MPI; cuda: one process per GPU on device SCHEDC_CUDA_DEVICE, else LOCAL_RANK, else
  * OMPI_COMM_WORLD_LOCAL_RANK, else the rank: schedc_comm_init_cuda_rank, or under an MPI

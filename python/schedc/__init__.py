@@ -326,7 +326,8 @@ class Comm:
     def from_env(cls, timeout: Optional[float] = None) -> "Comm":
         """schedc_comm_init_env: SCHEDC_RANK/SCHEDC_NRANKS/SCHEDC_JOB (see docs/c-api.md). Inside a
         torch job prefer schedc.torch.init_comm(), which never derives the job from the
-        environment (TORCHELASTIC_RUN_ID may be the literal 'none' for every job)."""
+        environment (TORCHELASTIC_RUN_ID may be the literal 'none' for every job, and is then
+        refused here)."""
         h = ctypes.c_void_p()
         o = _comm_opts(timeout, None)
         _check(lib.schedc_comm_init_env(ctypes.byref(o), ctypes.byref(h)), "Comm.from_env")

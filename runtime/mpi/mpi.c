@@ -18,6 +18,7 @@
 #include "crc.h"
 #include "err.h"
 #include "kernels.h"
+#include "params.h"
 #include "plan.h"
 
 typedef struct mpidata {
@@ -235,6 +236,29 @@ static schedc_status m_collective(schedc_comm *c, const sc_call *k) {
 
 static const sc_backend mpi_backend = {"mpi", SC_CAP_HOST_RESULT, m_collective, NULL, m_free};
 
+/* MPI_COMM_WORLD must be the job the launcher meant: processes started by another launcher
+ * (`schedc launch`, torchrun) with SCHEDC_BACKEND=mpi are each a 1-rank MPI job, and would
+ * otherwise each run alone and "succeed". Every rank sees the disagreement, so every rank fails. */
+static schedc_status check_launcher(int rank, int size) {
+  static const sc_param pairs[2][2] = {{SC_P_SCHEDC_NRANKS, SC_P_SCHEDC_RANK}, {SC_P_WORLD_SIZE, SC_P_RANK}};
+  for (int i = 0; i < 2; i++) {
+    const char *n = sc_param_raw(pairs[i][0]), *r = sc_param_raw(pairs[i][1]);
+    long long want = 0, wr = 0;
+    schedc_status st;
+    if (!n) continue;
+    if ((st = sc_param_parse_int(pairs[i][0], n, &want)) != SCHEDC_OK) return st;
+    if (want != size)
+      return sc_err(SCHEDC_EINVAL, "mpi: %s=%lld but MPI_COMM_WORLD has %d rank%s: the processes are not one MPI job "
+                    "(started by another launcher? use mpirun -n %lld, or SCHEDC_BACKEND=shm)",
+                    sc_params[pairs[i][0]].name, want, size, size == 1 ? "" : "s", want);
+    if (r && (st = sc_param_parse_int(pairs[i][1], r, &wr)) == SCHEDC_OK && wr != rank)
+      return sc_err(SCHEDC_EINVAL, "mpi: %s=%lld but this process is rank %d of MPI_COMM_WORLD: the launcher and MPI "
+                    "disagree on the ranks", sc_params[pairs[i][1]].name, wr, rank);
+    return SCHEDC_OK; /* the first pair set is the launcher's word, as in schedc_comm_init_env */
+  }
+  return SCHEDC_OK;
+}
+
 schedc_status schedc_comm_init_mpi(const void *mpi_comm, const schedc_comm_opts *opts, schedc_comm **out) {
   if (!out) return sc_err(SCHEDC_EINVAL, "out is NULL");
   *out = NULL;
@@ -252,8 +276,10 @@ schedc_status schedc_comm_init_mpi(const void *mpi_comm, const schedc_comm_opts 
   int rank, size;
   MPI_Comm_rank(base, &rank);
   MPI_Comm_size(base, &size);
+  schedc_status st;
+  if (!mpi_comm && (st = check_launcher(rank, size)) != SCHEDC_OK) return st;
   schedc_comm *c;
-  schedc_status st = sc_comm_new(&mpi_backend, rank, size, opts, &c);
+  st = sc_comm_new(&mpi_backend, rank, size, opts, &c);
   if (st != SCHEDC_OK) return st;
   mpidata *d = calloc(1, sizeof *d);
   if (!d) { sc_comm_release(c); return sc_err(SCHEDC_ENOMEM, "out of memory"); }

@@ -37,11 +37,12 @@ unset SCHEDC_INJECT
 SCHEDC_INJECT=bogus:1:2 "$S" run "$D/ring.lua" --ranks 2 --count 10 >/tmp/schedc_inj.$$ 2>&1
 if grep -qF "SCHEDC_INJECT: unknown fault 'bogus'" /tmp/schedc_inj.$$; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL bad inject spec"; cat /tmp/schedc_inj.$$; fi
 rm -f /tmp/schedc_inj.$$
-# left behind = segments of a `schedc run` that has exited (other tests may be running now)
+# left behind = segments of a `schedc run` that has exited (other tests may be running now;
+# this tree's job ids are runPID-<32 hex digits>: other names are not this test's)
 left=0
 for f in /dev/shm/schedc-run*; do
   [ -e "$f" ] || continue
-  pid=$(sed -n 's|^/dev/shm/schedc-run\([0-9]*\)-.*|\1|p' <<<"$f")
+  pid=$(sed -n 's|^/dev/shm/schedc-run\([0-9]*\)-[0-9a-f]\{32\}-.*|\1|p' <<<"$f")
   [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null && left=$((left + 1))
 done
 if [ "$left" = 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $left shared segments left behind"; fi
