@@ -353,6 +353,37 @@ SCHEDC_API const schedc_plan *schedc_comm_default_plan(schedc_comm *comm, schedc
 SCHEDC_API int schedc_comm_rank(const schedc_comm *comm);
 SCHEDC_API int schedc_comm_nranks(const schedc_comm *comm);
 
+/* ---- shared allocations --------------------------------------------------------------------
+ * Memory every rank of the communicator can map. A collective whose receive buffer (and, to
+ * skip the copy in as well, its send buffer, or in place) lies in such a buffer works in it
+ * directly: on `shm` the peers map this rank's buffer and read it in place, with no copy into
+ * the backend's working buffer and none out of it. The results are the same bits as with any
+ * other buffers. Where the result is carried in a wider type than the data (avg, sums of f16 /
+ * bf16), for reduce_scatter, and on a reduce's non-root ranks, the call still goes through the
+ * backend's buffer. `threads`: heap memory (those calls share the receive buffer anyway);
+ * `mpi`: heap memory, no copy saved; `cuda`: SCHEDC_EINVAL (schedc_cuda_alloc).
+ *
+ * schedc_mem_alloc: *ptr = at least `bytes` of zeroed memory, 64-byte aligned (page aligned on
+ * shm: each allocation is its own memfd, rounded up to the page size, never named in the file
+ * system), owned by the communicator: released by schedc_mem_free or, at the latest, by
+ * schedc_comm_free (using it afterwards is undefined). At most 64 live allocations per
+ * communicator. Local to the rank (not collective): each rank allocates its own buffers.
+ * Statuses: SCHEDC_OK; SCHEDC_EINVAL (comm or ptr NULL, bytes 0, a cuda communicator: errmsg
+ * names it); SCHEDC_ENOMEM (out of memory, or 64 allocations live); SCHEDC_EIO (the memfd could
+ * not be made). *ptr is NULL on failure. After a call on this rank returns, the caller may
+ * write these buffers: the call returned only after every peer finished reading them (on
+ * failure, after the peers left the call or the timeout passed, as for any buffer).
+ * Threads: like the collectives, not concurrently with another call on the same communicator
+ * (different communicators, e.g. the ranks of a threads group, are independent). */
+SCHEDC_API schedc_status schedc_mem_alloc(schedc_comm *comm, size_t bytes, void **ptr);
+/* Release a buffer of schedc_mem_alloc on the communicator that made it; ptr NULL: no-op
+ * (SCHEDC_OK). A pointer that is not the start of one of this communicator's live allocations
+ * (freed already, another communicator's, inside one): SCHEDC_EINVAL, errmsg says which, and
+ * nothing is freed. comm NULL: SCHEDC_EINVAL. Peers that still map the memory (shm) keep their
+ * mapping until they need the room or are freed; the memory is gone when the last one lets go.
+ * Threads: as schedc_mem_alloc. */
+SCHEDC_API schedc_status schedc_mem_free(schedc_comm *comm, void *ptr);
+
 /* ---- collectives ---------------------------------------------------------------------------
  * Each call blocks until this rank's part is done and its buffers may be reused. `plan` may be
  * NULL: the communicator's default plan (a ring) for that collective is used. A plan must have

@@ -99,6 +99,7 @@ void sc_comm_release(schedc_comm *c) {
 
 void schedc_comm_free(schedc_comm *c) {
   if (!c) return;
+  sc_mem_release_all(c); /* peers that mapped a region keep their mapping until they let it go */
   if (c->be_data) c->be->free(c);
   sc_comm_release(c);
 }

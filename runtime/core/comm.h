@@ -79,6 +79,8 @@ typedef struct sc_call {
                               * op's value is only this process's name for it */
 } sc_call;
 
+typedef struct sc_memreg sc_memreg; /* a schedc_mem_alloc region (below) */
+
 /* Capabilities of a backend. */
 enum {
   /* the result is in host memory when the collective returns, so the core verifies it (digests,
@@ -98,7 +100,31 @@ typedef struct sc_backend {
   const char *(*failure)(schedc_comm *c);
   /* Release c->be_data and everything the backend holds for c (the core frees the head). */
   void (*free)(schedc_comm *c);
+  /* schedc_mem_alloc: make a region of r->bytes (a multiple of the page size) that every rank
+   * of c can share, filling r (base, and fd/dev/ino when it is a file); SCHEDC_OK or the status
+   * with errmsg set. NULL: the backend has none (SCHEDC_EUNAVAIL). The core keeps the list. */
+  schedc_status (*mem_alloc)(schedc_comm *c, sc_memreg *r);
+  /* schedc_mem_free / schedc_comm_free: release a region mem_alloc made. */
+  void (*mem_free)(schedc_comm *c, sc_memreg *r);
 } sc_backend;
+
+/* mem.c — one schedc_mem_alloc region of a communicator (the head keeps them in mem[]). */
+#define SC_MAXMEM 64
+struct sc_memreg {
+  char *base;
+  size_t bytes;              /* rounded up to the page size */
+  int fd;                    /* a file every rank can map (shm's memfd), or -1: heap memory */
+  uint64_t dev, ino;         /* that file's inode, published to the peers that map it */
+  uint64_t serial;           /* this communicator's number for it (1, 2, ...; never reused) */
+};
+/* The region of c's that holds [p, p + bytes), or NULL. */
+const sc_memreg *sc_mem_find(const schedc_comm *c, const void *p, size_t bytes);
+/* Release every region of c (schedc_comm_free, before the backend's free). */
+void sc_mem_release_all(schedc_comm *c);
+/* Heap regions (64-byte aligned, zeroed): the entries of backends whose ranks already see each
+ * other's memory (threads) or copy through messages anyway (mpi). */
+schedc_status sc_mem_host_alloc(schedc_comm *c, sc_memreg *r);
+void sc_mem_host_free(schedc_comm *c, sc_memreg *r);
 
 /* The common part of every communicator. */
 struct schedc_comm {
@@ -122,6 +148,10 @@ struct schedc_comm {
   /* default plans (built-in ring) by collective and root */
   struct { int coll, root; schedc_plan *plan; } defplan[16];
   int ndefplan;
+  sc_memreg *mem; int nmem;  /* schedc_mem_alloc's regions ([SC_MAXMEM], allocated on first use) */
+  uint64_t mem_serial;       /* regions made so far */
+  uint64_t mem_direct;       /* calls whose working buffer was a region its peers read in place
+                              * (the copy in and out skipped; tests read it) */
 };
 
 /* Allocate a communicator head for backend `be` from options (timeout, slice, verification,

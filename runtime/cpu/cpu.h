@@ -30,6 +30,11 @@ typedef struct sc_desc {
   uint64_t slice;            /* slice bytes: counter layout depends on it, so it must match */
   uint64_t work;             /* threads: address of the working buffer; shm: arena generation */
   uint64_t arena_size;       /* shm: bytes of the rank's arena */
+  /* shm: the working buffer is a schedc_mem_alloc region (reg_serial != 0) rather than the
+   * arena: the owner's memfd (its fd number in the owner, inode, bytes), the region's number on
+   * the owner's communicator, and where the buffer starts in it. */
+  uint64_t reg_serial, reg_dev, reg_ino, reg_size, reg_off;
+  int32_t reg_fd;
 } sc_desc;
 
 /* One rank's slot, on its own cache lines. Written by its rank, read by all. */
@@ -110,6 +115,10 @@ static inline sc_cpu *sc_cpu_of(const schedc_comm *c) { return (sc_cpu *)c->be_d
 /* cpu_coll.c: the backend tables, and the common part of making a CPU communicator. */
 extern const sc_backend sc_threads_backend;
 extern const sc_backend sc_shm_backend;
+/* schedc_mem_alloc's entries of the shm table (shm.c): a memfd per region, mapped read/write by
+ * its owner and read-only by the peers that read it. (threads: sc_mem_host_alloc.) */
+schedc_status sc_shm_mem_alloc(schedc_comm *c, sc_memreg *r);
+void sc_shm_mem_free(schedc_comm *c, sc_memreg *r);
 /* A head for `be` with an empty CPU state using transport tr. */
 schedc_status sc_cpu_new(const sc_backend *be, const sc_transport *tr, int rank, int nranks,
                          const schedc_comm_opts *opts, schedc_comm **out);

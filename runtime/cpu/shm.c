@@ -17,6 +17,13 @@
  * generation changes, even after the owner died (what it published stays readable, as it did
  * when arenas had names).
  *
+ * Shared allocations (schedc_mem_alloc): each region is a memfd of its own, mapped read/write by
+ * its owner. A call whose working buffer would be the caller's receive buffer (cpu_coll.c's
+ * `direct`) and whose buffer lies inside one of this rank's regions works there: the descriptor
+ * names the region (fd in the owner, inode, size, offset) instead of the arena, and each reader
+ * opens it through /proc/OWNER_PID/fd/FD with the arena's checks, maps it read-only and keeps
+ * the mapping (a few per peer, least recently used let go). No copy in or out of an arena.
+ *
  * Isolation (docs/reliability.md): the token is the unique id's 128 random bits
  * (schedc_comm_init_shm_uid) or a hash of the job string (schedc_comm_init_shm: the string is
  * then the secret the launcher shares, e.g. `schedc launch`'s random job id). A segment another
@@ -26,6 +33,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -62,6 +70,11 @@ typedef struct shm_tail {
  * learn of the death from its wait, as with any dead peer. */
 typedef struct peermap { char *base; size_t size; uint64_t gen; int fd; } peermap;
 
+/* A peer's schedc_mem_alloc region as this rank maps it (read-only). serial: the owner's number
+ * for it, never reused on that communicator, so a mapping is never taken for a later region. */
+#define REGMAPS 8
+typedef struct regmap { uint64_t serial, ino; char *base; size_t size; uint64_t used; } regmap;
+
 typedef struct shmdata {
   char job[72];
   size_t ctl_size;
@@ -72,6 +85,9 @@ typedef struct shmdata {
   size_t arena_cap;
   uint64_t arena_gen;
   peermap *peers;
+  char *cur;                 /* this call's working buffer (the arena or a region) */
+  regmap **regs;             /* [nranks]: NULL or [REGMAPS] mappings of that peer's regions */
+  uint64_t reg_clock;        /* use stamps of regs */
 } shmdata;
 
 static void ctl_name(char *buf, size_t cap, const char *job) { snprintf(buf, cap, "/schedc-%s-ctl", job); }
@@ -104,8 +120,25 @@ static int s_alive(schedc_comm *c, int r) {
 }
 
 static void *s_work(schedc_comm *c, size_t bytes, void *user, sc_desc *desc) {
-  (void)user; /* private memory cannot be shared: always the arena */
   shmdata *d = sc_cpu_of(c)->tdata;
+  /* The caller's buffer, when it lies in one of this rank's schedc_mem_alloc regions: peers map
+   * that region and read it in place. The caller may reuse it once the call returns: the
+   * executor returns only after its drain has seen every read the plan makes of this rank's
+   * cells (the reads counters) and, after a failure, the collective quiesces until no peer is
+   * inside it — the guarantee threads relies on for its receive buffers, which holds for any
+   * memory the peers read. (Private memory cannot be shared: the arena.) */
+  const sc_memreg *r = user ? sc_mem_find(c, user, bytes) : NULL;
+  if (r && r->fd >= 0) {
+    desc->reg_serial = r->serial;
+    desc->reg_fd = r->fd;
+    desc->reg_dev = r->dev;
+    desc->reg_ino = r->ino;
+    desc->reg_size = r->bytes;
+    desc->reg_off = (uint64_t)((char *)user - r->base);
+    c->mem_direct++;
+    return d->cur = user;
+  }
+  desc->reg_serial = 0;
   if (bytes > d->arena_cap || !d->arena) {
     size_t cap = d->arena_cap ? d->arena_cap : 1 << 20;
     while (cap < bytes) cap *= 2;
@@ -126,7 +159,7 @@ static void *s_work(schedc_comm *c, size_t bytes, void *user, sc_desc *desc) {
   }
   desc->work = d->arena_gen;
   desc->arena_size = d->arena_cap;
-  return d->arena;
+  return d->cur = d->arena;
 }
 
 /* Open rank r's arena through /proc/OWNER/fd/FD (published in the control block) and check it
@@ -155,17 +188,67 @@ static schedc_status open_peer(schedc_comm *c, int r) {
   return SCHEDC_OK;
 }
 
+/* Rank r's region named by its descriptor s, mapped read-only (cached per peer by serial). Opened
+ * through /proc/OWNER/fd/FD and checked as open_peer checks arenas; the fd is closed once mapped
+ * (the mapping keeps the memory, even if the owner frees the region or dies). */
+static schedc_status map_region(schedc_comm *c, int r, const sc_desc *s, char **out) {
+  shmdata *d = sc_cpu_of(c)->tdata;
+  if (!d->regs[r] && !(d->regs[r] = calloc(REGMAPS, sizeof(regmap))))
+    return sc_err(SCHEDC_ENOMEM, "out of memory");
+  regmap *m = d->regs[r], *slot = &m[0];
+  for (int i = 0; i < REGMAPS; i++) {
+    if (m[i].base && m[i].serial == s->reg_serial && m[i].ino == s->reg_ino && m[i].size == s->reg_size) {
+      m[i].used = ++d->reg_clock;
+      *out = m[i].base;
+      return SCHEDC_OK;
+    }
+    if (!m[i].base ? slot->base != NULL : slot->base && m[i].used < slot->used) slot = &m[i];
+  }
+  if (s->reg_off > s->reg_size) return sc_err(SCHEDC_EIO, "shm: rank %d announced a buffer outside its region", r);
+  int32_t pid = atomic_load(&d->tail->rank[r].pid);
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, (int)s->reg_fd);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    if (!pid_alive(pid)) return sc_err(SCHEDC_EPEER, "shm: rank %d (pid %d) died before rank %d could map its buffer "
+                                       "(a schedc_mem_alloc region)", r, (int)pid, c->rank);
+    return sc_err(SCHEDC_EIO, "shm: cannot open rank %d's buffer %s (a schedc_mem_alloc region): %s", r, path, strerror(e));
+  }
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || sb.st_uid != geteuid() || (uint64_t)sb.st_dev != s->reg_dev ||
+      (uint64_t)sb.st_ino != s->reg_ino || (uint64_t)sb.st_size < s->reg_size) {
+    close(fd);
+    if (!pid_alive(pid)) return sc_err(SCHEDC_EPEER, "shm: rank %d (pid %d) died before rank %d could map its buffer "
+                                       "(a schedc_mem_alloc region)", r, (int)pid, c->rank);
+    return sc_err(SCHEDC_EIO, "shm: %s is not rank %d's region (another file, owner or size)", path, r);
+  }
+  void *p = mmap(NULL, s->reg_size, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return sc_err(SCHEDC_EIO, "shm: cannot map rank %d's region: %s", r, strerror(errno));
+  if (slot->base) munmap(slot->base, slot->size);
+  *slot = (regmap){s->reg_serial, s->reg_ino, p, s->reg_size, ++d->reg_clock};
+  *out = p;
+  return SCHEDC_OK;
+}
+
 static schedc_status s_map(schedc_comm *c, const uint8_t *need, int parity) {
   shmdata *d = sc_cpu_of(c)->tdata;
-  sc_cpu_of(c)->peer[c->rank] = d->arena;
+  sc_cpu_of(c)->peer[c->rank] = d->cur;
   for (int r = 0; r < c->nranks; r++) {
     if (r == c->rank || !need[r]) continue;
     const sc_desc *s = &sc_cpu_of(c)->sh->slots[r].d[parity];
+    schedc_status st;
+    if (s->reg_serial) {
+      char *base = NULL;
+      if ((st = map_region(c, r, s, &base)) != SCHEDC_OK) return st;
+      sc_cpu_of(c)->peer[r] = base + s->reg_off;
+      continue;
+    }
     peermap *pm = &d->peers[r];
     if (pm->gen == s->work && pm->base) { sc_cpu_of(c)->peer[r] = pm->base; continue; }
     if (pm->base) munmap(pm->base, pm->size);
     pm->base = NULL;
-    schedc_status st;
     if (pm->fd < 0 && (st = open_peer(c, r)) != SCHEDC_OK) return st;
     struct stat sb;
     if (fstat(pm->fd, &sb) != 0 || (uint64_t)sb.st_size < s->arena_size)
@@ -198,7 +281,11 @@ static void s_destroy(schedc_comm *c) {
   for (int r = 0; d->peers && r < c->nranks; r++) {
     if (d->peers[r].base) munmap(d->peers[r].base, d->peers[r].size);
     if (d->peers[r].fd >= 0) close(d->peers[r].fd);
+    for (int i = 0; d->regs && d->regs[r] && i < REGMAPS; i++)
+      if (d->regs[r][i].base) munmap(d->regs[r][i].base, d->regs[r][i].size);
+    if (d->regs) free(d->regs[r]);
   }
+  free(d->regs);
   if (d->arena) munmap(d->arena, d->arena_cap);
   if (d->memfd >= 0) close(d->memfd);
   if (sc_cpu_of(c)->sh) {
@@ -211,6 +298,46 @@ static void s_destroy(schedc_comm *c) {
 }
 
 static const sc_transport shm_transport = {0, s_work, s_map, s_alive, s_destroy};
+
+schedc_status sc_shm_mem_alloc(schedc_comm *c, sc_memreg *r) {
+  char name[64];
+  snprintf(name, sizeof name, "schedc-mem-r%d-%llu", c->rank, (unsigned long long)r->serial);
+  int fd = memfd_create(name, MFD_CLOEXEC);
+  struct stat sb;
+  if (fd < 0 || fstat(fd, &sb) != 0 || ftruncate(fd, (off_t)r->bytes) != 0) {
+    int e = errno;
+    if (fd >= 0) close(fd);
+    return sc_err(e == ENOMEM || e == ENOSPC ? SCHEDC_ENOMEM : SCHEDC_EIO,
+                  "schedc_mem_alloc: cannot make a shared region of %zu bytes (memfd): %s", r->bytes, strerror(e));
+  }
+  void *p = mmap(NULL, r->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    int e = errno;
+    close(fd);
+    return sc_err(SCHEDC_ENOMEM, "schedc_mem_alloc: cannot map a shared region of %zu bytes: %s", r->bytes, strerror(e));
+  }
+  r->base = p;
+  r->fd = fd;
+  r->dev = (uint64_t)sb.st_dev;
+  r->ino = (uint64_t)sb.st_ino;
+  return SCHEDC_OK;
+}
+
+void sc_shm_mem_free(schedc_comm *c, sc_memreg *r) {
+  (void)c;
+  munmap(r->base, r->bytes);
+  close(r->fd);
+}
+
+/* cpu_coll.c's shm table with schedc_mem_alloc's entries: a copy, until that table names
+ * sc_shm_mem_alloc / sc_shm_mem_free itself (the two entries are all that differ). */
+static sc_backend shm_table;
+static pthread_once_t shm_table_once = PTHREAD_ONCE_INIT;
+static void shm_table_make(void) {
+  shm_table = sc_shm_backend;
+  shm_table.mem_alloc = sc_shm_mem_alloc;
+  shm_table.mem_free = sc_shm_mem_free;
+}
 
 static int valid_job(const char *job) {
   size_t n = strlen(job);
@@ -417,10 +544,12 @@ static schedc_status join_ctl(schedc_comm *c, shmdata *d, const char *name, cons
 static schedc_status shm_init(int rank, int nranks, const char *job, const uint8_t tok[16],
                               const schedc_comm_opts *opts, schedc_comm **out) {
   schedc_comm *c;
-  schedc_status st = sc_cpu_new(&sc_shm_backend, &shm_transport, rank, nranks, opts, &c);
+  pthread_once(&shm_table_once, shm_table_make);
+  schedc_status st = sc_cpu_new(&shm_table, &shm_transport, rank, nranks, opts, &c);
   if (st != SCHEDC_OK) return st;
   shmdata *d = calloc(1, sizeof *d);
-  if (!d || !(d->peers = calloc((size_t)nranks, sizeof *d->peers))) {
+  if (!d || !(d->peers = calloc((size_t)nranks, sizeof *d->peers)) || !(d->regs = calloc((size_t)nranks, sizeof *d->regs))) {
+    if (d) free(d->peers);
     free(d);
     schedc_comm_free(c);
     return sc_err(SCHEDC_ENOMEM, "out of memory");

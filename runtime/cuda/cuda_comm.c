@@ -142,7 +142,14 @@ static const char *cuda_failure(schedc_comm *c) {
 
 /* Results are stream-ordered (in device memory when the call returns): this backend verifies
  * inside its own collective (cuda_verify.c), not the core after it. */
-const sc_backend sc_cuda_backend = {"cuda", 0, cuda_collective, cuda_failure, cuda_free};
+static schedc_status cuda_mem_alloc(schedc_comm *c, sc_memreg *r) {
+  (void)c;
+  (void)r;
+  return sc_err(SCHEDC_EINVAL, "schedc_mem_alloc: not for cuda communicators (their buffers are device memory: "
+                "schedc_cuda_alloc)");
+}
+static void cuda_mem_free(schedc_comm *c, sc_memreg *r) { (void)c; (void)r; }
+const sc_backend sc_cuda_backend = {"cuda", 0, cuda_collective, cuda_failure, cuda_free, cuda_mem_alloc, cuda_mem_free};
 
 cu_group *sc_cu_group_alloc(const sc_cudev *dv, int n, int N, int me, int virt) {
   cu_group *g = calloc(1, sizeof *g);
