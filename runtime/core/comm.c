@@ -184,11 +184,18 @@ static schedc_status make_call(schedc_comm *c, int coll, const void *sendbuf, vo
   /* Reductions run in the accumulation type; allgather and broadcast only move the bits. */
   int reduction = sc_reduces(coll);
   *k = (sc_call){coll, cn, sendbuf, recvbuf, count, K, dtype, reduction ? sc_acc_type(dtype) : dtype,
-                 reduction ? op : SCHEDC_SUM, root, plan, &plan->prog, slice, flags, 0};
+                 reduction ? op : SCHEDC_SUM, root, plan, &plan->prog, slice, flags, 0, sc_call_checks_word(c, flags)};
   const sc_opdef *custom = reduction ? sc_opreg_get(op) : NULL;
   if (custom) k->op_hash = custom->hash;
   if (!(flags & SC_CALL_NOVERIFY)) c->file = ir->nfiles ? ir->files[0] : "?";
   return SCHEDC_OK;
+}
+
+const char *sc_checks_name(uint32_t checks, char *buf, size_t cap) {
+  const char *v = (checks & 3) == 3 ? "full" : checks & SC_V_DIGEST ? "digest" : checks & SC_V_CHECKSUM ? "checksum"
+                                                                                                    : "none";
+  snprintf(buf, cap, "SCHEDC_VERIFY=%s%s", v, checks & 4 ? " with repair" : "");
+  return buf;
 }
 
 schedc_status sc_coll(schedc_comm *c, int coll, const void *send, void *recv, size_t count, schedc_dtype dtype,

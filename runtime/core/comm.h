@@ -77,6 +77,8 @@ typedef struct sc_call {
   unsigned flags;            /* SC_CALL_* */
   uint64_t op_hash;          /* a custom op's source hash (0: built-in): ranks compare it, since the
                               * op's value is only this process's name for it */
+  uint32_t checks;           /* this call's integrity settings, which every rank must share (ranks
+                              * compare it with the call): sc_call_checks_word */
 } sc_call;
 
 typedef struct sc_memreg sc_memreg; /* a schedc_mem_alloc region (below) */
@@ -166,6 +168,15 @@ void *sc_scratch(schedc_comm *c, size_t bytes);
  * collectives' checks and backend, with explicit SC_CALL_* flags instead of mode state. */
 schedc_status sc_coll(schedc_comm *c, int coll, const void *send, void *recv, size_t count, schedc_dtype dtype,
                       schedc_op op, int root, const schedc_plan *plan, unsigned flags);
+/* The integrity settings of a call as the ranks compare them: SC_V_* bits (none for internal
+ * SC_CALL_NOVERIFY calls), and 4 when repair is on. Ranks that differ would hash or check what
+ * their peers never sent (a false corruption report) or wait in an exchange the others skip. */
+static inline uint32_t sc_call_checks_word(const schedc_comm *c, unsigned flags) {
+  return flags & SC_CALL_NOVERIFY ? 0u : (uint32_t)c->verify | (c->verify && c->repair ? 4u : 0u);
+}
+/* "digest+checksum, repair" for messages. */
+const char *sc_checks_name(uint32_t checks, char *buf, size_t cap);
+
 /* Does this call verify / inject? */
 static inline int sc_call_checks(const schedc_comm *c, const sc_call *k) {
   return (c->verify & SC_V_CHECKSUM) && !(k->flags & SC_CALL_NOVERIFY);

@@ -21,6 +21,9 @@
 #include "params.h"
 #include "plan.h"
 
+/* Words of the call descriptor every rank compares before a collective (m_collective). */
+enum { SC_MPI_DESC = 11 };
+
 typedef struct mpidata {
   MPI_Comm comm;
   int we_initialised;
@@ -78,7 +81,7 @@ static schedc_status wait_all(schedc_comm *c, MPI_Request *r, int n, const int *
 }
 
 /* One run of the plan over the private working buffer W. */
-static schedc_status run(schedc_comm *c, const sc_call *call, char *W, uint32_t desc[10]) {
+static schedc_status run(schedc_comm *c, const sc_call *call, char *W, const uint32_t desc[SC_MPI_DESC]) {
   mpidata *d = c->be_data;
   const schedc_plan *plan = call->plan;
   const char *cn = call->cn;
@@ -86,17 +89,32 @@ static schedc_status run(schedc_comm *c, const sc_call *call, char *W, uint32_t 
   schedc_op op = call->op;
   size_t K = call->K;
   int n = c->nranks, me = c->rank;
-  /* Every rank must make the same call: compare the descriptors. */
-  uint32_t *all = malloc((size_t)n * 10 * sizeof *all);
+  /* Every rank must make the same call: compare the descriptors, and name the first field that
+   * differs (as the shm backend does). */
+  uint32_t *all = malloc((size_t)n * SC_MPI_DESC * sizeof *all);
   if (!all) return sc_err(SCHEDC_ENOMEM, "out of memory");
-  MPI_Allgather(desc, 10, MPI_UINT32_T, all, 10, MPI_UINT32_T, d->comm);
-  for (int r = 0; r < n; r++)
-    if (memcmp(all + (size_t)r * 10, desc, 10 * sizeof *desc) != 0) {
-      free(all);
-      c->broken = 1;
-      return sc_err(SCHEDC_EMISMATCH, "%s: rank %d and rank %d disagree on the call (collective, dtype, op, root, "
-                    "count, plan or custom operator source)", cn, me, r);
+  MPI_Allgather(desc, SC_MPI_DESC, MPI_UINT32_T, all, SC_MPI_DESC, MPI_UINT32_T, d->comm);
+  for (int r = 0; r < n; r++) {
+    const uint32_t *o = all + (size_t)r * SC_MPI_DESC;
+    int f = 0;
+    while (f < SC_MPI_DESC && o[f] == desc[f]) f++;
+    if (f == SC_MPI_DESC) continue;
+    static const char *const field[SC_MPI_DESC] = {"collective", "dtype", "op", "root", "count", "count", "plan",
+                                                   "plan", "custom operator's source", "custom operator's source",
+                                                   "verification (SCHEDC_VERIFY, SCHEDC_REPAIR)"};
+    char mine[64], theirs[64];
+    if (f == 10) {
+      sc_checks_name(desc[10], mine, sizeof mine);
+      sc_checks_name(o[10], theirs, sizeof theirs);
+    } else {
+      snprintf(mine, sizeof mine, "%u", (unsigned)desc[f]);
+      snprintf(theirs, sizeof theirs, "%u", (unsigned)o[f]);
     }
+    free(all);
+    c->broken = 1;
+    return sc_err(SCHEDC_EMISMATCH, "%s: rank %d and rank %d disagree on the %s of the call (rank %d: %s; rank %d: %s)",
+                  cn, me, r, field[f], me, mine, r, theirs);
+  }
   free(all);
   const sc_ir *ir = &plan->ir;
   size_t asz = schedc_dtype_size(acc), maxchunk = (K + ir->nchunks - 1) / ir->nchunks;
@@ -207,11 +225,12 @@ static schedc_status m_collective(schedc_comm *c, const sc_call *k) {
   size_t asz = schedc_dtype_size(k->acc);
   char *W = sc_scratch(c, k->K * asz);
   if (!W && k->K) return SCHEDC_ENOMEM;
-  uint32_t desc[10] = {(uint32_t)k->coll, (uint32_t)k->dtype,
-                       k->op_hash ? (uint32_t)SCHEDC_OP_CUSTOM_BASE : (uint32_t)k->op, (uint32_t)k->root,
-                      (uint32_t)k->count, (uint32_t)((uint64_t)k->count >> 32), (uint32_t)k->plan->hash,
-                      (uint32_t)(k->plan->hash >> 32),
-                       (uint32_t)k->op_hash, (uint32_t)(k->op_hash >> 32)}; /* a custom op's source */
+  uint32_t desc[SC_MPI_DESC] = {(uint32_t)k->coll, (uint32_t)k->dtype,
+                                k->op_hash ? (uint32_t)SCHEDC_OP_CUSTOM_BASE : (uint32_t)k->op, (uint32_t)k->root,
+                                (uint32_t)k->count, (uint32_t)((uint64_t)k->count >> 32), (uint32_t)k->plan->hash,
+                                (uint32_t)(k->plan->hash >> 32),
+                                (uint32_t)k->op_hash, (uint32_t)(k->op_hash >> 32), /* a custom op's source */
+                                k->checks};
   /* A corrupted message cannot be fetched again once the step is over (the sender's cell moves
    * on), so with checksum repair the whole call runs again from the inputs, which the MPI path
    * leaves intact until the result is copied out. */

@@ -34,5 +34,12 @@ out=$($MPI 4 -x SCHEDC_INJECT=flip:2:1 "$S" run "$D/halving_doubling.lua" --back
 chk "[ \$(grep -c 'corrupted transfer: the payload rank 2 sent to rank [0-9] at step 1 ' <<<\"\$out\") = 4 ]" "mpi flip:2:1 not named on every rank"
 out=$($MPI 4 -x SCHEDC_INJECT=flip:2:1 "$S" run "$D/halving_doubling.lua" --backend mpi --count 3001 --verify full --repair 2>&1 </dev/null)
 chk "[ \"\$(grep '^rank' <<<\"\$out\" | sort)\" = \"\$clean\" ] && grep -q 'the call runs again' <<<\"\$out\"" "mpi flip:2:1 not repaired to the clean bits"
+# Ranks verifying differently: named as such on every rank (before, a wait that timed out or a
+# message about an internal allgather), and which field differs is said (MPMD: one env per rank).
+out=$($MPI 1 -x SCHEDC_VERIFY=digest "$S" run "$D/ring.lua" --backend mpi --count 100 : \
+      -np 1 -x SCHEDC_VERIFY=none "$S" run "$D/ring.lua" --backend mpi --count 100 2>&1 </dev/null)
+chk "[ \$(grep -c 'disagree on the verification (SCHEDC_VERIFY, SCHEDC_REPAIR) of the call' <<<\"\$out\") = 2 ] && grep -q 'rank 0: SCHEDC_VERIFY=digest; rank 1: SCHEDC_VERIFY=none' <<<\"\$out\"" "mpi: ranks with different SCHEDC_VERIFY not named"
+out=$($MPI 1 "$S" run "$D/ring.lua" --backend mpi --count 100 : -np 1 "$S" run "$D/ring.lua" --backend mpi --count 101 2>&1 </dev/null)
+chk "grep -q 'disagree on the count of the call (rank [01]: 10[01]; rank [01]: 10[01])' <<<\"\$out\"" "mpi: a count mismatch not named as the count"
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]
