@@ -36,6 +36,9 @@ typedef struct sc_desc {
 typedef struct sc_slot {
   _Atomic uint32_t state;
   _Atomic uint32_t busy;     /* inside a collective after its entry barrier */
+  _Atomic uint32_t beat;     /* advanced while the rank runs inside schedc (spinning, per slice) */
+  _Atomic uint32_t entered;  /* low 32 bits of the sequence number of the last call it entered */
+  _Atomic uint32_t fault;    /* SC_DEAD or SC_ABORTED once it failed (state becomes SC_LEFT when it frees) */
   int32_t pid;
   uint64_t init_hash;
   sc_desc d[2];
@@ -137,6 +140,11 @@ schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline);
 void sc_quiesce(schedc_comm *c);
 /* Record this rank's failure (first one wins the shared message) and mark it aborted. */
 void sc_fail(schedc_comm *c, int state, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* This rank is running (on a core): waiters on it keep spinning rather than sleep. */
+static inline void sc_beat(schedc_comm *c) {
+  _Atomic uint32_t *b = &sc_cpu_of(c)->sh->slots[c->rank].beat;
+  atomic_store_explicit(b, atomic_load_explicit(b, memory_order_relaxed) + 1, memory_order_relaxed);
+}
 
 /* exec.c — run this rank's program of a plan over the working buffers in peer[]. */
 typedef struct sc_execargs {

@@ -137,6 +137,7 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
   desc->slice = k->slice;
   desc->seq = seq;
   c->seq = seq;
+  atomic_store_explicit(&slot->entered, (uint32_t)seq, memory_order_relaxed); /* for messages only */
   atomic_store(&slot->busy, 1u);
   schedc_status st = sc_barrier(c, k->cn, sc_now() + c->timeout_s);
   if (st == SCHEDC_OK) st = run_plan(c, k, seq);
