@@ -111,6 +111,29 @@ static void list_ranks(schedc_comm *c, int missing, char *out, size_t cap) {
   }
 }
 
+/* "; rank 1 has been silent for 1.2 s ...": the other ranks inside a collective (or, at a barrier, not
+ * yet in this call) that have not beaten for a quarter of the timeout (at least 0.1 s) while
+ * every waiting rank beats at least every ~15 ms: stopped (SIGSTOP), hung, or starved. A rank
+ * that times out waiting for a live peer that itself waits names the rank at the end of the
+ * chain this way. */
+static void list_silent(schedc_comm *c, double now, char *out, size_t cap) {
+  size_t len = 0;
+  out[0] = 0;
+  double limit = c->timeout_s / 4 > 0.1 ? c->timeout_s / 4 : 0.1;
+  uint32_t now_ms = (uint32_t)(uint64_t)(now * 1e3);
+  for (int r = 0; r < c->nranks && len + 48 < cap; r++) {
+    const sc_slot *s = &sc_cpu_of(c)->sh->slots[r];
+    if (r == c->rank || (!atomic_load(&s->busy) && atomic_load_explicit(&s->entered, memory_order_relaxed) ==
+                                                       (uint32_t)c->seq))
+      continue; /* outside any collective, done with this one */
+    uint32_t last = atomic_load_explicit(&s->beat_ms, memory_order_relaxed);
+    double quiet = (double)(uint32_t)(now_ms - last) / 1e3;
+    if (last == 0 || quiet < limit) continue; /* never beat (not started), or running */
+    len += (size_t)snprintf(out + len, cap - len, "; rank %d has been silent for %.1f s (stopped, hung or outside the "
+                            "call)", r, quiet);
+  }
+}
+
 /* Anything that makes waiting pointless? Returns a status with errmsg set, or SCHEDC_OK.
  * w->peer < 0 means "any reader of this rank's cell": every rank is checked. */
 static schedc_status check_peers(sc_waitctx *w, double now, _Atomic uint32_t *ctr, uint32_t want) {
@@ -141,9 +164,11 @@ static schedc_status check_peers(sc_waitctx *w, double now, _Atomic uint32_t *ct
       snprintf(who, sizeof who, "the readers of its chunk%s%s%s", busy[0] ? " (still inside the call: " : "", busy,
                busy[0] ? ")" : "");
     }
-    sc_fail(c, SC_ABORTED, "rank %d timed out in step %u waiting for %s", c->rank, w->step, who);
+    char silent[400];
+    list_silent(c, now, silent, sizeof silent);
+    sc_fail(c, SC_ABORTED, "rank %d timed out in step %u waiting for %s%s", c->rank, w->step, who, silent);
     return sc_err(SCHEDC_ETIMEOUT, "%s timed out after %.3g s on rank %d in step %u (chunk %u, line %u): it "
-                  "waited for %s", w->coll, c->timeout_s, c->rank, w->step, w->chunk, w->line, who);
+                  "waited for %s%s", w->coll, c->timeout_s, c->rank, w->step, w->chunk, w->line, who, silent);
   }
   return SCHEDC_OK;
 }
@@ -183,6 +208,9 @@ typedef struct spinstate { uint32_t b; double seen; int init; } spinstate;
  * so that a rank waiting on it keeps spinning too. With more ranks than cores: yield YIELDS times,
  * then STALE. */
 static int spin(schedc_comm *c, _Atomic uint32_t *ctr, uint32_t want, int neq, int peer, spinstate *ss) {
+  if (reached(ctr, want, neq)) return DONE; /* no clock read when nothing to wait for */
+  double t0 = sc_now();
+  sc_beat(c, t0); /* also between sleeps: a waiting rank shows it is alive */
   if (sc_cpu_of(c)->oversubscribed) {
     for (int i = 0; i < YIELDS; i++) {
       if (reached(ctr, want, neq)) return DONE;
@@ -190,7 +218,6 @@ static int spin(schedc_comm *c, _Atomic uint32_t *ctr, uint32_t want, int neq, i
     }
     return reached(ctr, want, neq) ? DONE : STALE;
   }
-  double t0 = sc_now();
   if (!ss->init) {
     ss->init = 1;
     ss->b = beats(c, peer);
@@ -200,8 +227,8 @@ static int spin(schedc_comm *c, _Atomic uint32_t *ctr, uint32_t want, int neq, i
     if (reached(ctr, want, neq)) return DONE;
     cpu_relax();
     if (i % CHECK_SPINS) continue;
-    sc_beat(c);
     double t = sc_now();
+    sc_beat(c, t);
     uint32_t nb = beats(c, peer);
     if (nb != ss->b) {
       ss->b = nb;
