@@ -14,11 +14,6 @@ uint32_t sc_crc32c(const void *p, size_t n);
 uint32_t sc_crc32c_portable(const void *p, size_t n);
 /* Copy n bytes (dst == src: none) and return their CRC32C, in one pass. */
 uint32_t sc_crc32c_copy(void *dst, const void *src, size_t n);
-/* One pass over src (n bytes): its CRC32C (returned), op(ctx, off, len) applied to consecutive
- * pieces right after they were hashed (every byte in exactly one piece, so op reads them from
- * L1), and, when dst is given, dst's CRC32C after op (*dcrc), taken right after each piece. */
-typedef void (*sc_crc_op)(void *ctx, size_t off, size_t len);
-uint32_t sc_crc32c_fused(const void *src, size_t n, sc_crc_op op, void *ctx, const void *dst, uint32_t *dcrc);
 /* CRC32C of A||B from crc(A), crc(B) and the length of B. */
 uint32_t sc_crc32c_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b);
 /* The 64-bit digest ranks compare under SCHEDC_VERIFY=digest (four CRC32C chains; any single

@@ -88,68 +88,6 @@ __attribute__((target("sse4.2"))) static uint32_t hw_crc(const unsigned char *b,
 #endif
 
 #if defined(__x86_64__) && defined(__GNUC__)
-/* Three lanes advanced together over [i, i + len) of each (one crc32 per cycle in flight). */
-__attribute__((target("sse4.2"))) static inline void lanes3(uint64_t *a, uint64_t *m, uint64_t *z,
-                                                             const unsigned char *p0, const unsigned char *p1,
-                                                             const unsigned char *p2, size_t len) {
-  uint64_t x = *a, y = *m, w = *z;
-  for (size_t i = 0; i < len; i += 8) {
-    uint64_t w0, w1, w2;
-    memcpy(&w0, p0 + i, 8);
-    memcpy(&w1, p1 + i, 8);
-    memcpy(&w2, p2 + i, 8);
-    x = __builtin_ia32_crc32di(x, w0);
-    y = __builtin_ia32_crc32di(y, w1);
-    w = __builtin_ia32_crc32di(w, w2);
-  }
-  *a = x, *m = y, *z = w;
-}
-
-#define FUSE_BLOCK 4096 /* per lane: three lanes' source and result blocks stay in L1 */
-
-/* hw_crc's lanes, a block at a time, with `op` applied to each block right after it was hashed
- * (it reads the block from L1), and the result's CRC taken from L1 right after op wrote it. */
-__attribute__((target("sse4.2"))) static uint32_t hw_fused(const unsigned char *b, size_t n, sc_crc_op op, void *ctx,
-                                                           const unsigned char *d, uint32_t *dcrc) {
-  size_t part = n / 3 & ~(size_t)7;
-  if (part < 256) {
-    uint32_t c = ~hw_update(~0u, b, n);
-    op(ctx, 0, n);
-    if (d) *dcrc = ~hw_update(~0u, d, n);
-    return c;
-  }
-  uint64_t a = ~0u, m = ~0u, z = ~0u, da = ~0u, dm = ~0u, dz = ~0u;
-  for (size_t i = 0; i < part; i += FUSE_BLOCK) {
-    size_t len = part - i < FUSE_BLOCK ? part - i : FUSE_BLOCK; /* a multiple of 8 */
-    lanes3(&a, &m, &z, b + i, b + part + i, b + 2 * part + i, len);
-    op(ctx, i, len);
-    op(ctx, part + i, len);
-    op(ctx, 2 * part + i, len);
-    if (d) lanes3(&da, &dm, &dz, d + i, d + part + i, d + 2 * part + i, len);
-  }
-  size_t tail = n - 3 * part;
-  uint32_t c2 = ~hw_update((uint32_t)z, b + 3 * part, tail);
-  if (tail) op(ctx, 3 * part, tail);
-  uint32_t c01 = sc_crc32c_combine(~(uint32_t)a, ~(uint32_t)m, part);
-  if (d) {
-    uint32_t d2 = ~hw_update((uint32_t)dz, d + 3 * part, tail);
-    *dcrc = sc_crc32c_combine(sc_crc32c_combine(~(uint32_t)da, ~(uint32_t)dm, part), d2, n - 2 * part);
-  }
-  return sc_crc32c_combine(c01, c2, n - 2 * part);
-}
-#endif
-
-uint32_t sc_crc32c_fused(const void *src, size_t n, sc_crc_op op, void *ctx, const void *dst, uint32_t *dcrc) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (__builtin_cpu_supports("sse4.2")) return hw_fused(src, n, op, ctx, dst, dcrc);
-#endif
-  uint32_t c = sc_crc32c(src, n);
-  op(ctx, 0, n);
-  if (dst) *dcrc = sc_crc32c(dst, n);
-  return c;
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
 /* Copy with the CRC of the bytes copied, three lanes (hw_crc's) in one pass. */
 __attribute__((target("sse4.2"))) static uint32_t hw_crc_copy(unsigned char *d, const unsigned char *b, size_t n) {
   size_t part = n / 3 & ~(size_t)7;

@@ -106,7 +106,6 @@ struct sc_cpu {
   sc_fliptarget flip;
   void *flipbuf; size_t flipbuf_cap; /* the corrupted copy a flip injection hands the receiver */
   void *temp; size_t temp_cap;
-  void *save; size_t save_cap; /* checksum mode with repair: an accumulator slice before an in-place reduce */
   char **peer;               /* [nranks]: working buffer base of each rank for the current call */
 };
 

@@ -166,7 +166,6 @@ static void cpu_free(schedc_comm *c) {
   sc_cpu *x = sc_cpu_of(c);
   x->tr->destroy(c);
   free(x->temp);
-  free(x->save);
   free(x->flipbuf);
   free(x->peer);
   free(x);

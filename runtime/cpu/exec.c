@@ -157,56 +157,6 @@ static const char *checked_source(schedc_comm *c, const sc_execargs *a, const sc
   }
 }
 
-/* A piece (byte offset, length) of a one-source group: copy, or reduce into dst. */
-typedef struct fusectx { const sc_execargs *a; int copy; char *dst; const char *acc, *src; size_t esz; } fusectx;
-static void fuse_piece(void *p, size_t off, size_t len) {
-  const fusectx *f = p;
-  if (f->copy) {
-    memcpy(f->dst + off, f->src + off, len);
-  } else {
-    const void *s = f->src + off;
-    sc_reduce_chain(f->a->acc, f->a->op, f->dst + off, f->acc + off, &s, 1, len / f->esz);
-  }
-}
-
-/* Checksum mode, one source: check `sp` against its sender's CRC32C while it is used (copied, or
- * reduced with acc into dst) — check after use, in one pass — and, with dcrc, the CRC of the
- * new dst. On a mismatch the same happens as in checked_source: with repair the payload is read
- * again from the sender (`again`) and the step redone (an in-place reduce from a copy of the
- * accumulator saved before it), at most twice; otherwise the first mismatch is recorded and the
- * data used as it came. Only SCHEDC_ENOMEM (no room to save the accumulator) can fail. */
-static schedc_status fused_source(schedc_comm *c, const sc_execargs *a, const sc_group *g, uint32_t from, size_t k,
-                                  const char *sp, const char *again, char *dst, const char *acc, size_t len,
-                                  uint32_t *dcrc) {
-  sc_cpu *x = sc_cpu_of(c);
-  size_t esz = schedc_dtype_size(a->acc), bytes = len * esz;
-  uint32_t want = atomic_load_explicit(sc_ctr(x->sh, a->parity, SC_CRC, from) + k, memory_order_relaxed);
-  int inplace = !g->copy && dst == acc;
-  if (inplace && c->repair) { /* a redo needs the accumulator as it was */
-    if (bytes > x->save_cap) {
-      void *b = realloc(x->save, bytes);
-      if (!b) return sc_err(SCHEDC_ENOMEM, "out of memory for %zu bytes to repair from", bytes);
-      x->save = b;
-      x->save_cap = bytes;
-    }
-    memcpy(x->save, acc, bytes);
-  }
-  for (int tries = 0;; tries++) {
-    fusectx f = {a, g->copy, dst, acc, sp, esz};
-    uint32_t got = sc_crc32c_fused(sp, bytes, fuse_piece, &f, dcrc ? dst : NULL, dcrc);
-    if (got == want) return SCHEDC_OK;
-    sc_corrupt b = {1, g->step, g->chunk, from, (uint32_t)c->rank, g->line, got, want};
-    if (c->repair && tries < 2) {
-      sc_corrupt_warn(a->coll, &b, a->file, "sent again");
-      sp = again;
-      if (inplace) acc = x->save;
-      continue;
-    }
-    if (!c->bad.found) c->bad = b;
-    return SCHEDC_OK;
-  }
-}
-
 schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
   const sc_prog *p = a->prog;
   const sc_rankprog *rp = &p->rank[c->rank];
@@ -278,25 +228,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
       }
       if (st != SCHEDC_OK) break;
       char *dst = g->phase == SC_PH_A ? tmp + (slo - lo) * esz : W + slo * esz;
-      int pub_done = 0;
-      if (check && g->nsrc == 1 && g->phase != SC_PH_C) {
-        /* one source: its check, the copy or reduce, and this cell's new CRC in one pass */
-        const char *sp = sc_cpu_of(c)->peer[src[0].rank] + slo * esz;
-        if (flip && j == 0 && sc_cpu_of(c)->flip.group == rp->g_off + gi && sc_cpu_of(c)->flip.src == 0)
-          sp = flipped(c, sp, len * esz, g, a->coll);
-        uint32_t dcrc = 0;
-        int pub = g->pub_read && dst == W + slo * esz;
-        if (fused_source(c, a, g, src[0].rank, k, sp, sc_cpu_of(c)->peer[src[0].rank] + slo * esz, dst,
-                         W + slo * esz, len, pub ? &dcrc : NULL) != SCHEDC_OK) {
-          sc_fail(c, SC_ABORTED, "rank %d ran out of memory", c->rank);
-          st = SCHEDC_ENOMEM;
-          break;
-        }
-        if (pub) {
-          atomic_store_explicit(&mycrc[k], dcrc, memory_order_relaxed);
-          pub_done = 1;
-        }
-      } else if (g->phase == SC_PH_C) {
+      if (g->phase == SC_PH_C) {
         memcpy(W + slo * esz, tmp + (slo - lo) * esz, len * esz);
       } else {
         const char *acc = W + slo * esz;
@@ -316,7 +248,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
       }
       if (g->phase != SC_PH_C)
         for (uint32_t s = 0; s < g->nsrc; s++) sc_bump(sc_ctr(sh, a->parity, SC_READS, src[s].rank) + k);
-      if (check && g->pub_read && !pub_done) /* before the version that peers wait for */
+      if (check && g->pub_read) /* before the version that peers wait for */
         atomic_store_explicit(&mycrc[k], sc_crc32c(W + slo * esz, len * esz), memory_order_relaxed);
       if (g->phase != SC_PH_A) sc_publish(&myver[k], g->version);
       sc_beat(c, sc_now()); /* running: a rank waiting on this one keeps spinning */
