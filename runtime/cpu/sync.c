@@ -2,10 +2,12 @@
  * sync.c — waiting on shared counters and the entry barrier. A wake-up from a futex sleep costs
  * 30-150 us on our VMs and, with another busy process on the machine, often a whole scheduler
  * slice; a spin costs 1-8 us. So a waiter spins as long as the rank it waits for is running (its
- * beat, sc_slot.beat, moves: a rank beats while it spins and once per slice it computes), and
- * sleeps on a futex only once that rank has stood still for STALE_S — it is then off its core, and
- * spinning would only keep the core from it (or from whoever runs in its place). Sleeps are short
- * slices so the waiter notices a deadline, a dead process or a failure recorded by another rank.
+ * beat, sc_slot.beat, moves: a rank beats while it spins and once per slice it computes) or could
+ * be running (inside a collective and not asleep: merely preempted, it comes back within a
+ * scheduler slice, and a sleep would only add a wake-up that must preempt someone); it sleeps on a
+ * futex only once the awaited rank stood still for STALE_S and is asleep itself or outside
+ * schedc. Sleeps are short slices so the waiter notices a deadline, a dead process or a failure
+ * recorded by another rank; spins are bounded by the same checks every SPIN_S.
  * Counters carry a "sleeper" flag in bit 31 so that publishers call futex_wake only when someone
  * sleeps. With more ranks than cores a waiter yields instead of spinning.
  */
@@ -191,6 +193,27 @@ static uint32_t beats(const schedc_comm *c, int peer) {
   return sum;
 }
 
+/* Could the awaited rank(s) be runnable — inside a collective and not asleep in a futex wait —
+ * and merely preempted? Then sleeping would only cost this rank its core and a wake-up later. */
+static int may_run(const schedc_comm *c, int peer) {
+  sc_shared *sh = sc_cpu_of(c)->sh;
+  for (int r = peer >= 0 ? peer : 0; r < (peer >= 0 ? peer + 1 : c->nranks); r++)
+    if (r != c->rank && atomic_load_explicit(&sh->slots[r].busy, memory_order_relaxed) &&
+        !atomic_load_explicit(&sh->slots[r].asleep, memory_order_relaxed) &&
+        atomic_load_explicit(&sh->slots[r].state, memory_order_relaxed) == SC_ALIVE)
+      return 1;
+  return 0;
+}
+
+/* Sleep on ctr while it holds v (5 ms at most), marked asleep so waiters on this rank sleep too. */
+static void nap(schedc_comm *c, _Atomic uint32_t *ctr, uint32_t v) {
+  _Atomic uint32_t *me = &sc_cpu_of(c)->sh->slots[c->rank].asleep;
+  atomic_store_explicit(me, 1u, memory_order_relaxed);
+  struct timespec ts = {0, SLICE_NS};
+  futex(ctr, FUTEX_WAIT, v, &ts);
+  atomic_store_explicit(me, 0u, memory_order_relaxed);
+}
+
 /* Has the wait ended? Counters: the value (sleeper bit aside) reached want; the barrier's
  * generation (neq): it moved away from want. */
 static inline int reached(_Atomic uint32_t *ctr, uint32_t want, int neq) {
@@ -235,7 +258,9 @@ static int spin(schedc_comm *c, _Atomic uint32_t *ctr, uint32_t want, int neq, i
       ss->seen = t;
     } else if (t - ss->seen > STALE_S) {
       ss->seen = t; /* after the sleep, give it another STALE_S */
-      return reached(ctr, want, neq) ? DONE : STALE;
+      if (reached(ctr, want, neq)) return DONE;
+      if (!may_run(c, peer)) return STALE;
+      return LONG; /* preempted, not waiting: it comes back within a scheduler slice or so */
     }
     if (t - t0 > SPIN_S || atomic_load_explicit(&sc_cpu_of(c)->sh->failed, memory_order_relaxed))
       return reached(ctr, want, neq) ? DONE : LONG;
@@ -258,8 +283,7 @@ schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w) {
     }
     if (how == LONG) continue; /* the awaited rank is running: no sleep */
     if (!(v & SLEEPER) && !atomic_compare_exchange_weak(ctr, &v, v | SLEEPER)) continue;
-    struct timespec ts = {0, SLICE_NS};
-    futex(ctr, FUTEX_WAIT, v | SLEEPER, &ts);
+    nap(w->c, ctr, v | SLEEPER);
   }
 }
 
@@ -304,8 +328,7 @@ schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline) {
     if (how == LONG) continue;
     uint32_t v = gen;
     if (!atomic_compare_exchange_strong(&sh->bar_gen, &v, gen | SLEEPER) && v != (gen | SLEEPER)) continue;
-    struct timespec ts = {0, SLICE_NS};
-    futex(&sh->bar_gen, FUTEX_WAIT, gen | SLEEPER, &ts);
+    nap(c, &sh->bar_gen, gen | SLEEPER);
   }
 }
 
