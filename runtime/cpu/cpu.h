@@ -143,10 +143,11 @@ void sc_quiesce(schedc_comm *c);
 /* Record this rank's failure (first one wins the shared message) and mark it aborted. */
 void sc_fail(schedc_comm *c, int state, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* This rank is running (on a core): waiters on it keep spinning rather than sleep. */
+/* now > 0: also record the time (waiters do; a computing rank beats without reading the clock). */
 static inline void sc_beat(schedc_comm *c, double now) {
   sc_slot *s = &sc_cpu_of(c)->sh->slots[c->rank];
   atomic_store_explicit(&s->beat, atomic_load_explicit(&s->beat, memory_order_relaxed) + 1, memory_order_relaxed);
-  atomic_store_explicit(&s->beat_ms, (uint32_t)(uint64_t)(now * 1e3), memory_order_relaxed);
+  if (now > 0) atomic_store_explicit(&s->beat_ms, (uint32_t)(uint64_t)(now * 1e3), memory_order_relaxed);
 }
 
 /* exec.c — run this rank's program of a plan over the working buffers in peer[]. */

@@ -251,7 +251,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
       if (check && g->pub_read) /* before the version that peers wait for */
         atomic_store_explicit(&mycrc[k], sc_crc32c(W + slo * esz, len * esz), memory_order_relaxed);
       if (g->phase != SC_PH_A) sc_publish(&myver[k], g->version);
-      sc_beat(c, sc_now()); /* running: a rank waiting on this one keeps spinning */
+      sc_beat(c, 0); /* running: a rank waiting on this one keeps spinning (no clock read) */
     }
   }
   /* A rank with no writes left (a broadcast root) still "reaches" the end of the plan. */

@@ -232,28 +232,28 @@ typedef struct spinstate { uint32_t b; double seen; int init; } spinstate;
  * then STALE. */
 static int spin(schedc_comm *c, _Atomic uint32_t *ctr, uint32_t want, int neq, int peer, spinstate *ss) {
   if (reached(ctr, want, neq)) return DONE; /* no clock read when nothing to wait for */
-  double t0 = sc_now();
-  sc_beat(c, t0); /* also between sleeps: a waiting rank shows it is alive */
   if (sc_cpu_of(c)->oversubscribed) {
+    sc_beat(c, sc_now()); /* between sleeps too: a waiting rank shows it is alive */
     for (int i = 0; i < YIELDS; i++) {
       if (reached(ctr, want, neq)) return DONE;
       sched_yield();
     }
     return reached(ctr, want, neq) ? DONE : STALE;
   }
-  if (!ss->init) {
-    ss->init = 1;
-    ss->b = beats(c, peer);
-    ss->seen = t0;
-  }
+  double t0 = 0; /* read at the first check: a wait shorter than CHECK_SPINS pauses reads no clock */
   for (uint32_t i = 1;; i++) {
     if (reached(ctr, want, neq)) return DONE;
     cpu_relax();
     if (i % CHECK_SPINS) continue;
     double t = sc_now();
     sc_beat(c, t);
+    if (i == CHECK_SPINS) t0 = t;
     uint32_t nb = beats(c, peer);
-    if (nb != ss->b) {
+    if (!ss->init) {
+      ss->init = 1;
+      ss->b = nb;
+      ss->seen = t;
+    } else if (nb != ss->b) {
       ss->b = nb;
       ss->seen = t;
     } else if (t - ss->seen > STALE_S) {
