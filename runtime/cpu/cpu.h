@@ -129,7 +129,7 @@ typedef struct sc_waitctx {
   const char *coll;          /* collective name for messages */
   int peer;                  /* the rank whose action is awaited */
   uint32_t step, chunk, line;
-  double deadline;           /* monotonic seconds */
+  double deadline;           /* monotonic seconds; 0: the timeout from the first slow look at the wait */
 } sc_waitctx;
 schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w);
 /* A failure was recorded by some rank: the status and message naming it (never SCHEDC_OK). */

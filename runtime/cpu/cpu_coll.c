@@ -146,7 +146,7 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
   c->seq = seq;
   atomic_store_explicit(&slot->entered, (uint32_t)seq, memory_order_relaxed); /* for messages only */
   atomic_store(&slot->busy, 1u);
-  schedc_status st = sc_barrier(c, k->cn, sc_now() + c->timeout_s);
+  schedc_status st = sc_barrier(c, k->cn, 0); /* the timeout runs from when it first waits */
   if (st == SCHEDC_OK) st = run_plan(c, k, seq);
   atomic_store(&slot->busy, 0u);
   if (st != SCHEDC_OK) {

@@ -140,6 +140,7 @@ static void list_silent(schedc_comm *c, double now, char *out, size_t cap) {
  * w->peer < 0 means "any reader of this rank's cell": every rank is checked. */
 static schedc_status check_peers(sc_waitctx *w, double now, _Atomic uint32_t *ctr, uint32_t want) {
   schedc_comm *c = w->c;
+  if (w->deadline <= 0) w->deadline = now + c->timeout_s; /* the first slow look starts the clock */
   int culprit = -1;
   const char *how = NULL;
   if (w->peer >= 0 && (how = peer_down(c, w->peer, 1))) culprit = w->peer;
@@ -287,7 +288,7 @@ schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w) {
   }
 }
 
-schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline) {
+schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline) { /* <= 0: timeout from now */
   sc_shared *sh = sc_cpu_of(c)->sh;
   /* The generation carries the sleeper flag too: the last rank to arrive wakes only sleepers. */
   uint32_t gen = atomic_load(&sh->bar_gen) & ~SLEEPER;
@@ -303,6 +304,7 @@ schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline) {
     int how = spin(c, &sh->bar_gen, gen, 1, -1, &ss);
     if (how == DONE) return SCHEDC_OK;
     double now = sc_now();
+    if (deadline <= 0) w.deadline = deadline = now + c->timeout_s; /* no clock read unless it waits */
     if (now >= next_check || now > deadline || atomic_load(&sh->failed)) {
       next_check = now + CHECK_S;
       /* Who is missing? Blame the lowest rank that has not arrived and is dead or failed. */
