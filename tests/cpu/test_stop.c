@@ -56,6 +56,18 @@ static void rank_main(int r, int n, const char *job, int calls, result *res) {
   _exit(0);
 }
 
+/* The killed rank cannot unlink its segments (nor drop the last reference to the job's control
+ * segment): remove what is left of job (names as in runtime/cpu/shm.c). */
+static void unlink_job(const char *job, int n) {
+  char name[128];
+  snprintf(name, sizeof name, "/schedc-%s-ctl", job);
+  shm_unlink(name);
+  for (int r = 0; r < n; r++) {
+    snprintf(name, sizeof name, "/schedc-%s-r%d", job, r);
+    shm_unlink(name);
+  }
+}
+
 /* Wait for pid until `until` (monotonic seconds); 1 if it exited. */
 static int wait_until(pid_t pid, double until) {
   int ws;
@@ -100,6 +112,7 @@ int main(void) {
   waitpid(pid[1], NULL, 0);
   if (!exited0) { kill(pid[0], SIGKILL); waitpid(pid[0], NULL, 0); }
   if (!exited2) { kill(pid[2], SIGKILL); waitpid(pid[2], NULL, 0); }
+  unlink_job(job, N);
 
   /* 2. rank 1 finishes early: 5 calls where rank 0 makes 6 */
   memset(res, 0, N * sizeof *res);
@@ -112,6 +125,7 @@ int main(void) {
   int exited = wait_until(pid[0], t_left + 20);
   CHECK(exited);
   if (!exited) { kill(pid[0], SIGKILL); waitpid(pid[0], NULL, 0); }
+  unlink_job(job, 2);
   fprintf(stderr, "finished early: rank 0 reported after %d calls, %.2f s after rank 1 exited: %s\n", res[0].calls,
           res[0].t_err - t_left, res[0].msg);
   CHECK(res[1].st == SCHEDC_OK && res[1].calls == 5);
