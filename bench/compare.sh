@@ -4,12 +4,47 @@
 # built-in ring, schedc with the plan `schedc tune` chose per size (tuned here first), Open MPI's
 # MPI_Allreduce (bench/mpi_allreduce.c) and Gloo's allreduce (bench/gloo_allreduce.cc), both
 # written without schedc code; plus the roofline from this host's measured memcpy bandwidth.
+# Then the busy-neighbour run: 8 B - 4 KiB, schedc (shm, built-in choice) and MPI, each with one
+# busy process (`while :; do :; done`) beside the job, and each quiet, BUSY_ITERS calls per size
+# (default 20000: a short run fits inside one scheduler slice and hides preemption entirely;
+# BUSY_ITERS4, default 2000, when the ranks outnumber the cores).
 # Writes bench/results.md, bench/busbw.svg, and the table into docs/performance.md between the
-# compare markers.
+# compare markers. BUSY_ONLY=1: only the busy-neighbour run, its table on stdout, nothing written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build}
 S=$B/schedc
+BUSY_ITERS=${BUSY_ITERS:-20000}
+BUSY_ITERS4=${BUSY_ITERS4:-2000} # 4 ranks on 2 cores: Open MPI takes ~ms per call beside a busy process
+# busy_table N: the busy-neighbour rows for N ranks (quiet and busy, schedc and MPI, alternated)
+busy_table() {
+  local n=$1 bsz=8,64,512,4K t its
+  its=$([ "$n" -gt "$(nproc)" ] && echo "$BUSY_ITERS4" || echo "$BUSY_ITERS")
+  local bit="--iters $its --warmup 20"
+  t=$(mktemp -d)
+  for mode in quiet busy; do
+    for sys in schedc mpi; do
+      local bp=""
+      if [ $mode = busy ]; then sh -c 'while :; do :; done' & bp=$!; fi
+      if [ $sys = schedc ]; then "$S" bench --backend shm --ranks "$n" --sizes $bsz $bit | grep -v '^#' | awk '{ print $1, $5 }' >"$t/$sys.$mode"
+      elif [ -x "$B/mpi_allreduce" ] && command -v mpirun >/dev/null; then
+        mpirun --allow-run-as-root --oversubscribe -np "$n" "$B/mpi_allreduce" --sizes $bsz $bit </dev/null | grep -v '^#' | awk '{ print $1, $5 }' >"$t/$sys.$mode"
+      else printf '8 0\n64 0\n512 0\n4096 0\n' >"$t/$sys.$mode"; fi
+      if [ -n "$bp" ]; then kill "$bp"; wait "$bp" 2>/dev/null || true; fi
+    done
+  done
+  echo "| size (B) | schedc quiet us | MPI quiet us | schedc busy us | MPI busy us | busy: schedc / MPI time |"
+  echo "|---:|---:|---:|---:|---:|---:|"
+  paste -d' ' "$t/schedc.quiet" "$t/mpi.quiet" "$t/schedc.busy" "$t/mpi.busy" | while read -r sz sq _ mq _ sb _ mb; do
+    awk -v sz=$sz -v sq=$sq -v mq=$mq -v sb=$sb -v mb=$mb 'BEGIN {
+      printf "| %s | %.2f | %.2f | %.2f | %.2f | %s |\n", sz, sq, mq, sb, mb, (mb > 0 ? sprintf("%.2f", sb / mb) : "-") }'
+  done
+  rm -rf "$t"
+}
+if [ "${BUSY_ONLY:-0}" = 1 ]; then
+  for n in 2 4; do echo; echo "### $n ranks ($(uptime | sed 's/.*load/load/'))"; echo; busy_table $n; done
+  exit 0
+fi
 SIZES=8,64,512,4K,32K,256K,1M,4M,16M,64M
 IT="--iters 20 --warmup 5"
 tmp=$(mktemp -d)
@@ -59,6 +94,16 @@ date=$(date -u +%Y-%m-%d)
         printf "| %s | %.1f | %.1f | %.1f | %.1f | %.3f | %.3f | %.3f | %.3f | %s | %s | %.0f%% | %s |\n", sz, rt, tt, mt, gt, tb, mb, gb, fb,
           (mb > 0 ? sprintf("%.2f", tb / mb) : "-"), (gb > 0 ? sprintf("%.2f", tb / gb) : "-"), 100 * tb / fb, p }'
     done
+  done
+  echo
+  echo "Busy neighbour: small messages, quiet and with one busy process (\`while :; do :; done\`) beside"
+  echo "the job, $BUSY_ITERS calls per size ($BUSY_ITERS4 with more ranks than cores; time = mean per call, slowest"
+  echo "rank; lower is better)."
+  for n in 2 4; do
+    echo
+    echo "#### $n ranks, busy neighbour"
+    echo
+    busy_table $n
   done
   echo
   echo "Plot: [busbw.svg](../bench/busbw.svg) (busBW vs size, log-log, per system and rank count)."

@@ -41,6 +41,11 @@ typedef struct sc_desc {
 typedef struct sc_slot {
   _Atomic uint32_t state;
   _Atomic uint32_t busy;     /* inside a collective after its entry barrier */
+  _Atomic uint32_t beat;     /* advanced while the rank runs inside schedc (spinning, per slice) */
+  _Atomic uint32_t beat_ms;  /* monotonic clock in ms (low 32 bits) at the last beat: for messages */
+  _Atomic uint32_t asleep;   /* in a futex wait (not merely preempted) */
+  _Atomic uint32_t entered;  /* low 32 bits of the sequence number of the last call it entered */
+  _Atomic uint32_t fault;    /* SC_DEAD or SC_ABORTED once it failed (state becomes SC_LEFT when it frees) */
   int32_t pid;
   uint64_t init_hash;
   sc_desc d[2];
@@ -133,7 +138,7 @@ typedef struct sc_waitctx {
   const char *coll;          /* collective name for messages */
   int peer;                  /* the rank whose action is awaited */
   uint32_t step, chunk, line;
-  double deadline;           /* monotonic seconds */
+  double deadline;           /* monotonic seconds; 0: the timeout from the first slow look at the wait */
 } sc_waitctx;
 schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w);
 /* A failure was recorded by some rank: the status and message naming it (never SCHEDC_OK). */
@@ -146,6 +151,13 @@ schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline);
 void sc_quiesce(schedc_comm *c);
 /* Record this rank's failure (first one wins the shared message) and mark it aborted. */
 void sc_fail(schedc_comm *c, int state, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* This rank is running (on a core): waiters on it keep spinning rather than sleep. */
+/* now > 0: also record the time (waiters do; a computing rank beats without reading the clock). */
+static inline void sc_beat(schedc_comm *c, double now) {
+  sc_slot *s = &sc_cpu_of(c)->sh->slots[c->rank];
+  atomic_store_explicit(&s->beat, atomic_load_explicit(&s->beat, memory_order_relaxed) + 1, memory_order_relaxed);
+  if (now > 0) atomic_store_explicit(&s->beat_ms, (uint32_t)(uint64_t)(now * 1e3), memory_order_relaxed);
+}
 
 /* exec.c — run this rank's program of a plan over the working buffers in peer[]. */
 typedef struct sc_execargs {
@@ -159,6 +171,10 @@ typedef struct sc_execargs {
   unsigned flags;            /* the call's SC_CALL_* */
 } sc_execargs;
 schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
+/* The copy-in (W[0, K) = send, elements of esz bytes, no conversion) fused with
+ * sc_exec_checksum_inputs: the cells peers read at version 0 are hashed while copied. */
+void sc_exec_copyin_checksum(schedc_comm *c, const sc_prog *p, size_t esz, size_t K, char *W, const char *send,
+                             int parity);
 /* Checksum the cells of this rank that peers read at version 0 (before the entry barrier). */
 void sc_exec_checksum_inputs(schedc_comm *c, const sc_prog *p, schedc_dtype acc, size_t K, const char *W,
                              int parity);

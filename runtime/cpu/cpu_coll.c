@@ -123,9 +123,16 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
   sc_desc *desc = &slot->d[seq & 1];
   char *W = x->tr->work(c, k->K * asz, direct ? k->recv : NULL, desc);
   if (!W && k->K) return SCHEDC_ENOMEM;
-  sc_work_in(c, k, W);
   memset(&c->bad, 0, sizeof c->bad);
-  if (sc_call_checks(c, k) && k->K) sc_exec_checksum_inputs(c, k->prog, k->acc, k->K, W, (int)(seq & 1));
+  int checks = sc_call_checks(c, k) && k->K;
+  if (checks && k->acc == k->dtype && coll != SCHEDC_ALLGATHER && (coll != SCHEDC_BROADCAST || me == k->root)) {
+    /* sc_work_in's copy (no conversion: the whole buffer) with the checksums of the cells peers
+     * read first, in one pass */
+    sc_exec_copyin_checksum(c, k->prog, asz, k->K, W, k->send, (int)(seq & 1));
+  } else {
+    sc_work_in(c, k, W);
+    if (checks) sc_exec_checksum_inputs(c, k->prog, k->acc, k->K, W, (int)(seq & 1));
+  }
   desc->coll = (uint32_t)coll;
   desc->dtype = (uint32_t)k->dtype;
   /* a custom op's value is this process's name for it: ranks compare its source hash instead */
@@ -137,8 +144,9 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
   desc->slice = k->slice;
   desc->seq = seq;
   c->seq = seq;
+  atomic_store_explicit(&slot->entered, (uint32_t)seq, memory_order_relaxed); /* for messages only */
   atomic_store(&slot->busy, 1u);
-  schedc_status st = sc_barrier(c, k->cn, sc_now() + c->timeout_s);
+  schedc_status st = sc_barrier(c, k->cn, 0); /* the timeout runs from when it first waits */
   if (st == SCHEDC_OK) st = run_plan(c, k, seq);
   atomic_store(&slot->busy, 0u);
   if (st != SCHEDC_OK) {

@@ -82,6 +82,31 @@ void sc_exec_checksum_inputs(schedc_comm *c, const sc_prog *p, schedc_dtype acc,
   }
 }
 
+void sc_exec_copyin_checksum(schedc_comm *c, const sc_prog *p, size_t esz, size_t K, char *W, const char *send,
+                             int parity) {
+  size_t se, nsl;
+  uint32_t C = p->nchunks;
+  if (slicing(c, K, C, esz, &se, &nsl)) { /* sc_exec refuses the call */
+    if (W != send) memmove(W, send, K * esz);
+    return;
+  }
+  const sc_rankprog *rp = &p->rank[c->rank];
+  _Atomic uint32_t *crc = sc_ctr(sc_cpu_of(c)->sh, parity, SC_CRC, (uint32_t)c->rank);
+  for (uint32_t ch = 0; ch < C; ch++) {
+    size_t lo, hi;
+    sc_chunk_range(K, C, ch, &lo, &hi);
+    if (!rp->init_read[ch]) {
+      if (W != send && hi > lo) memmove(W + lo * esz, send + lo * esz, (hi - lo) * esz);
+      continue;
+    }
+    for (size_t j = 0; j < nsl && lo + j * se < hi; j++) {
+      size_t slo = lo + j * se, shi = slo + se < hi ? slo + se : hi;
+      atomic_store_explicit(&crc[(size_t)ch * nsl + j], sc_crc32c_copy(W + slo * esz, send + slo * esz, (shi - slo) * esz),
+                            memory_order_relaxed); /* the entry barrier publishes it */
+    }
+  }
+}
+
 /* flip:RANK:STEP lands on the first transfer out of RANK in STEP, in rank and plan order. */
 static void find_flip(schedc_comm *c, const sc_prog *p) {
   sc_cpu_of(c)->flip = (sc_fliptarget){p, -1, 0, 0};
@@ -162,7 +187,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
   _Atomic uint32_t *mycrc = sc_ctr(sh, a->parity, SC_CRC, (uint32_t)c->rank);
   char *W = sc_cpu_of(c)->peer[c->rank];
   const void *srcp[MAX_CHAIN];
-  sc_waitctx w = {c, a->coll, -1, 0, 0, 0, sc_now() + c->timeout_s};
+  sc_waitctx w = {c, a->coll, -1, 0, 0, 0, 0}; /* deadline: set when a wait first takes long */
   uint32_t last_step = UINT32_MAX;
   schedc_status st = SCHEDC_OK;
   for (uint32_t gi = 0; gi < rp->ng && st == SCHEDC_OK; gi++) {
@@ -226,12 +251,14 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
       if (check && g->pub_read) /* before the version that peers wait for */
         atomic_store_explicit(&mycrc[k], sc_crc32c(W + slo * esz, len * esz), memory_order_relaxed);
       if (g->phase != SC_PH_A) sc_publish(&myver[k], g->version);
+      sc_beat(c, 0); /* running: a rank waiting on this one keeps spinning (no clock read) */
     }
   }
   /* A rank with no writes left (a broadcast root) still "reaches" the end of the plan. */
   if (st == SCHEDC_OK && inject && last_step != p->nsteps) st = inject_step(c, p->nsteps, a->coll);
   /* Drain: peers may still be reading this rank's cells; the caller's buffer must stay intact
-   * until every read the plan makes of it is done. */
+   * until every read the plan makes of it is done (and the result may be changed in place next:
+   * avg divides it, flipout injects into it). */
   for (uint32_t ch = 0; ch < C && st == SCHEDC_OK; ch++) {
     size_t lo, hi;
     sc_chunk_range(K, C, ch, &lo, &hi);
@@ -248,3 +275,4 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
   }
   return st;
 }
+

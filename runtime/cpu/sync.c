@@ -1,8 +1,15 @@
 /*
- * sync.c — waiting on shared counters and the entry barrier. A waiter spins briefly (a wake-up
- * costs 30-150 us on our VMs, a spin 1-8 us), then sleeps on a futex in short slices so it can
- * notice a deadline, a dead process or a failure recorded by another rank. Counters carry a
- * "sleeper" flag in bit 31 so that publishers call futex_wake only when someone sleeps.
+ * sync.c — waiting on shared counters and the entry barrier. A wake-up from a futex sleep costs
+ * 30-150 us on our VMs and, with another busy process on the machine, often a whole scheduler
+ * slice; a spin costs 1-8 us. So a waiter spins as long as the rank it waits for is running (its
+ * beat, sc_slot.beat, moves: a rank beats while it spins and once per slice it computes) or could
+ * be running (inside a collective and not asleep: merely preempted, it comes back within a
+ * scheduler slice, and a sleep would only add a wake-up that must preempt someone); it sleeps on a
+ * futex only once the awaited rank stood still for STALE_S and is asleep itself or outside
+ * schedc. Sleeps are short slices so the waiter notices a deadline, a dead process or a failure
+ * recorded by another rank; spins are bounded by the same checks every SPIN_S.
+ * Counters carry a "sleeper" flag in bit 31 so that publishers call futex_wake only when someone
+ * sleeps. With more ranks than cores a waiter yields instead of spinning.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,8 +27,12 @@
 #include "err.h"
 
 #define SLEEPER 0x80000000u
-#define SPINS 4000
-#define SLICE_NS 5000000L /* 5 ms futex slices */
+#define CHECK_SPINS 64     /* pauses between clock reads (a pause is ~25 ns here, a clock read ~28 ns) */
+#define STALE_S 10e-3      /* a peer whose beat stood still this long is taken to be off its core */     /* a peer whose beat stood still this long is taken to be off its core */
+#define SPIN_S 5e-3        /* spinning on a running peer: liveness and the deadline are checked this often */
+#define YIELDS 64          /* oversubscribed: sched_yield this often before sleeping */
+#define SLICE_NS 5000000L  /* 5 ms futex slices */
+#define CHECK_S 5e-3       /* the liveness probe (a syscall and a /proc read for shm) at most this often */
 
 static void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -57,54 +68,110 @@ void sc_fail(schedc_comm *c, int state, const char *fmt, ...) {
     memcpy(sc_cpu_of(c)->sh->fail_msg, msg, sizeof msg);
     atomic_store(&sc_cpu_of(c)->sh->failed, 2u); /* message complete */
   }
+  atomic_store(&sc_cpu_of(c)->sh->slots[c->rank].fault, (uint32_t)state);
   atomic_store(&sc_cpu_of(c)->sh->slots[c->rank].state, (uint32_t)state);
   c->broken = 1;
 }
 
-/* Is rank r down? `awaited`: this rank needs r's own action, so r cannot have finished
- * legitimately; otherwise r may have completed the collective and left, which is fine unless it
- * is still marked inside the collective (busy). */
-static int peer_down(schedc_comm *c, int r, int awaited, int *dead) {
+/* Is rank r down, and how? NULL if not. `awaited`: this rank needs r's own action in this call,
+ * so r cannot have finished legitimately; otherwise r may have completed the collective and left,
+ * which is fine unless it is still marked inside the collective (busy). A rank that freed its
+ * communicator, or whose process exited outside a collective, while another still needed it
+ * "finished early" (a program that made fewer calls); one that vanished inside a collective "died". */
+static const char *peer_down(schedc_comm *c, int r, int awaited) {
   sc_slot *s = &sc_cpu_of(c)->sh->slots[r];
   uint32_t st = atomic_load(&s->state);
-  *dead = 0;
-  if (st == SC_ABORTED) return 1;
-  if (st == SC_DEAD) return *dead = 1;
-  if (!awaited && (st == SC_LEFT || !atomic_load(&s->busy))) return 0;
-  if (st == SC_LEFT || (sc_cpu_of(c)->tr->alive && !sc_cpu_of(c)->tr->alive(c, r))) {
+  if (st == SC_LEFT && atomic_load(&s->fault)) st = atomic_load(&s->fault); /* it failed, then freed */
+  if (st == SC_ABORTED) return "failed";
+  if (st == SC_DEAD) return "died";
+  if (!awaited && (st == SC_LEFT || !atomic_load(&s->busy))) return NULL;
+  if (st == SC_LEFT) return "finished early (it freed its communicator while this call still needed it)";
+  if (sc_cpu_of(c)->tr->alive && !sc_cpu_of(c)->tr->alive(c, r)) {
     /* It may have finished and exited between the reads above and the probe: read again. */
-    if (!awaited && (atomic_load(&s->state) == SC_LEFT || !atomic_load(&s->busy))) return 0;
-    return *dead = 1;
+    if (!awaited && (atomic_load(&s->state) == SC_LEFT || !atomic_load(&s->busy))) return NULL;
+    if (atomic_load(&s->state) == SC_LEFT)
+      return "finished early (it freed its communicator while this call still needed it)";
+    return atomic_load(&s->busy) ? "died" : "finished early (its process exited outside a collective while this "
+                                            "call still needed it)";
   }
-  return 0;
+  return NULL;
+}
+
+/* "rank 1, rank 3": the other ranks still inside a collective (missing == 0) or that have not
+ * entered this rank's current call (missing == 1), at most 8 named. */
+static void list_ranks(schedc_comm *c, int missing, char *out, size_t cap) {
+  size_t len = 0;
+  int k = 0;
+  out[0] = 0;
+  for (int r = 0; r < c->nranks && len + 24 < cap; r++) {
+    const sc_slot *s = &sc_cpu_of(c)->sh->slots[r];
+    if (r == c->rank) continue;
+    if (missing ? atomic_load_explicit(&s->entered, memory_order_relaxed) == (uint32_t)c->seq : !atomic_load(&s->busy))
+      continue;
+    if (++k > 8) { len += (size_t)snprintf(out + len, cap - len, ", ..."); break; }
+    len += (size_t)snprintf(out + len, cap - len, "%srank %d", len ? ", " : "", r);
+  }
+}
+
+/* "; rank 1 has been silent for 1.2 s ...": the other ranks inside a collective (or, at a barrier, not
+ * yet in this call) that have not beaten for a quarter of the timeout (at least 0.1 s) while
+ * every waiting rank beats at least every ~15 ms: stopped (SIGSTOP), hung, or starved. A rank
+ * that times out waiting for a live peer that itself waits names the rank at the end of the
+ * chain this way. */
+static void list_silent(schedc_comm *c, double now, char *out, size_t cap) {
+  size_t len = 0;
+  out[0] = 0;
+  double limit = c->timeout_s / 4 > 0.1 ? c->timeout_s / 4 : 0.1;
+  uint32_t now_ms = (uint32_t)(uint64_t)(now * 1e3);
+  for (int r = 0; r < c->nranks && len + 48 < cap; r++) {
+    const sc_slot *s = &sc_cpu_of(c)->sh->slots[r];
+    if (r == c->rank || (!atomic_load(&s->busy) && atomic_load_explicit(&s->entered, memory_order_relaxed) ==
+                                                       (uint32_t)c->seq))
+      continue; /* outside any collective, done with this one */
+    uint32_t last = atomic_load_explicit(&s->beat_ms, memory_order_relaxed);
+    double quiet = (double)(uint32_t)(now_ms - last) / 1e3;
+    if (last == 0 || quiet < limit) continue; /* never beat (not started), or running */
+    len += (size_t)snprintf(out + len, cap - len, "; rank %d has been silent for %.1f s (stopped, hung or outside the "
+                            "call)", r, quiet);
+  }
 }
 
 /* Anything that makes waiting pointless? Returns a status with errmsg set, or SCHEDC_OK.
  * w->peer < 0 means "any reader of this rank's cell": every rank is checked. */
 static schedc_status check_peers(sc_waitctx *w, double now, _Atomic uint32_t *ctr, uint32_t want) {
   schedc_comm *c = w->c;
-  int culprit = -1, dead = 0;
-  if (w->peer >= 0 && peer_down(c, w->peer, 1, &dead)) culprit = w->peer;
+  if (w->deadline <= 0) w->deadline = now + c->timeout_s; /* the first slow look starts the clock */
+  int culprit = -1;
+  const char *how = NULL;
+  if (w->peer >= 0 && (how = peer_down(c, w->peer, 1))) culprit = w->peer;
   /* Any failure anywhere ends the collective for everyone: name the rank that failed. */
   for (int r = 0; r < c->nranks && culprit < 0; r++)
-    if (r != c->rank && (w->peer < 0 || atomic_load(&sc_cpu_of(c)->sh->failed)) && peer_down(c, r, 0, &dead)) culprit = r;
+    if (r != c->rank && (w->peer < 0 || atomic_load(&sc_cpu_of(c)->sh->failed)) && (how = peer_down(c, r, 0)))
+      culprit = r;
   /* What was awaited may have arrived just before its author left: then all is well. */
   if (ctr && (atomic_load(ctr) & ~SLEEPER) >= want) return SCHEDC_OK;
   if (culprit >= 0) {
     char why[SC_FAILMSG] = "";
     if (atomic_load(&sc_cpu_of(c)->sh->failed) == 2) memcpy(why, sc_cpu_of(c)->sh->fail_msg, sizeof why);
-    sc_fail(c, SC_ABORTED, "rank %d gave up: rank %d %s", c->rank, culprit, dead ? "died" : "failed");
+    int died = !strcmp(how, "died");
+    sc_fail(c, SC_ABORTED, "rank %d gave up: rank %d %s", c->rank, culprit, died ? "died" : how);
     return sc_err(SCHEDC_EPEER, "%s failed on rank %d in step %u (chunk %u, line %u): it waited for rank %d, "
                   "which %s%s%s%s", w->coll, c->rank, w->step, w->chunk, w->line, culprit,
-                  dead ? "died" : "failed", why[0] ? " (" : "", why, why[0] ? ")" : "");
+                  how, why[0] ? " (" : "", why, why[0] ? ")" : "");
   }
   if (now > w->deadline) {
-    char who[48];
+    char who[256], busy[160];
     if (w->peer >= 0) snprintf(who, sizeof who, "rank %d", w->peer);
-    else snprintf(who, sizeof who, "the readers of its chunk");
-    sc_fail(c, SC_ABORTED, "rank %d timed out in step %u waiting for %s", c->rank, w->step, who);
+    else {
+      list_ranks(c, 0, busy, sizeof busy);
+      snprintf(who, sizeof who, "the readers of its chunk%s%s%s", busy[0] ? " (still inside the call: " : "", busy,
+               busy[0] ? ")" : "");
+    }
+    char silent[400];
+    list_silent(c, now, silent, sizeof silent);
+    sc_fail(c, SC_ABORTED, "rank %d timed out in step %u waiting for %s%s", c->rank, w->step, who, silent);
     return sc_err(SCHEDC_ETIMEOUT, "%s timed out after %.3g s on rank %d in step %u (chunk %u, line %u): it "
-                  "waited for %s", w->coll, c->timeout_s, c->rank, w->step, w->chunk, w->line, who);
+                  "waited for %s%s", w->coll, c->timeout_s, c->rank, w->step, w->chunk, w->line, who, silent);
   }
   return SCHEDC_OK;
 }
@@ -117,75 +184,165 @@ schedc_status sc_peer_failure(sc_waitctx *w) {
                 w->step, sc_cpu_of(w->c)->sh->fail_msg);
 }
 
-/* With more ranks than cores on this host a spinning waiter would take the core from the rank it
- * waits for, so it yields instead of pausing. */
-static void spin_wait(const schedc_comm *c, _Atomic uint32_t *ctr, uint32_t want) {
+/* The beats of the rank(s) a waiter depends on: `peer`, or every other rank (peer < 0). */
+static uint32_t beats(const schedc_comm *c, int peer) {
+  sc_shared *sh = sc_cpu_of(c)->sh;
+  if (peer >= 0) return atomic_load_explicit(&sh->slots[peer].beat, memory_order_relaxed);
+  uint32_t sum = 0;
+  for (int r = 0; r < c->nranks; r++)
+    if (r != c->rank) sum += atomic_load_explicit(&sh->slots[r].beat, memory_order_relaxed) * (2u * (uint32_t)r + 1);
+  return sum;
+}
+
+/* Could the awaited rank(s) be runnable — inside a collective and not asleep in a futex wait —
+ * and merely preempted? Then sleeping would only cost this rank its core and a wake-up later. */
+static int may_run(const schedc_comm *c, int peer) {
+  sc_shared *sh = sc_cpu_of(c)->sh;
+  for (int r = peer >= 0 ? peer : 0; r < (peer >= 0 ? peer + 1 : c->nranks); r++)
+    if (r != c->rank && atomic_load_explicit(&sh->slots[r].busy, memory_order_relaxed) &&
+        !atomic_load_explicit(&sh->slots[r].asleep, memory_order_relaxed) &&
+        atomic_load_explicit(&sh->slots[r].state, memory_order_relaxed) == SC_ALIVE)
+      return 1;
+  return 0;
+}
+
+/* Sleep on ctr while it holds v (5 ms at most), marked asleep so waiters on this rank sleep too. */
+static void nap(schedc_comm *c, _Atomic uint32_t *ctr, uint32_t v) {
+  _Atomic uint32_t *me = &sc_cpu_of(c)->sh->slots[c->rank].asleep;
+  atomic_store_explicit(me, 1u, memory_order_relaxed);
+  struct timespec ts = {0, SLICE_NS};
+  futex(ctr, FUTEX_WAIT, v, &ts);
+  atomic_store_explicit(me, 0u, memory_order_relaxed);
+}
+
+/* Has the wait ended? Counters: the value (sleeper bit aside) reached want; the barrier's
+ * generation (neq): it moved away from want. */
+static inline int reached(_Atomic uint32_t *ctr, uint32_t want, int neq) {
+  uint32_t v = atomic_load_explicit(ctr, memory_order_acquire);
+  return neq ? (v & ~SLEEPER) != want : (v & ~SLEEPER) >= want;
+}
+
+enum { DONE, STALE, LONG };
+
+/* What a waiter last saw of the ranks it waits on: their beats, and when they last moved. */
+typedef struct spinstate { uint32_t b; double seen; int init; } spinstate;
+
+/* Spin until the wait ends (DONE), the awaited rank(s) stood still for STALE_S (STALE: sleep) or
+ * SPIN_S passed (LONG: check liveness and the deadline, then spin on). This rank beats meanwhile,
+ * so that a rank waiting on it keeps spinning too. With more ranks than cores: yield YIELDS times,
+ * then STALE. */
+static int spin(schedc_comm *c, _Atomic uint32_t *ctr, uint32_t want, int neq, int peer, spinstate *ss) {
+  if (reached(ctr, want, neq)) return DONE; /* no clock read when nothing to wait for */
   if (sc_cpu_of(c)->oversubscribed) {
-    for (int i = 0; i < 64; i++) {
-      if ((atomic_load_explicit(ctr, memory_order_acquire) & 0x7fffffffu) >= want) return;
+    sc_beat(c, sc_now()); /* between sleeps too: a waiting rank shows it is alive */
+    for (int i = 0; i < YIELDS; i++) {
+      if (reached(ctr, want, neq)) return DONE;
       sched_yield();
     }
-    return;
+    return reached(ctr, want, neq) ? DONE : STALE;
   }
-  for (int i = 0; i < SPINS; i++) {
-    if ((atomic_load_explicit(ctr, memory_order_acquire) & 0x7fffffffu) >= want) return;
+  double t0 = 0; /* read at the first check: a wait shorter than CHECK_SPINS pauses reads no clock */
+  for (uint32_t i = 1;; i++) {
+    if (reached(ctr, want, neq)) return DONE;
     cpu_relax();
+    if (i % CHECK_SPINS) continue;
+    double t = sc_now();
+    sc_beat(c, t);
+    if (i == CHECK_SPINS) t0 = t;
+    uint32_t nb = beats(c, peer);
+    if (!ss->init) {
+      ss->init = 1;
+      ss->b = nb;
+      ss->seen = t;
+    } else if (nb != ss->b) {
+      ss->b = nb;
+      ss->seen = t;
+    } else if (t - ss->seen > STALE_S) {
+      ss->seen = t; /* after the sleep, give it another STALE_S */
+      if (reached(ctr, want, neq)) return DONE;
+      if (!may_run(c, peer)) return STALE;
+      return LONG; /* preempted, not waiting: it comes back within a scheduler slice or so */
+    }
+    if (t - t0 > SPIN_S || atomic_load_explicit(&sc_cpu_of(c)->sh->failed, memory_order_relaxed))
+      return reached(ctr, want, neq) ? DONE : LONG;
   }
 }
 
 schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w) {
-  spin_wait(w->c, ctr, want);
+  double next_check = 0;
+  spinstate ss = {0, 0, 0};
   for (;;) {
+    int how = spin(w->c, ctr, want, 0, w->peer, &ss);
+    if (how == DONE) return SCHEDC_OK;
     uint32_t v = atomic_load_explicit(ctr, memory_order_acquire);
     if ((v & ~SLEEPER) >= want) return SCHEDC_OK;
-    schedc_status st = check_peers(w, sc_now(), ctr, want);
-    if (st != SCHEDC_OK) return st;
+    double now = sc_now();
+    if (now >= next_check || now > w->deadline || atomic_load(&sc_cpu_of(w->c)->sh->failed)) {
+      schedc_status st = check_peers(w, now, ctr, want);
+      if (st != SCHEDC_OK) return st;
+      next_check = now + CHECK_S;
+    }
+    if (how == LONG) continue; /* the awaited rank is running: no sleep */
     if (!(v & SLEEPER) && !atomic_compare_exchange_weak(ctr, &v, v | SLEEPER)) continue;
-    struct timespec ts = {0, SLICE_NS};
-    futex(ctr, FUTEX_WAIT, v | SLEEPER, &ts);
+    nap(w->c, ctr, v | SLEEPER);
   }
 }
 
-schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline) {
+schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline) { /* <= 0: timeout from now */
   sc_shared *sh = sc_cpu_of(c)->sh;
-  uint32_t gen = atomic_load(&sh->bar_gen);
+  /* The generation carries the sleeper flag too: the last rank to arrive wakes only sleepers. */
+  uint32_t gen = atomic_load(&sh->bar_gen) & ~SLEEPER;
   if (atomic_fetch_add(&sh->bar_count, 1) == (uint32_t)c->nranks - 1) {
     atomic_store(&sh->bar_count, 0);
-    atomic_fetch_add(&sh->bar_gen, 1);
-    futex(&sh->bar_gen, FUTEX_WAKE, INT_MAX, NULL);
+    if (atomic_exchange(&sh->bar_gen, (gen + 1) & ~SLEEPER) & SLEEPER) futex(&sh->bar_gen, FUTEX_WAKE, INT_MAX, NULL);
     return SCHEDC_OK;
   }
   sc_waitctx w = {c, what, -1, 0, 0, 0, deadline};
-  for (int i = 0; i < SPINS; i++) {
-    if (atomic_load(&sh->bar_gen) != gen) return SCHEDC_OK;
-    if (sc_cpu_of(c)->oversubscribed) sched_yield();
-    else cpu_relax();
-  }
+  double next_check = 0;
+  spinstate ss = {0, 0, 0};
   for (;;) {
-    if (atomic_load(&sh->bar_gen) != gen) return SCHEDC_OK;
-    /* Who is missing? Blame the lowest rank that has not arrived and is dead or failed. */
-    for (int r = 0; r < c->nranks; r++) {
-      int dead;
-      if (r != c->rank && peer_down(c, r, 1, &dead)) { /* everyone must arrive at a barrier */
-        if (atomic_load(&sh->bar_gen) != gen) return SCHEDC_OK; /* it arrived, and left since */
-        w.peer = r;
-        return check_peers(&w, sc_now(), &sh->bar_gen, gen + 1);
+    int how = spin(c, &sh->bar_gen, gen, 1, -1, &ss);
+    if (how == DONE) return SCHEDC_OK;
+    double now = sc_now();
+    if (deadline <= 0) w.deadline = deadline = now + c->timeout_s; /* no clock read unless it waits */
+    if (now >= next_check || now > deadline || atomic_load(&sh->failed)) {
+      next_check = now + CHECK_S;
+      /* Who is missing? Blame the lowest rank that has not arrived and is dead or failed. */
+      for (int r = 0; r < c->nranks; r++) {
+        if (r != c->rank && peer_down(c, r, 1)) { /* everyone must arrive at a barrier */
+          if ((atomic_load(&sh->bar_gen) & ~SLEEPER) != gen) return SCHEDC_OK; /* it arrived, and left since */
+          w.peer = r;
+          return check_peers(&w, now, &sh->bar_gen, gen + 1);
+        }
+      }
+      if ((atomic_load(&sh->bar_gen) & ~SLEEPER) != gen) return SCHEDC_OK;
+      if (now > deadline) {
+        /* In a collective the ranks that arrived are marked busy: name the others. */
+        char missing[160] = "";
+        if (atomic_load(&sh->slots[c->rank].busy)) list_ranks(c, 1, missing, sizeof missing);
+        sc_fail(c, SC_ABORTED, "rank %d timed out at the start of %s%s%s%s", c->rank, what,
+                missing[0] ? " (not arrived: " : "", missing, missing[0] ? ")" : "");
+        return sc_err(SCHEDC_ETIMEOUT, "%s timed out after %.3g s on rank %d waiting for all %d ranks to start it%s%s%s",
+                      what, c->timeout_s, c->rank, c->nranks, missing[0] ? " (not arrived: " : "", missing,
+                      missing[0] ? ")" : "");
       }
     }
-    double now = sc_now();
-    if (now > deadline) {
-      sc_fail(c, SC_ABORTED, "rank %d timed out at the start of %s", c->rank, what);
-      return sc_err(SCHEDC_ETIMEOUT, "%s timed out after %.3g s on rank %d waiting for all %d ranks to start it",
-                    what, c->timeout_s, c->rank, c->nranks);
-    }
-    struct timespec ts = {0, SLICE_NS};
-    futex(&sh->bar_gen, FUTEX_WAIT, gen, &ts);
+    if (how == LONG) continue;
+    uint32_t v = gen;
+    if (!atomic_compare_exchange_strong(&sh->bar_gen, &v, gen | SLEEPER) && v != (gen | SLEEPER)) continue;
+    nap(c, &sh->bar_gen, gen | SLEEPER);
   }
 }
 
 void sc_quiesce(schedc_comm *c) {
-  /* A live peer inside the collective notices the failure within one kernel or one 5 ms wait
-   * slice; the bound only guards against a peer stuck outside our control. */
+  /* Processes (shm) read only their peers' shared arenas, which stay mapped in every reader until
+   * it frees its own communicator: the caller's buffers are never read by a peer, so there is
+   * nothing to wait for — in particular not for a stopped (SIGSTOP) or hung peer, which would
+   * otherwise delay this rank's report by the whole bound. */
+  if (!sc_cpu_of(c)->tr->in_process) return;
+  /* Threads share memory: a live peer inside the collective notices the failure within one
+   * spin period or one 5 ms wait slice; the bound only guards against a peer stuck outside our
+   * control (a thread cannot be stopped alone). */
   double deadline = sc_now() + c->timeout_s + 60;
   for (int r = 0; r < c->nranks; r++) {
     if (r == c->rank) continue;

@@ -37,6 +37,9 @@ int main(void) {
       uint32_t want = ref_crc32c(buf + off, len);
       bad += sc_crc32c(buf + off, len) != want;
       bad += sc_crc32c_portable(buf + off, len) != want;
+      /* the copy-in's fused copy: the same CRC, and the bytes copied (to another alignment) */
+      memset(copy, 0, len + 16);
+      bad += sc_crc32c_copy(copy + 3, buf + off, len) != want || memcmp(copy + 3, buf + off, len) != 0;
       lens++;
     }
   }
