@@ -172,5 +172,9 @@ static void cpu_free(schedc_comm *c) {
   c->be_data = NULL;
 }
 
-const sc_backend sc_threads_backend = {"threads", SC_CAP_HOST_RESULT, cpu_collective, cpu_failure, cpu_free};
-const sc_backend sc_shm_backend = {"shm", SC_CAP_HOST_RESULT, cpu_collective, cpu_failure, cpu_free};
+/* schedc_mem_alloc: heap memory for threads (every rank's thread reads it already, and t_work
+ * shares the receive buffer wherever it lies); a memfd region per allocation for shm. */
+const sc_backend sc_threads_backend = {"threads", SC_CAP_HOST_RESULT, cpu_collective, cpu_failure, cpu_free,
+                                       sc_mem_host_alloc, sc_mem_host_free};
+const sc_backend sc_shm_backend = {"shm", SC_CAP_HOST_RESULT, cpu_collective, cpu_failure, cpu_free,
+                                   sc_shm_mem_alloc, sc_shm_mem_free};

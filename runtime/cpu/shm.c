@@ -33,7 +33,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -329,16 +328,6 @@ void sc_shm_mem_free(schedc_comm *c, sc_memreg *r) {
   close(r->fd);
 }
 
-/* cpu_coll.c's shm table with schedc_mem_alloc's entries: a copy, until that table names
- * sc_shm_mem_alloc / sc_shm_mem_free itself (the two entries are all that differ). */
-static sc_backend shm_table;
-static pthread_once_t shm_table_once = PTHREAD_ONCE_INIT;
-static void shm_table_make(void) {
-  shm_table = sc_shm_backend;
-  shm_table.mem_alloc = sc_shm_mem_alloc;
-  shm_table.mem_free = sc_shm_mem_free;
-}
-
 static int valid_job(const char *job) {
   size_t n = strlen(job);
   if (n == 0 || n > 64) return 0;
@@ -544,8 +533,7 @@ static schedc_status join_ctl(schedc_comm *c, shmdata *d, const char *name, cons
 static schedc_status shm_init(int rank, int nranks, const char *job, const uint8_t tok[16],
                               const schedc_comm_opts *opts, schedc_comm **out) {
   schedc_comm *c;
-  pthread_once(&shm_table_once, shm_table_make);
-  schedc_status st = sc_cpu_new(&shm_table, &shm_transport, rank, nranks, opts, &c);
+  schedc_status st = sc_cpu_new(&sc_shm_backend, &shm_transport, rank, nranks, opts, &c);
   if (st != SCHEDC_OK) return st;
   shmdata *d = calloc(1, sizeof *d);
   if (!d || !(d->peers = calloc((size_t)nranks, sizeof *d->peers)) || !(d->regs = calloc((size_t)nranks, sizeof *d->regs))) {

@@ -3,7 +3,6 @@
  * heap memory and a rank's working buffer (its receive buffer, or private scratch) is read by
  * its peers directly. All communicators of a group are created together.
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,28 +33,16 @@ static void t_destroy(schedc_comm *c) {
 
 static const sc_transport threads_transport = {1, t_work, t_map, NULL, t_destroy};
 
-/* cpu_coll.c's threads table with schedc_mem_alloc's entries (heap memory: every rank's thread
- * reads it already, and t_work shares the receive buffer wherever it lies): a copy, until that
- * table names sc_mem_host_alloc / sc_mem_host_free itself. t_work counts the calls it shares. */
-static sc_backend threads_table;
-static pthread_once_t threads_table_once = PTHREAD_ONCE_INIT;
-static void threads_table_make(void) {
-  threads_table = sc_threads_backend;
-  threads_table.mem_alloc = sc_mem_host_alloc;
-  threads_table.mem_free = sc_mem_host_free;
-}
-
 schedc_status schedc_comm_init_threads(int nranks, const schedc_comm_opts *opts, schedc_comm **comms) {
   if (!comms) return sc_err(SCHEDC_EINVAL, "comms is NULL");
   if (nranks < 1 || nranks > 4096) return sc_err(SCHEDC_EINVAL, "nranks %d out of range [1, 4096] for threads", nranks);
-  pthread_once(&threads_table_once, threads_table_make);
   uint32_t cpr = sc_ctr_capacity(nranks);
   size_t sz = sc_shared_size((uint32_t)nranks, cpr);
   sc_shared *sh = aligned_alloc(64, (sz + 63) & ~(size_t)63);
   if (!sh) return sc_err(SCHEDC_ENOMEM, "out of memory for the shared block (%zu bytes)", sz);
   sc_shared_init(sh, (uint32_t)nranks, cpr);
   for (int r = 0; r < nranks; r++) {
-    schedc_status st = sc_cpu_new(&threads_table, &threads_transport, r, nranks, opts, &comms[r]);
+    schedc_status st = sc_cpu_new(&sc_threads_backend, &threads_transport, r, nranks, opts, &comms[r]);
     if (st != SCHEDC_OK) {
       while (r--) schedc_comm_free(comms[r]); /* their shared block is not theirs yet: no refs */
       free(sh);
