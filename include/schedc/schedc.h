@@ -40,7 +40,7 @@ extern "C" {
   X(SCHEDC_EVERSION, 7, "unsupported plan file version")                       \
   X(SCHEDC_ETIMEOUT, 8, "timed out waiting for a peer")                        \
   X(SCHEDC_EPEER, 9, "a peer rank failed or left")                             \
-  X(SCHEDC_EMISMATCH, 10, "ranks hold different plans")                        \
+  X(SCHEDC_EMISMATCH, 10, "ranks disagree on the call or the plan")            \
   X(SCHEDC_EUNAVAIL, 11, "backend or feature unavailable in this build")       \
   X(SCHEDC_ECORRUPT, 12, "data corruption detected")                           \
   X(SCHEDC_EINTERNAL, 13, "internal error")

@@ -35,6 +35,7 @@ typedef struct sc_desc {
    * the owner's communicator, and where the buffer starts in it. */
   uint64_t reg_serial, reg_dev, reg_ino, reg_size, reg_off;
   int32_t reg_fd;
+  uint32_t checks;           /* the call's integrity settings (sc_call.checks): must match */
 } sc_desc;
 
 /* One rank's slot, on its own cache lines. Written by its rank, read by all. */

@@ -83,6 +83,16 @@ static schedc_status run_plan(schedc_comm *c, const sc_call *k, uint64_t seq) {
                        : o->root != slot->root ? "root" : o->count != slot->count ? "count"
                        : o->plan_hash != slot->plan_hash ? "plan" : o->slice != slot->slice ? "slice size" : NULL;
     if (o->seq != seq) what = "call sequence";
+    if (!what && o->checks != slot->checks) {
+      /* ranks that verify differently would hash or check what their peers never sent (a false
+       * corruption report) or wait in an exchange the others skip */
+      char mine[64], theirs[64];
+      what = "verification (SCHEDC_VERIFY, SCHEDC_REPAIR)";
+      sc_fail(c, SC_ABORTED, "rank %d and rank %d disagree on the %s of call %llu", me, r, what, (unsigned long long)seq);
+      return sc_err(SCHEDC_EMISMATCH, "%s: rank %d and rank %d disagree on the %s of call %llu (rank %d: %s; rank %d: %s)",
+                    k->cn, me, r, what, (unsigned long long)seq, me, sc_checks_name(slot->checks, mine, sizeof mine),
+                    r, sc_checks_name(o->checks, theirs, sizeof theirs));
+    }
     if (what) {
       sc_fail(c, SC_ABORTED, "rank %d and rank %d disagree on the %s of call %llu", me, r, what, (unsigned long long)seq);
       const char *d1 = schedc_dtype_name((schedc_dtype)slot->dtype), *d2 = schedc_dtype_name((schedc_dtype)o->dtype);
@@ -142,6 +152,7 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
   desc->count = k->count;
   desc->plan_hash = k->plan->hash;
   desc->slice = k->slice;
+  desc->checks = k->checks;
   desc->seq = seq;
   c->seq = seq;
   atomic_store_explicit(&slot->entered, (uint32_t)seq, memory_order_relaxed); /* for messages only */

@@ -99,6 +99,16 @@ int main(int argc, char **argv) {
   CHECK(schedc_allreduce(x, x, 4, SCHEDC_F32, SCHEDC_SUM, comms[0], NULL) == SCHEDC_EPEER);
   CHECK_CONTAINS(schedc_errmsg(), "broken by an earlier failure");
   for (int r = 0; r < 3; r++) schedc_comm_free(comms[r]);
+  /* ranks verifying differently (SCHEDC_VERIFY set per process): a mismatch named as such on
+   * every rank, with both settings, not a false corruption report or a timeout */
+  CHECK(schedc_comm_init_threads(3, &o, comms) == SCHEDC_OK);
+  comms[1]->verify = SC_V_DIGEST; /* as if rank 1 had been started with SCHEDC_VERIFY=digest */
+  for (int r = 0; r < 3; r++) { args[r] = (arg){comms[r], 16, 0, "", 0}; pthread_create(&th[r], NULL, call, &args[r]); }
+  for (int r = 0; r < 3; r++) pthread_join(th[r], NULL);
+  for (int r = 0; r < 3; r++) CHECK(args[r].st == SCHEDC_EMISMATCH);
+  for (int r = 0; r < 3; r++) CHECK_CONTAINS(args[r].msg, "disagree on the verification (SCHEDC_VERIFY, SCHEDC_REPAIR)");
+  CHECK_CONTAINS(args[0].msg, "rank 0: SCHEDC_VERIFY=none; rank 1: SCHEDC_VERIFY=digest");
+  for (int r = 0; r < 3; r++) schedc_comm_free(comms[r]);
 
   /* a rank that never calls: the others time out naming the collective and the wait */
   CHECK(schedc_comm_init_threads(3, &o, comms) == SCHEDC_OK);
