@@ -138,9 +138,11 @@ typedef struct sc_waitctx {
   schedc_comm *c;
   const char *coll;          /* collective name for messages */
   int peer;                  /* the rank whose action is awaited */
-  uint32_t step, chunk, line;
+  uint32_t step, chunk, line; /* line 0: a transfer with no schedule line (the built-in ring) */
   double deadline;           /* monotonic seconds; 0: the timeout from the first slow look at the wait */
+  int at;                    /* SC_AT_*: which wait, for messages */
 } sc_waitctx;
+enum { SC_AT_STEP = 0, SC_AT_BARRIER, SC_AT_DRAIN };
 schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w);
 /* A failure was recorded by some rank: the status and message naming it (never SCHEDC_OK). */
 schedc_status sc_peer_failure(sc_waitctx *w);

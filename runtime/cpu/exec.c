@@ -187,7 +187,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
   _Atomic uint32_t *mycrc = sc_ctr(sh, a->parity, SC_CRC, (uint32_t)c->rank);
   char *W = sc_cpu_of(c)->peer[c->rank];
   const void *srcp[MAX_CHAIN];
-  sc_waitctx w = {c, a->coll, -1, 0, 0, 0, 0}; /* deadline: set when a wait first takes long */
+  sc_waitctx w = {c, a->coll, -1, 0, 0, 0, 0, SC_AT_STEP}; /* deadline: set at a wait's first slow look */
   uint32_t last_step = UINT32_MAX;
   schedc_status st = SCHEDC_OK;
   for (uint32_t gi = 0; gi < rp->ng && st == SCHEDC_OK; gi++) {
@@ -265,6 +265,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
     w.step = p->nsteps;
     w.chunk = ch;
     w.line = 0;
+    w.at = SC_AT_DRAIN;
     for (size_t j = 0; j < nsl && st == SCHEDC_OK; j++) {
       if (lo + j * se >= hi) break;
       size_t k = (size_t)ch * nsl + j;

@@ -136,6 +136,17 @@ static void list_silent(schedc_comm *c, double now, char *out, size_t cap) {
   }
 }
 
+/* Where a wait is, for messages: the step and chunk of the plan (and the schedule line, when the
+ * transfer has one), or the call's entry barrier, or its end (readers of this rank's cells). */
+static const char *wait_where(const sc_waitctx *w, char *buf, size_t cap) {
+  if (w->at == SC_AT_BARRIER) snprintf(buf, cap, "at the call's entry barrier (before step 0)");
+  else if (w->at == SC_AT_DRAIN)
+    snprintf(buf, cap, "at the end of the call (chunk %u: waiting until its readers are done)", w->chunk);
+  else if (w->line) snprintf(buf, cap, "in step %u (chunk %u, line %u)", w->step, w->chunk, w->line);
+  else snprintf(buf, cap, "in step %u (chunk %u)", w->step, w->chunk);
+  return buf;
+}
+
 /* Anything that makes waiting pointless? Returns a status with errmsg set, or SCHEDC_OK.
  * w->peer < 0 means "any reader of this rank's cell": every rank is checked. */
 static schedc_status check_peers(sc_waitctx *w, double now, _Atomic uint32_t *ctr, uint32_t want) {
@@ -155,9 +166,9 @@ static schedc_status check_peers(sc_waitctx *w, double now, _Atomic uint32_t *ct
     if (atomic_load(&sc_cpu_of(c)->sh->failed) == 2) memcpy(why, sc_cpu_of(c)->sh->fail_msg, sizeof why);
     int died = !strcmp(how, "died");
     sc_fail(c, SC_ABORTED, "rank %d gave up: rank %d %s", c->rank, culprit, died ? "died" : how);
-    return sc_err(SCHEDC_EPEER, "%s failed on rank %d in step %u (chunk %u, line %u): it waited for rank %d, "
-                  "which %s%s%s%s", w->coll, c->rank, w->step, w->chunk, w->line, culprit,
-                  how, why[0] ? " (" : "", why, why[0] ? ")" : "");
+    char at[96];
+    return sc_err(SCHEDC_EPEER, "%s failed on rank %d %s: it waited for rank %d, which %s%s%s%s", w->coll, c->rank,
+                  wait_where(w, at, sizeof at), culprit, how, why[0] ? " (" : "", why, why[0] ? ")" : "");
   }
   if (now > w->deadline) {
     char who[256], busy[160];
@@ -170,8 +181,9 @@ static schedc_status check_peers(sc_waitctx *w, double now, _Atomic uint32_t *ct
     char silent[400];
     list_silent(c, now, silent, sizeof silent);
     sc_fail(c, SC_ABORTED, "rank %d timed out in step %u waiting for %s%s", c->rank, w->step, who, silent);
-    return sc_err(SCHEDC_ETIMEOUT, "%s timed out after %.3g s on rank %d in step %u (chunk %u, line %u): it "
-                  "waited for %s%s", w->coll, c->timeout_s, c->rank, w->step, w->chunk, w->line, who, silent);
+    char at[96];
+    return sc_err(SCHEDC_ETIMEOUT, "%s timed out after %.3g s on rank %d %s: it waited for %s%s", w->coll,
+                  c->timeout_s, c->rank, wait_where(w, at, sizeof at), who, silent);
   }
   return SCHEDC_OK;
 }
@@ -297,7 +309,7 @@ schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline) { /*
     if (atomic_exchange(&sh->bar_gen, (gen + 1) & ~SLEEPER) & SLEEPER) futex(&sh->bar_gen, FUTEX_WAKE, INT_MAX, NULL);
     return SCHEDC_OK;
   }
-  sc_waitctx w = {c, what, -1, 0, 0, 0, deadline};
+  sc_waitctx w = {c, what, -1, 0, 0, 0, deadline, SC_AT_BARRIER};
   double next_check = 0;
   spinstate ss = {0, 0, 0};
   for (;;) {

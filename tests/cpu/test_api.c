@@ -120,6 +120,19 @@ int main(int argc, char **argv) {
   for (int r = 0; r < 3; r++) schedc_comm_free(comms[r]);
   schedc_comm_free(NULL);
 
+  /* a rank slower than the timeout inside the built-in ring, whose transfers have no schedule
+   * line: the wait is named by step and chunk (it once read "(chunk 0, line 0)") */
+  CHECK(schedc_comm_init_threads(3, &o, comms) == SCHEDC_OK);
+  CHECK(sc_inject_parse("delay:2:1500000", &comms[2]->inj) == SCHEDC_OK);
+  for (int r = 0; r < 3; r++) { args[r] = (arg){comms[r], 16, 0, "", 0}; pthread_create(&th[r], NULL, call, &args[r]); }
+  for (int r = 0; r < 3; r++) pthread_join(th[r], NULL);
+  int to = args[0].st == SCHEDC_ETIMEOUT ? 0 : 1;
+  CHECK(args[to].st == SCHEDC_ETIMEOUT);
+  CHECK_CONTAINS(args[to].msg, "timed out after 0.5 s on rank");
+  CHECK_CONTAINS(args[to].msg, " in step ");
+  for (int r = 0; r < 3; r++) CHECK(!strstr(args[r].msg, "line 0"));
+  for (int r = 0; r < 3; r++) schedc_comm_free(comms[r]);
+
   /* replicas: agree, then one rank's copy drifts, then resync from the majority */
   CHECK(schedc_comm_init_threads(3, &o, comms) == SCHEDC_OK);
   for (int r = 0; r < 3; r++) { rep[r].c = comms[r]; rep[r].corrupt = r == 1; pthread_create(&th[r], NULL, replicas, &rep[r]); }
