@@ -55,6 +55,7 @@ cols() { grep -v '^#' | awk '{ print $1, $5, $7 }'; } # size time_us busbw
 for n in 2 4; do
   "$S" tune --ranks $n -o "$tmp/tune$n" --sizes $SIZES >"$tmp/tune$n.txt" 2>/dev/null
   "$S" bench --backend shm --ranks $n --sizes $SIZES $IT | cols >"$tmp/ring$n"
+  "$S" bench --backend shm --ranks $n --sizes $SIZES $IT --plain | cols >"$tmp/plain$n"
   "$S" bench --backend shm --ranks $n --sizes $SIZES $IT --tuning "$tmp/tune$n/tuning.txt" >"$tmp/tuned$n.full"
   cols <"$tmp/tuned$n.full" >"$tmp/tuned$n"
   if [ $have_mpi = 1 ]; then
@@ -76,7 +77,9 @@ date=$(date -u +%Y-%m-%d)
   echo "## Side by side: schedc vs MPI_Allreduce vs Gloo ($date, $(nproc) cores, one run of bench/compare.sh)"
   echo
   echo "Processes on one host, f32 sum allreduce; time = mean of 20 calls after 5 warm-up, slowest rank;"
-  echo "busBW = size/time x 2(n-1)/n. *ring*: \`schedc bench --backend shm\` with the built-in ring;"
+  echo "busBW = size/time x 2(n-1)/n. *ring*: \`schedc bench --backend shm\` with the built-in ring, out of place"
+  echo "on \`schedc_mem_alloc\` buffers (no copy into the shared arena or out; bench's default); *plain*: the same"
+  echo "on malloc'd buffers (\`--plain\`: copied in and out, as for most callers' memory);"
   echo "*tuned*: the plan \`schedc tune\` chose for the size (tuned in the same run, first); *MPI*: Open MPI"
   echo "$(mpirun --version 2>/dev/null | head -1 | sed 's/.*) //') \`MPI_Allreduce\`; *Gloo*: libgloo 0.5 \`gloo::allreduce\`, TCP over loopback. Roofline:"
   echo "(3n+1)·S bytes through memory at twice the all-cores memcpy bandwidth; *roof%* = tuned busBW / roofline busBW."
@@ -85,14 +88,14 @@ date=$(date -u +%Y-%m-%d)
     echo
     echo "### $n ranks (memcpy on all cores: $(cat "$tmp/g$n") GB/s)"
     echo
-    echo "| size (B) | ring us | tuned us | MPI us | Gloo us | tuned busBW | MPI busBW | Gloo busBW | roofline busBW | tuned/MPI | tuned/Gloo | roof% | tuned plan |"
-    echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    echo "| size (B) | ring us | plain us | tuned us | MPI us | Gloo us | tuned busBW | MPI busBW | Gloo busBW | roofline busBW | tuned/MPI | plain/MPI | tuned/Gloo | roof% | tuned plan |"
+    echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     grep '^# size' "$tmp/tuned$n.full" | sed "s/^# size \([0-9]*\): plan '\(.*\)'.*/\1 \2/" >"$tmp/plans$n"
-    paste -d' ' "$tmp/ring$n" "$tmp/tuned$n" "$tmp/mpi$n" "$tmp/gloo$n" "$tmp/roof$n" | while read -r sz rt rb _ tt tb _ mt mb _ gt gb _ ft fb; do
+    paste -d' ' "$tmp/ring$n" "$tmp/plain$n" "$tmp/tuned$n" "$tmp/mpi$n" "$tmp/gloo$n" "$tmp/roof$n" | while read -r sz rt rb _ pt pb _ tt tb _ mt mb _ gt gb _ ft fb; do
       plan=$(awk -v s="$sz" '$1 == s { $1 = ""; print substr($0, 2) }' "$tmp/plans$n")
-      awk -v sz=$sz -v rt=$rt -v tt=$tt -v mt=$mt -v gt=$gt -v tb=$tb -v mb=$mb -v gb=$gb -v fb=$fb -v p="$plan" 'BEGIN {
-        printf "| %s | %.1f | %.1f | %.1f | %.1f | %.3f | %.3f | %.3f | %.3f | %s | %s | %.0f%% | %s |\n", sz, rt, tt, mt, gt, tb, mb, gb, fb,
-          (mb > 0 ? sprintf("%.2f", tb / mb) : "-"), (gb > 0 ? sprintf("%.2f", tb / gb) : "-"), 100 * tb / fb, p }'
+      awk -v sz=$sz -v rt=$rt -v pt=$pt -v pb=$pb -v tt=$tt -v mt=$mt -v gt=$gt -v tb=$tb -v mb=$mb -v gb=$gb -v fb=$fb -v p="$plan" 'BEGIN {
+        printf "| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.3f | %.3f | %.3f | %.3f | %s | %s | %s | %.0f%% | %s |\n", sz, rt, pt, tt, mt, gt, tb, mb, gb, fb,
+          (mb > 0 ? sprintf("%.2f", tb / mb) : "-"), (mb > 0 ? sprintf("%.2f", pb / mb) : "-"), (gb > 0 ? sprintf("%.2f", tb / gb) : "-"), 100 * tb / fb, p }'
     done
   done
   echo

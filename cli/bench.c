@@ -51,8 +51,21 @@ static void bench_rank(const benchopts *o, const schedc_plan *plan, schedc_colle
   int n = schedc_comm_nranks(comm);
   size_t esz = schedc_dtype_size(o->dtype), maxS = 0;
   for (int i = 0; i < o->nsizes; i++) if (o->sizes[i] > maxS) maxS = o->sizes[i];
-  char *send = malloc(maxS + 64), *recv = malloc(maxS + 64);
-  if (!send || !recv) { res->status = SCHEDC_ENOMEM; snprintf(res->err, sizeof res->err, "out of memory"); goto out; }
+  char *send = NULL, *recv = NULL;
+  if (o->plain) {
+    send = malloc(maxS + 64);
+    recv = o->inplace ? send : malloc(maxS + 64);
+    if (!send || !recv) { res->status = SCHEDC_ENOMEM; snprintf(res->err, sizeof res->err, "out of memory"); goto out; }
+  } else { /* memory every rank maps: collectives work in it, with no copy into and out of the arena */
+    void *p = NULL, *q = NULL;
+    if ((res->status = schedc_mem_alloc(comm, maxS + 64, &p)) ||
+        (!o->inplace && (res->status = schedc_mem_alloc(comm, maxS + 64, &q)))) {
+      schedc_mem_free(comm, p);
+      goto fail;
+    }
+    send = p;
+    recv = o->inplace ? p : q;
+  }
   memset(send, 0, maxS + 64);
   for (size_t i = 0; i + 4 <= maxS; i += 4) { float f = (float)(i % 977) * 0.001f; memcpy(send + i, &f, 4); }
   for (int si = 0; si < o->nsizes; si++) {
@@ -74,8 +87,13 @@ static void bench_rank(const benchopts *o, const schedc_plan *plan, schedc_colle
 fail:
   snprintf(res->err, sizeof res->err, "%s", schedc_errmsg());
 out:
-  free(send);
-  free(recv);
+  if (o->plain) {
+    free(send);
+    if (recv != send) free(recv);
+  } else {
+    schedc_mem_free(comm, send);
+    if (recv != send) schedc_mem_free(comm, recv);
+  }
 }
 
 benchres *cli_bench_alloc(int n) {
@@ -121,6 +139,9 @@ static void print_table(const benchopts *o, schedc_collective coll, int n, const
   printf("# schedc bench: %s, %s, backend %s, %d ranks, %s %s, %d iterations after %d warm-up\n", name,
          schedc_collective_name(coll), backend, n, schedc_dtype_name(o->dtype), schedc_op_name(o->op), o->iters,
          o->warmup);
+  printf("# buffers: %s, %s\n", o->plain ? "malloc (--plain: copied into the shared arena and out)"
+                                          : "schedc_mem_alloc (shared: no copy into the arena or out)",
+         o->inplace ? "in place (--inplace)" : "out of place");
   printf("# time: mean per call of the slowest rank; algbw = size/time; busbw = algbw * %.3f\n", bw_factor);
   const char *tuning = NULL; /* a path: never malformed */
   int tuned = o->tuning || (schedc_param_get("SCHEDC_TUNING", &tuning) == SCHEDC_OK && tuning);
@@ -155,12 +176,14 @@ int cli_bench(int argc, char **argv) {
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       printf("usage: schedc bench [FILE|PLAN] --ranks N [--backend threads|shm|mpi] [--sizes 8,4K,1M,64M |\n"
              "                    --min S --max S --factor F] [--dtype T] [--op OP] [--iters I] [--warmup W] [-D k=v]\n"
-             "                    [--nodes M] [--tuning TABLE] [--collective C]\n\n"
+             "                    [--nodes M] [--tuning TABLE] [--collective C] [--plain] [--inplace]\n\n"
              "Prints '#' header lines, then per size: size (bytes of the whole buffer), count, type, op, time_us\n"
              "(mean of I back-to-back calls after W warm-up calls, slowest rank), algbw and busbw in GB/s\n"
              "(nccl-tests conventions). Without FILE the communicator chooses per size: the tuning table\n"
              "(--tuning or $SCHEDC_TUNING, written by 'schedc tune'), else the built-in ring; the header\n"
-             "names the plan used for each size. With mpi, start under mpirun.\n");
+             "names the plan used for each size. Buffers come from schedc_mem_alloc (memory every rank\n"
+             "maps: no copy into the shared arena and out); --plain: malloc'd buffers, as most callers\n"
+             "have. --inplace: send == recv. With mpi, start under mpirun.\n");
       rc = EXIT_OK;
       goto done;
     } else if (!strcmp(a, "--ranks")) { VAL(); o.ranks = atoi(v); }
@@ -174,6 +197,8 @@ int cli_bench(int argc, char **argv) {
       o.coll = (schedc_collective)c;
     }
     else if (!strcmp(a, "--backend")) { VAL(); backend = v; }
+    else if (!strcmp(a, "--plain")) o.plain = 1;
+    else if (!strcmp(a, "--inplace")) o.inplace = 1;
     else if (!strcmp(a, "--iters")) { VAL(); o.iters = atoi(v); }
     else if (!strcmp(a, "--warmup")) { VAL(); o.warmup = atoi(v); }
     else if (!strcmp(a, "--dtype")) { VAL(); if (schedc_dtype_parse(v, &o.dtype)) { fprintf(stderr, "schedc bench: %s\n", schedc_errmsg()); goto done; } }

@@ -20,6 +20,8 @@ typedef struct benchopts {
   schedc_op op;
   const char **defines;
   int ndefines;
+  int plain;                   /* 1: malloc'd buffers; 0: schedc_mem_alloc's (shared: no copy in or out) */
+  int inplace;                 /* 1: send == recv */
 } benchopts;
 
 typedef struct benchres {

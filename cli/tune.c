@@ -274,6 +274,7 @@ int cli_tune(int argc, char **argv) {
   }
   if (!model_only) {
     benchopts o = {0};
+    o.plain = 1; /* plans are ranked on the buffers most callers have */
     o.ranks = n;
     o.dtype = SCHEDC_F32;
     o.op = SCHEDC_SUM;
