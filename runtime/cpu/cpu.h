@@ -45,6 +45,7 @@ typedef struct sc_slot {
   _Atomic uint32_t beat;     /* advanced while the rank runs inside schedc (spinning, per slice) */
   _Atomic uint32_t beat_ms;  /* monotonic clock in ms (low 32 bits) at the last beat: for messages */
   _Atomic uint32_t asleep;   /* in a futex wait (not merely preempted) */
+  _Atomic uint32_t at_barrier; /* waiting at an entry barrier: it is not what anyone waits for */
   _Atomic uint32_t entered;  /* low 32 bits of the sequence number of the last call it entered */
   _Atomic uint32_t fault;    /* SC_DEAD or SC_ABORTED once it failed (state becomes SC_LEFT when it frees) */
   int32_t pid;

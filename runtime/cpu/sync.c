@@ -28,7 +28,7 @@
 
 #define SLEEPER 0x80000000u
 #define CHECK_SPINS 64     /* pauses between clock reads (a pause is ~25 ns here, a clock read ~28 ns) */
-#define STALE_S 10e-3      /* a peer whose beat stood still this long is taken to be off its core */     /* a peer whose beat stood still this long is taken to be off its core */
+#define STALE_S 10e-3      /* a peer whose beat stood still this long is taken to be off its core */
 #define SPIN_S 5e-3        /* spinning on a running peer: liveness and the deadline are checked this often */
 #define YIELDS 64          /* oversubscribed: sched_yield this often before sleeping */
 #define SLICE_NS 5000000L  /* 5 ms futex slices */
@@ -196,13 +196,22 @@ schedc_status sc_peer_failure(sc_waitctx *w) {
                 w->step, sc_cpu_of(w->c)->sh->fail_msg);
 }
 
-/* The beats of the rank(s) a waiter depends on: `peer`, or every other rank (peer < 0). */
+/* Is rank r itself waiting at the entry barrier? Then it is not what a barrier waits for: its
+ * beats and its being inside the call say nothing about when the missing ranks arrive (counting
+ * them kept every early rank spinning while a late one compiled kernels for seconds). */
+static int at_barrier(const sc_shared *sh, int r) {
+  return atomic_load_explicit(&sh->slots[r].at_barrier, memory_order_relaxed) != 0;
+}
+
+/* The beats of the rank(s) a waiter depends on: `peer`, or every other rank not itself waiting at
+ * the barrier (peer < 0). */
 static uint32_t beats(const schedc_comm *c, int peer) {
   sc_shared *sh = sc_cpu_of(c)->sh;
   if (peer >= 0) return atomic_load_explicit(&sh->slots[peer].beat, memory_order_relaxed);
   uint32_t sum = 0;
   for (int r = 0; r < c->nranks; r++)
-    if (r != c->rank) sum += atomic_load_explicit(&sh->slots[r].beat, memory_order_relaxed) * (2u * (uint32_t)r + 1);
+    if (r != c->rank && !at_barrier(sh, r))
+      sum += atomic_load_explicit(&sh->slots[r].beat, memory_order_relaxed) * (2u * (uint32_t)r + 1);
   return sum;
 }
 
@@ -211,7 +220,7 @@ static uint32_t beats(const schedc_comm *c, int peer) {
 static int may_run(const schedc_comm *c, int peer) {
   sc_shared *sh = sc_cpu_of(c)->sh;
   for (int r = peer >= 0 ? peer : 0; r < (peer >= 0 ? peer + 1 : c->nranks); r++)
-    if (r != c->rank && atomic_load_explicit(&sh->slots[r].busy, memory_order_relaxed) &&
+    if (r != c->rank && !at_barrier(sh, r) && atomic_load_explicit(&sh->slots[r].busy, memory_order_relaxed) &&
         !atomic_load_explicit(&sh->slots[r].asleep, memory_order_relaxed) &&
         atomic_load_explicit(&sh->slots[r].state, memory_order_relaxed) == SC_ALIVE)
       return 1;
@@ -300,15 +309,28 @@ schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w) {
   }
 }
 
+static schedc_status barrier_wait(schedc_comm *c, const char *what, double deadline, uint32_t gen);
+
 schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline) { /* <= 0: timeout from now */
   sc_shared *sh = sc_cpu_of(c)->sh;
   /* The generation carries the sleeper flag too: the last rank to arrive wakes only sleepers. */
   uint32_t gen = atomic_load(&sh->bar_gen) & ~SLEEPER;
+  _Atomic uint32_t *mark = &sh->slots[c->rank].at_barrier;
+  atomic_store_explicit(mark, 1u, memory_order_relaxed); /* before arriving: a waiter never counts it */
   if (atomic_fetch_add(&sh->bar_count, 1) == (uint32_t)c->nranks - 1) {
     atomic_store(&sh->bar_count, 0);
+    atomic_store_explicit(mark, 0u, memory_order_relaxed);
     if (atomic_exchange(&sh->bar_gen, (gen + 1) & ~SLEEPER) & SLEEPER) futex(&sh->bar_gen, FUTEX_WAKE, INT_MAX, NULL);
     return SCHEDC_OK;
   }
+  schedc_status st = barrier_wait(c, what, deadline, gen);
+  atomic_store_explicit(mark, 0u, memory_order_relaxed);
+  return st;
+}
+
+/* The wait of a rank that arrived at the barrier of generation gen before the last one. */
+static schedc_status barrier_wait(schedc_comm *c, const char *what, double deadline, uint32_t gen) {
+  sc_shared *sh = sc_cpu_of(c)->sh;
   sc_waitctx w = {c, what, -1, 0, 0, 0, deadline, SC_AT_BARRIER};
   double next_check = 0;
   spinstate ss = {0, 0, 0};
