@@ -33,6 +33,8 @@
   X(SCHEDC_VERIFY, ENUM, 0, 0, "none|digest|checksum|full", "none", LIB,                                        \
     "verification of every collective, integrity.md (opts.verify overrides)")                                    \
   X(SCHEDC_REPAIR, ENUM, 0, 0, "0|1", "0", LIB, "1: repair what verification finds, integrity.md (opts.repair)") \
+  X(SCHEDC_SPIN, ENUM, 0, 0, "auto|short", "auto", LIB,                                                          \
+    "cpu waits: auto spins while the awaited rank may be running (also preempted); short sleeps after 100 us")   \
   X(SCHEDC_INJECT, STR, 0, 0,                                                                                   \
     "comma-separated kill:RANK:STEP, delay:RANK:US, jitter:SEED:US, flip:RANK:STEP[:BIT], flipout:RANK", NULL,  \
     LIB, "testing: faults to inject, checked at communicator init (integrity.md)")                               \

@@ -109,6 +109,7 @@ struct sc_cpu {
   void *tdata;               /* the transport's own state */
   sc_shared *sh;
   int oversubscribed;        /* more ranks than online CPUs on this host: waiters yield */
+  int spin_short;            /* SCHEDC_SPIN=short: sleep once the awaited rank stood still 100 us */
   size_t ctr_used[2];        /* counters the last call of each parity used (reset only those) */
   size_t call_slice;         /* the current call's slice */
   sc_fliptarget flip;

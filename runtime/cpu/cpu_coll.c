@@ -11,6 +11,7 @@
 
 #include "cpu.h"
 #include "err.h"
+#include "params.h"
 #include "plan.h"
 
 size_t sc_shared_size(uint32_t nranks, uint32_t ctr_per_rank) {
@@ -49,6 +50,14 @@ schedc_status sc_cpu_new(const sc_backend *be, const sc_transport *tr, int rank,
   x->tr = tr;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   x->oversubscribed = nranks > (ncpu > 0 ? ncpu : 1);
+  int spin = 0; /* SCHEDC_SPIN's words: auto, short */
+  if ((st = sc_param_enum(SC_P_SCHEDC_SPIN, &spin)) != SCHEDC_OK) {
+    free(x->peer);
+    free(x);
+    sc_comm_release(c);
+    return st;
+  }
+  x->spin_short = spin == 1;
   c->be_data = x;
   *out = c;
   return SCHEDC_OK;

@@ -29,6 +29,7 @@
 #define SLEEPER 0x80000000u
 #define CHECK_SPINS 64     /* pauses between clock reads (a pause is ~25 ns here, a clock read ~28 ns) */
 #define STALE_S 10e-3      /* a peer whose beat stood still this long is taken to be off its core */
+#define STALE_SHORT_S 100e-6 /* SCHEDC_SPIN=short: this long, and no spinning on a preempted peer */
 #define SPIN_S 5e-3        /* spinning on a running peer: liveness and the deadline are checked this often */
 #define YIELDS 64          /* oversubscribed: sched_yield this often before sleeping */
 #define SLICE_NS 5000000L  /* 5 ms futex slices */
@@ -278,10 +279,10 @@ static int spin(schedc_comm *c, _Atomic uint32_t *ctr, uint32_t want, int neq, i
     } else if (nb != ss->b) {
       ss->b = nb;
       ss->seen = t;
-    } else if (t - ss->seen > STALE_S) {
+    } else if (t - ss->seen > (sc_cpu_of(c)->spin_short ? STALE_SHORT_S : STALE_S)) {
       ss->seen = t; /* after the sleep, give it another STALE_S */
       if (reached(ctr, want, neq)) return DONE;
-      if (!may_run(c, peer)) return STALE;
+      if (sc_cpu_of(c)->spin_short || !may_run(c, peer)) return STALE;
       return LONG; /* preempted, not waiting: it comes back within a scheduler slice or so */
     }
     if (t - t0 > SPIN_S || atomic_load_explicit(&sc_cpu_of(c)->sh->failed, memory_order_relaxed))
