@@ -174,7 +174,7 @@ schedc_status sc_coll(schedc_comm *c, int coll, const void *send, void *recv, si
 static inline uint32_t sc_call_checks_word(const schedc_comm *c, unsigned flags) {
   return flags & SC_CALL_NOVERIFY ? 0u : (uint32_t)c->verify | (c->verify && c->repair ? 4u : 0u);
 }
-/* "digest+checksum, repair" for messages. */
+/* The settings of a checks word for messages: "SCHEDC_VERIFY=full with repair". */
 const char *sc_checks_name(uint32_t checks, char *buf, size_t cap);
 
 /* Does this call verify / inject? */

@@ -161,34 +161,40 @@ static void *s_work(schedc_comm *c, size_t bytes, void *user, sc_desc *desc) {
   return d->cur = d->arena;
 }
 
-/* Open rank r's arena through /proc/OWNER/fd/FD (published in the control block) and check it
- * is the inode its owner published, and this user's. */
+/* Open rank r's file (pid, fd) through /proc/PID/fd/FD and check it is the inode its owner
+ * published (dev, ino), this user's, and at least min_size bytes. what: "" for its arena, or what
+ * else it is, for messages. A peer found dead is SCHEDC_EPEER. */
+static schedc_status open_peer_file(schedc_comm *c, int r, int32_t pid, int32_t fdno, uint64_t dev, uint64_t ino,
+                                    uint64_t min_size, const char *what, int *out) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, (int)fdno);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat sb;
+  if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_uid == geteuid() && (uint64_t)sb.st_dev == dev &&
+      (uint64_t)sb.st_ino == ino && (uint64_t)sb.st_size >= min_size) {
+    *out = fd;
+    return SCHEDC_OK;
+  }
+  int e = errno, opened = fd >= 0;
+  if (opened) close(fd);
+  if (!pid_alive(pid))
+    return sc_err(SCHEDC_EPEER, "shm: rank %d (pid %d) died before rank %d could map its buffer%s", r, (int)pid,
+                  c->rank, what);
+  if (opened) return sc_err(SCHEDC_EIO, "shm: %s is not rank %d's buffer%s (another file, owner or size)", path, r, what);
+  return sc_err(SCHEDC_EIO, "shm: cannot open rank %d's buffer%s %s: %s%s", r, what, path, strerror(e),
+                e == EACCES ? " (the kernel lets a process open another's memory only if it runs as the same user "
+                              "and is dumpable)" : "");
+}
+
+/* Open rank r's arena (published in the control block) once; the fd is kept. */
 static schedc_status open_peer(schedc_comm *c, int r) {
   shmdata *d = sc_cpu_of(c)->tdata;
   const shm_rankinfo *ri = &d->tail->rank[r];
-  int32_t pid = atomic_load(&ri->pid);
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, (int)ri->fd);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int e = errno;
-    if (!pid_alive(pid)) return sc_err(SCHEDC_EPEER, "shm: rank %d (pid %d) died before rank %d could map its buffer",
-                                       r, (int)pid, c->rank);
-    return sc_err(SCHEDC_EIO, "shm: cannot open rank %d's buffer %s: %s%s", r, path, strerror(e),
-                  e == EACCES ? " (the kernel lets a process open another's memory only if it runs as the same user "
-                                "and is dumpable)" : "");
-  }
-  struct stat sb;
-  if (fstat(fd, &sb) != 0 || sb.st_uid != geteuid() || (uint64_t)sb.st_dev != ri->dev || (uint64_t)sb.st_ino != ri->ino) {
-    close(fd);
-    return sc_err(SCHEDC_EIO, "shm: %s is not rank %d's buffer (another file or owner)", path, r);
-  }
-  d->peers[r].fd = fd;
-  return SCHEDC_OK;
+  return open_peer_file(c, r, atomic_load(&ri->pid), ri->fd, ri->dev, ri->ino, 0, "", &d->peers[r].fd);
 }
 
 /* Rank r's region named by its descriptor s, mapped read-only (cached per peer by serial). Opened
- * through /proc/OWNER/fd/FD and checked as open_peer checks arenas; the fd is closed once mapped
+ * through /proc/OWNER/fd/FD and checked as arenas are (open_peer_file); the fd is closed once mapped
  * (the mapping keeps the memory, even if the owner frees the region or dies). */
 static schedc_status map_region(schedc_comm *c, int r, const sc_desc *s, char **out) {
   shmdata *d = sc_cpu_of(c)->tdata;
@@ -204,24 +210,10 @@ static schedc_status map_region(schedc_comm *c, int r, const sc_desc *s, char **
     if (!m[i].base ? slot->base != NULL : slot->base && m[i].used < slot->used) slot = &m[i];
   }
   if (s->reg_off > s->reg_size) return sc_err(SCHEDC_EIO, "shm: rank %d announced a buffer outside its region", r);
-  int32_t pid = atomic_load(&d->tail->rank[r].pid);
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, (int)s->reg_fd);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int e = errno;
-    if (!pid_alive(pid)) return sc_err(SCHEDC_EPEER, "shm: rank %d (pid %d) died before rank %d could map its buffer "
-                                       "(a schedc_mem_alloc region)", r, (int)pid, c->rank);
-    return sc_err(SCHEDC_EIO, "shm: cannot open rank %d's buffer %s (a schedc_mem_alloc region): %s", r, path, strerror(e));
-  }
-  struct stat sb;
-  if (fstat(fd, &sb) != 0 || sb.st_uid != geteuid() || (uint64_t)sb.st_dev != s->reg_dev ||
-      (uint64_t)sb.st_ino != s->reg_ino || (uint64_t)sb.st_size < s->reg_size) {
-    close(fd);
-    if (!pid_alive(pid)) return sc_err(SCHEDC_EPEER, "shm: rank %d (pid %d) died before rank %d could map its buffer "
-                                       "(a schedc_mem_alloc region)", r, (int)pid, c->rank);
-    return sc_err(SCHEDC_EIO, "shm: %s is not rank %d's region (another file, owner or size)", path, r);
-  }
+  int fd;
+  schedc_status st = open_peer_file(c, r, atomic_load(&d->tail->rank[r].pid), s->reg_fd, s->reg_dev, s->reg_ino,
+                                    s->reg_size, " (a schedc_mem_alloc region)", &fd);
+  if (st != SCHEDC_OK) return st;
   void *p = mmap(NULL, s->reg_size, PROT_READ, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED) return sc_err(SCHEDC_EIO, "shm: cannot map rank %d's region: %s", r, strerror(errno));

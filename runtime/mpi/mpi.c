@@ -103,7 +103,7 @@ static schedc_status run(schedc_comm *c, const sc_call *call, char *W, const uin
                                                    "plan", "custom operator's source", "custom operator's source",
                                                    "verification (SCHEDC_VERIFY, SCHEDC_REPAIR)"};
     char mine[64], theirs[64];
-    if (f == 10) {
+    if (f == SC_MPI_DESC - 1) { /* the integrity settings: say them in words */
       sc_checks_name(desc[10], mine, sizeof mine);
       sc_checks_name(o[10], theirs, sizeof theirs);
     } else {
