@@ -176,12 +176,10 @@ typedef struct sc_execargs {
   unsigned flags;            /* the call's SC_CALL_* */
 } sc_execargs;
 schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
-/* The copy-in (W[0, K) = send, elements of esz bytes, no conversion) fused with
- * sc_exec_checksum_inputs: the cells peers read at version 0 are hashed while copied. */
-void sc_exec_copyin_checksum(schedc_comm *c, const sc_prog *p, size_t esz, size_t K, char *W, const char *send,
-                             int parity);
-/* Checksum the cells of this rank that peers read at version 0 (before the entry barrier). */
-void sc_exec_checksum_inputs(schedc_comm *c, const sc_prog *p, schedc_dtype acc, size_t K, const char *W,
+/* Checksum the cells of this rank that peers read at version 0 (before the entry barrier), K
+ * elements of esz bytes. send NULL: the inputs are in W already; else the copy-in too (W[0, K) =
+ * send, no conversion), fused: those cells are hashed while copied. */
+void sc_exec_checksum_inputs(schedc_comm *c, const sc_prog *p, size_t esz, size_t K, char *W, const char *send,
                              int parity);
 
 #endif

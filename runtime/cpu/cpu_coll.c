@@ -147,10 +147,10 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
   if (checks && k->acc == k->dtype && coll != SCHEDC_ALLGATHER && (coll != SCHEDC_BROADCAST || me == k->root)) {
     /* sc_work_in's copy (no conversion: the whole buffer) with the checksums of the cells peers
      * read first, in one pass */
-    sc_exec_copyin_checksum(c, k->prog, asz, k->K, W, k->send, (int)(seq & 1));
+    sc_exec_checksum_inputs(c, k->prog, asz, k->K, W, k->send, (int)(seq & 1));
   } else {
     sc_work_in(c, k, W);
-    if (checks) sc_exec_checksum_inputs(c, k->prog, k->acc, k->K, W, (int)(seq & 1));
+    if (checks) sc_exec_checksum_inputs(c, k->prog, asz, k->K, W, NULL, (int)(seq & 1));
   }
   desc->coll = (uint32_t)coll;
   desc->dtype = (uint32_t)k->dtype;

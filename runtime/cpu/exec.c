@@ -63,31 +63,13 @@ static int slicing(const schedc_comm *c, size_t K, uint32_t C, size_t esz, size_
   return 0;
 }
 
-void sc_exec_checksum_inputs(schedc_comm *c, const sc_prog *p, schedc_dtype acc, size_t K, const char *W,
+void sc_exec_checksum_inputs(schedc_comm *c, const sc_prog *p, size_t esz, size_t K, char *W, const char *send,
                              int parity) {
-  size_t esz = schedc_dtype_size(acc), se, nsl;
-  uint32_t C = p->nchunks;
-  if (slicing(c, K, C, esz, &se, &nsl)) return; /* sc_exec refuses the call */
-  const sc_rankprog *rp = &p->rank[c->rank];
-  _Atomic uint32_t *crc = sc_ctr(sc_cpu_of(c)->sh, parity, SC_CRC, (uint32_t)c->rank);
-  for (uint32_t ch = 0; ch < C; ch++) {
-    if (!rp->init_read[ch]) continue;
-    size_t lo, hi;
-    sc_chunk_range(K, C, ch, &lo, &hi);
-    for (size_t j = 0; j < nsl && lo + j * se < hi; j++) {
-      size_t slo = lo + j * se, shi = slo + se < hi ? slo + se : hi;
-      atomic_store_explicit(&crc[(size_t)ch * nsl + j], sc_crc32c(W + slo * esz, (shi - slo) * esz),
-                            memory_order_relaxed); /* the entry barrier publishes it */
-    }
-  }
-}
-
-void sc_exec_copyin_checksum(schedc_comm *c, const sc_prog *p, size_t esz, size_t K, char *W, const char *send,
-                             int parity) {
+  const char *src = send ? send : W; /* sc_crc32c_copy onto itself only hashes */
   size_t se, nsl;
   uint32_t C = p->nchunks;
   if (slicing(c, K, C, esz, &se, &nsl)) { /* sc_exec refuses the call */
-    if (W != send) memmove(W, send, K * esz);
+    if (src != W) memmove(W, src, K * esz);
     return;
   }
   const sc_rankprog *rp = &p->rank[c->rank];
@@ -96,12 +78,12 @@ void sc_exec_copyin_checksum(schedc_comm *c, const sc_prog *p, size_t esz, size_
     size_t lo, hi;
     sc_chunk_range(K, C, ch, &lo, &hi);
     if (!rp->init_read[ch]) {
-      if (W != send && hi > lo) memmove(W + lo * esz, send + lo * esz, (hi - lo) * esz);
+      if (src != W && hi > lo) memmove(W + lo * esz, src + lo * esz, (hi - lo) * esz);
       continue;
     }
     for (size_t j = 0; j < nsl && lo + j * se < hi; j++) {
       size_t slo = lo + j * se, shi = slo + se < hi ? slo + se : hi;
-      atomic_store_explicit(&crc[(size_t)ch * nsl + j], sc_crc32c_copy(W + slo * esz, send + slo * esz, (shi - slo) * esz),
+      atomic_store_explicit(&crc[(size_t)ch * nsl + j], sc_crc32c_copy(W + slo * esz, src + slo * esz, (shi - slo) * esz),
                             memory_order_relaxed); /* the entry barrier publishes it */
     }
   }
