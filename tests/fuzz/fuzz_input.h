@@ -15,6 +15,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "schedc/schedc.h"
+
 /* A memfd holding data[0..n), its path in path[cap]; the descriptor (close it), or -1 (aborts:
  * a fuzzer that cannot make its input has found nothing). */
 static int sc_fuzz_file(const uint8_t *data, size_t n, char *path, size_t cap) {
@@ -27,6 +29,17 @@ static int sc_fuzz_file(const uint8_t *data, size_t n, char *path, size_t cap) {
   }
   snprintf(path, cap, "/proc/self/fd/%d", fd);
   return fd;
+}
+
+/* A plan loader's contract, whatever the input: SCHEDC_OK with a plan (freed here), or a failure
+ * with no plan and a message. A breach aborts: the fuzzer reports it with its input. */
+static inline void sc_fuzz_plan_result(schedc_status st, schedc_plan *plan) {
+  if (st == SCHEDC_OK) {
+    if (!plan) abort();
+    schedc_plan_free(plan);
+  } else if (plan || !*schedc_errmsg()) {
+    abort();
+  }
 }
 
 #endif
