@@ -192,7 +192,15 @@ static void binary_token(ck *k, CXCursor c, char *buf, size_t cap) {
   if (tl) CL.disposeTokens(k->tu, tl, nl);
 }
 
-static const char *const math_ok[] = {"fabs", "fmin", "fmax", "copysign", "sqrt", "fma", "floor", "ceil", "trunc", "rint"};
+/* The math functions an operator may call (and their f forms), with their parameter lists: the
+ * checker's allowance and the CUDA text's C-semantics wrappers (print_fn) come from this list. */
+#define SC_MATH_OK(X)                                                                                  \
+  X(fabs, "double a", "a") X(fmin, "double a, double b", "a, b") X(fmax, "double a, double b", "a, b")  \
+  X(copysign, "double a, double b", "a, b") X(sqrt, "double a", "a")                                    \
+  X(fma, "double a, double b, double c", "a, b, c") X(floor, "double a", "a") X(ceil, "double a", "a")  \
+  X(trunc, "double a", "a") X(rint, "double a", "a")
+#define SC_MATH_NAME(n, params, args) #n,
+static const char *const math_ok[] = {SC_MATH_OK(SC_MATH_NAME)};
 static const char *const transcendental[] = {
     "exp", "exp2", "expm1", "exp10", "log", "log2", "log10", "log1p", "pow", "sin", "cos", "tan", "asin", "acos", "atan",
     "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "cbrt", "hypot", "erf", "erfc", "tgamma", "lgamma",
@@ -461,7 +469,14 @@ static void put(sb *b, const char *fmt, ...) {
   b->n += (size_t)m;
 }
 
-/* One function, its names renamed sc_u_*, storage keywords dropped; cuda: device types. */
+static int is_math_base(const char *name) {
+  for (size_t i = 0; i < sizeof math_ok / sizeof math_ok[0]; i++)
+    if (!strcmp(name, math_ok[i])) return 1;
+  return 0;
+}
+
+/* One function, its names renamed sc_u_*, storage keywords dropped; cuda: device types, and the
+ * double math functions called as in C (sc_cm_*, emit_sources). */
 static void print_fn(ck *k, sb *b, int i, int cuda, int proto) {
   CXToken *t = NULL;
   unsigned n = 0;
@@ -477,6 +492,10 @@ static void print_fn(ck *k, sb *b, int i, int cuda, int proto) {
     }
     if (proto && !strcmp(p, "{")) { CL.disposeString(s); break; }
     if (kind == CXToken_Identifier && find_fn(k, p) >= 0 && k->f[find_fn(k, p)].reached) put(b, "sc_u_%s", p);
+    /* C's fma(x, y, z) is the double function whatever its arguments; CUDA C++ overloads it
+     * (fma(float, float, float) is fmaf: one rounding, not two), and sqrt(x) * y would be float
+     * arithmetic there, double in C. The double forms go through wrappers that take doubles. */
+    else if (cuda && kind == CXToken_Identifier && find_fn(k, p) < 0 && is_math_base(p)) put(b, "sc_cm_%s", p);
     else if (cuda && !strcmp(p, "int32_t")) put(b, "int");
     else if (cuda && !strcmp(p, "int64_t")) put(b, "long long");
     else put(b, "%s", p);
@@ -533,10 +552,19 @@ static void emit_sources(ck *k, int target, schedc_dtype dt, sb *cpu, sb *cu) {
       T, T, T, T, T, T, T);
   const char *U = ctype(dt, 1);
   put(cu, "/* custom operator %s (checked by schedc; no fma: --fmad=false) */\n", name);
+  sb fns = {0}; /* the functions first, so that only the wrappers they call go before them */
   for (int i = 0; i < k->nf; i++)
-    if (k->f[i].reached) print_fn(k, cu, i, 1, 1);
+    if (k->f[i].reached) print_fn(k, &fns, i, 1, 1);
   for (int i = 0; i < k->nf; i++)
-    if (k->f[i].reached) print_fn(k, cu, i, 1, 0);
+    if (k->f[i].reached) print_fn(k, &fns, i, 1, 0);
+  cu->oom |= fns.oom;
+#define SC_MATH_WRAP(n, params, args)                                                                  \
+  if (fns.p && strstr(fns.p, "sc_cm_" #n " "))                                                          \
+    put(cu, "static __device__ __forceinline__ double sc_cm_" #n "(" params ") { return " #n "(" args "); }\n");
+  SC_MATH_OK(SC_MATH_WRAP)
+#undef SC_MATH_WRAP
+  if (fns.p) put(cu, "%s", fns.p);
+  free(fns.p);
   put(cu, "static __device__ __forceinline__ %s sc_custom_op(%s a, %s b) {\n  %s r = sc_u_%s(a, b);\n", U, U, U, U, name);
   if (isf) put(cu, "  return r != r ? %s : r; /* the default NaN, as on the CPU */\n}\n\n",
                dt == SCHEDC_F64 ? "__longlong_as_double(0x7ff8000000000000LL)" : "__int_as_float(0x7fc00000)");

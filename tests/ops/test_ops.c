@@ -1,7 +1,8 @@
 /*
  * test_ops.c — custom operators run in the proven order, bit for bit: the shipped operators
  * (ops/shipped) on threads or shm ranks against this test's own copy of each function evaluated
- * over the trees schedc_plan_order prints (f32, bf16 through f32, i64), schedc_accumulate's
+ * over the trees schedc_plan_order prints (f32, bf16 through f32, i64), an operator calling C's
+ * double fma on floats (tests/ops/c_math.c: CUDA's float overload must not be used), schedc_accumulate's
  * canonical tree, the dtype pairing rules and a source mismatch between ranks.
  * cuda: the same on N virtual ranks of one GPU (the generated kernels with the operator's
  * __device__ function), against the same trees, so GPU bits = CPU bits ([SKIP] without a GPU).
@@ -24,13 +25,18 @@ static float qnan32(void) { uint32_t u = 0x7fc00000u; float f; memcpy(&f, &u, 4)
 static float my_absmax(float a, float b) { float r = fmaxf(fabsf(a), fabsf(b)); return r != r ? qnan32() : r; }
 static float my_l2(float a, float b) { float r = sqrtf(a * a + b * b); return r != r ? qnan32() : r; }
 static int64_t my_or(int64_t a, int64_t b) { return a | b; }
+/* tests/ops/c_math.c: C's fma is the double one; rounded to double, then to float */
+static float my_fma_tiny(float a, float b) {
+  float r = (float)fma((double)a, (double)b, 0x1p-100);
+  return r != r ? qnan32() : r;
+}
 
-enum { K_ABSMAX, K_L2, K_OR };
+enum { K_ABSMAX, K_L2, K_OR, K_FMA };
 typedef struct val { float f; int64_t i; } val;
 static val apply(int kind, val a, val b) {
   val r = {0, 0};
   if (kind == K_OR) r.i = my_or(a.i, b.i);
-  else r.f = kind == K_ABSMAX ? my_absmax(a.f, b.f) : my_l2(a.f, b.f);
+  else r.f = kind == K_ABSMAX ? my_absmax(a.f, b.f) : kind == K_FMA ? my_fma_tiny(a.f, b.f) : my_l2(a.f, b.f);
   return r;
 }
 
@@ -186,6 +192,9 @@ static void check_one(int shm, schedc_collective coll, const schedc_plan *plan, 
         if (i % 101 == 7) f = r == 1 ? INFINITY : f;
         if (i % 103 == 9 && r == 2) f = NAN;
         if (i % 7 == 3) { uint32_t u = (uint32_t)(x >> 20) & 0x807fffffu; memcpy(&f, &u, 4); } /* subnormals */
+        /* (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24 is a float midpoint: fma(a, b, 2^-100) in double rounds
+         * it to even (1 + 2^-11); fmaf rounds it up. Every rank holds it: the first op decides. */
+        if (kind == K_FMA && i % 5 == 1) f = 1.0f + 0x1p-12f;
         if (dt == SCHEDC_BF16) {
           uint16_t h = f32_to_bf16(f);
           memcpy((char *)send[r] + i * 2, &h, 2);
@@ -242,7 +251,12 @@ int main(int argc, char **argv) {
   CHECK(schedc_op_create(path, "l2combine", NULL, &l2) == SCHEDC_OK);
   snprintf(path, sizeof path, "%s/shipped/or64.c", argv[2]);
   CHECK(schedc_op_create(path, "or64", NULL, &or64) == SCHEDC_OK);
+  schedc_op fma_tiny;
+  CHECK(schedc_op_create(SC_TEST_OPS_DIR "/c_math.c", "fma_tiny", NULL, &fma_tiny) == SCHEDC_OK);
   if (tc_fail) { fprintf(stderr, "%s\n", schedc_errmsg()); return DONE(); }
+  /* the test's own fma reading discriminates: C's double fma, not fmaf */
+  CHECK(my_fma_tiny(1.0f + 0x1p-12f, 1.0f + 0x1p-12f) == 1.0f + 0x1p-11f &&
+        fmaf(1.0f + 0x1p-12f, 1.0f + 0x1p-12f, 0x1p-100f) == 1.0f + 0x1p-11f + 0x1p-23f);
   CHECK((int)absmax >= SCHEDC_OP_CUSTOM_BASE);
   CHECK_CONTAINS(schedc_op_name(absmax), "absmax.c:absmax");
   schedc_op_info in = SCHEDC_OP_INFO_INIT;
@@ -260,6 +274,7 @@ int main(int argc, char **argv) {
     check_one(shm, SCHEDC_ALLREDUCE, plan, files[f], K_L2, SCHEDC_F32, l2);
     check_one(shm, SCHEDC_ALLREDUCE, plan, files[f], K_OR, SCHEDC_I64, or64);
     if (f == 0) check_one(shm, SCHEDC_ALLREDUCE, plan, files[f], K_ABSMAX, SCHEDC_BF16, absmax);
+    if (f == 0) check_one(shm, SCHEDC_ALLREDUCE, plan, files[f], K_FMA, SCHEDC_F32, fma_tiny);
     schedc_plan_free(plan);
   }
   schedc_plan *red = NULL;
@@ -315,5 +330,6 @@ int main(int argc, char **argv) {
   CHECK(schedc_op_name(absmax) == NULL); /* freed: the value is dead, never reused */
   schedc_op_free(l2);
   schedc_op_free(or64);
+  schedc_op_free(fma_tiny);
   return DONE();
 }
