@@ -283,7 +283,7 @@ def _comm_opts(timeout: Optional[float], plan: Optional[Plan]) -> _lib.CommOpts:
 
 class Comm:
     """One rank's communicator (schedc_comm). Make it with ``schedc.torch.init_comm()``,
-    ``Comm.from_env()`` or ``Comm.shm(rank, nranks, uid=...)``.
+    ``Comm.from_env()``, ``Comm.shm(rank, nranks, uid=...)`` or ``Comm.mpi()``.
 
     Collectives work in place on a contiguous CPU torch tensor (float32, float64, float16,
     bfloat16, int32, int64) or a writable buffer-protocol object (numpy array, array.array), and
@@ -294,8 +294,10 @@ class Comm:
     closed at interpreter exit, which removes their shared-memory segments.
     """
 
-    def __init__(self, handle: ctypes.c_void_p, plans: Optional[list] = None) -> None:
+    def __init__(self, handle: ctypes.c_void_p, plans: Optional[list] = None, backend: str = "") -> None:
         self._c = handle
+        #: how it was made: "shm", "mpi", "threads" or "env" (Comm.from_env: SCHEDC_BACKEND decides)
+        self.backend = backend
         self._plans = plans or []  # plans referenced by opts must outlive the communicator
         self._default: Dict[str, Plan] = {}
         with _open_lock:
@@ -320,7 +322,18 @@ class Comm:
         else:
             _check(lib.schedc_comm_init_shm(int(rank), int(nranks), str(job).encode(), ctypes.byref(o),
                                             ctypes.byref(h)), "Comm.shm")
-        return cls(h, [plan] if plan else None)
+        return cls(h, [plan] if plan else None, "shm")
+
+    @classmethod
+    def mpi(cls, timeout: Optional[float] = None, plan: Optional[Plan] = None) -> "Comm":
+        """Every process of MPI_COMM_WORLD, in its MPI rank order, on any number of hosts
+        (schedc_comm_init_mpi; collective over the world). schedc calls MPI_Init if nobody has, and
+        then finalizes MPI at exit. Raises schedc.Error SCHEDC_EUNAVAIL when the library was built
+        without MPI, SCHEDC_EINVAL when SCHEDC_NRANKS / WORLD_SIZE disagree with the world's size."""
+        h = ctypes.c_void_p()
+        o = _comm_opts(timeout, plan)
+        _check(lib.schedc_comm_init_mpi(None, ctypes.byref(o), ctypes.byref(h)), "Comm.mpi")
+        return cls(h, [plan] if plan else None, "mpi")
 
     @classmethod
     def from_env(cls, timeout: Optional[float] = None) -> "Comm":
@@ -331,7 +344,7 @@ class Comm:
         h = ctypes.c_void_p()
         o = _comm_opts(timeout, None)
         _check(lib.schedc_comm_init_env(ctypes.byref(o), ctypes.byref(h)), "Comm.from_env")
-        return cls(h)
+        return cls(h, backend="env")
 
     @classmethod
     def threads(cls, nranks: int, timeout: Optional[float] = None) -> "list[Comm]":
@@ -339,7 +352,7 @@ class Comm:
         arr = (ctypes.c_void_p * int(nranks))()
         o = _comm_opts(timeout, None)
         _check(lib.schedc_comm_init_threads(int(nranks), ctypes.byref(o), arr), "Comm.threads")
-        return [cls(ctypes.c_void_p(arr[i])) for i in range(int(nranks))]
+        return [cls(ctypes.c_void_p(arr[i]), backend="threads") for i in range(int(nranks))]
 
     def _h(self) -> ctypes.c_void_p:
         if not self._c:
@@ -440,7 +453,7 @@ class Comm:
     def __repr__(self) -> str:
         if not self._c:
             return "schedc.Comm(closed)"
-        return "schedc.Comm(rank=%d, nranks=%d)" % (self.rank, self.nranks)
+        return "schedc.Comm(rank=%d, nranks=%d, backend=%r)" % (self.rank, self.nranks, self.backend)
 
 
 def _block(obj: Any, r: int, k: int, dtype: int) -> Any:

@@ -84,6 +84,7 @@ _proto("schedc_comm_init_shm_uid", c_int, c_int, c_int, ctypes.POINTER(Uid), cty
        ctypes.POINTER(P))
 _proto("schedc_comm_init_shm", c_int, c_int, c_int, c_char_p, ctypes.POINTER(CommOpts), ctypes.POINTER(P))
 _proto("schedc_comm_init_env", c_int, ctypes.POINTER(CommOpts), ctypes.POINTER(P))
+_proto("schedc_comm_init_mpi", c_int, P, ctypes.POINTER(CommOpts), ctypes.POINTER(P))
 _proto("schedc_comm_init_threads", c_int, c_int, ctypes.POINTER(CommOpts), ctypes.POINTER(P))
 _proto("schedc_comm_free", None, P)
 _proto("schedc_comm_rank", c_int, P)

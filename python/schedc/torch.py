@@ -4,6 +4,7 @@
 """PyTorch integration: ``init_comm``, ``HookState`` + ``allreduce_hook`` for
 ``DistributedDataParallel.register_comm_hook``, and ``CanonicalGrads`` (docs/python.md)."""
 import ctypes
+import os
 import queue
 import socket
 import threading
@@ -27,16 +28,29 @@ def _host_id() -> str:
     return socket.gethostname() + "/" + boot
 
 
-def init_comm(group: Optional[Any] = None, timeout: Optional[float] = None) -> Comm:
+_MPI_LAUNCHER_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
+
+
+def init_comm(group: Optional[Any] = None, timeout: Optional[float] = None,
+              backend: Optional[str] = None) -> Comm:
     """A schedc communicator over the ranks of ``group`` (default: the default process group),
     which must already be initialised (``torch.distributed.init_process_group("gloo")``).
 
-    Collective over the group. The group's rank 0 draws a fresh 128-bit id (schedc_unique_id) and
-    broadcasts it over the group, so two concurrent jobs on one host never share shared-memory
-    segments, whatever TORCHELASTIC_RUN_ID or MASTER_PORT say. All ranks must be on one host
-    (the shm backend): otherwise every rank raises RuntimeError."""
+    Collective over the group; every rank raises the same RuntimeError when it cannot be made.
+    ``backend``: None (default) picks "shm" when every rank is on one host, else "mpi".
+
+    - "shm": processes on one host. The group's rank 0 draws a fresh 128-bit id
+      (schedc_unique_id) and broadcasts it over the group, so two concurrent jobs on one host
+      never share shared-memory segments, whatever TORCHELASTIC_RUN_ID or MASTER_PORT say.
+    - "mpi": any number of hosts, for a job started by an MPI launcher (``mpirun``, ``srun``)
+      whose torch ranks are its MPI ranks (RANK=$OMPI_COMM_WORLD_RANK; docs/python.md): the
+      communicator is MPI_COMM_WORLD's (Comm.mpi), so ``group`` must be the whole world, and
+      the library must have been built with MPI. MPI keeps jobs apart by itself: no id needed."""
     if not dist.is_available() or not dist.is_initialized():
         raise RuntimeError("schedc.torch.init_comm: call torch.distributed.init_process_group('gloo') first")
+    if backend not in (None, "shm", "mpi"):
+        raise ValueError("schedc.torch.init_comm: backend must be None (automatic), 'shm' or 'mpi', not %r"
+                         % (backend,))
     rank = dist.get_rank(group)
     n = dist.get_world_size(group)
     src = 0
@@ -45,14 +59,55 @@ def init_comm(group: Optional[Any] = None, timeout: Optional[float] = None) -> C
             src = dist.distributed_c10d._get_global_rank(group, 0)  # type: ignore[attr-defined]
         except AttributeError:
             src = dist.get_global_rank(group, 0)  # type: ignore[attr-defined]
-    hosts: List[Any] = [None] * n
-    dist.all_gather_object(hosts, _host_id(), group=group)
+    under_mpi = any(v in os.environ for v in _MPI_LAUNCHER_VARS)
+    facts: List[Any] = [None] * n
+    dist.all_gather_object(facts, (_host_id(), under_mpi), group=group)
+    hosts = set(f[0] for f in facts)
+    if backend is None:
+        backend = "shm" if len(hosts) == 1 else "mpi"
+    if backend == "mpi":
+        return _init_mpi(group, rank, n, timeout, all(f[1] for f in facts), len(hosts))
     box: List[Any] = [unique_id().hex() if rank == 0 else None]
     dist.broadcast_object_list(box, src=src, group=group)
-    if len(set(hosts)) != 1:
-        raise RuntimeError("schedc.torch.init_comm: the ranks span %d hosts; the shm backend needs one host"
-                           % len(set(hosts)))
+    if len(hosts) != 1:
+        raise RuntimeError("schedc.torch.init_comm: the ranks span %d hosts; the shm backend needs one host "
+                           "(across hosts: launch the job with an MPI launcher and use backend='mpi')" % len(hosts))
     return Comm.shm(rank, n, uid=bytes.fromhex(box[0]), timeout=timeout)
+
+
+def _init_mpi(group: Optional[Any], rank: int, n: int, timeout: Optional[float], under_mpi: bool,
+              nhosts: int) -> Comm:
+    """init_comm's "mpi" backend. Every precondition is agreed over the torch group first, so
+    that no rank enters MPI's collective init alone (it would wait there for the others)."""
+    why = ""
+    if not under_mpi:
+        why = ("the mpi backend needs every rank started by an MPI launcher, and on some rank none of %s is "
+               "set: launch the job with mpirun or srun%s" % (", ".join(_MPI_LAUNCHER_VARS),
+                                                              " (the ranks span %d hosts, which shm cannot serve)" % nhosts
+                                                              if nhosts > 1 else ", or use backend='shm'"))
+    elif n != dist.get_world_size():
+        why = "the mpi backend covers the whole world (MPI_COMM_WORLD): call it with group=None"
+    if why:
+        raise RuntimeError("schedc.torch.init_comm: " + why)
+    comm: Optional[Comm] = None
+    err = ""
+    try:
+        comm = Comm.mpi(timeout=timeout)
+        if comm.rank != rank or comm.nranks != n:
+            err = ("torch rank %d of %d is MPI rank %d of %d: start the job so that RANK and WORLD_SIZE are the "
+                   "MPI launcher's (RANK=$OMPI_COMM_WORLD_RANK, WORLD_SIZE=$OMPI_COMM_WORLD_SIZE)"
+                   % (rank, n, comm.rank, comm.nranks))
+    except Exception as e:  # every rank hears of any rank's failure below
+        err = str(e)
+    errs: List[Any] = [None] * n
+    dist.all_gather_object(errs, err, group=group)
+    bad = [(r, e) for r, e in enumerate(errs) if e]
+    if bad:
+        if comm is not None:
+            comm.close()
+        raise RuntimeError("schedc.torch.init_comm (mpi): " + "; ".join("rank %d: %s" % (r, e) for r, e in bad[:4]))
+    assert comm is not None
+    return comm
 
 
 class HookState:

@@ -109,6 +109,43 @@ def test_canonical_grads_same_bits_for_1_2_4(trained):
     assert g[1] == g[2] == g[4]
 
 
+def test_mpi_backend_same_bits_as_shm(trained, tmp_path):
+    """Across hosts init_comm uses MPI (here forced on one host with backend='mpi', under mpirun):
+    the hook and CanonicalGrads give the bits the shm job of the same size gave, bucket by bucket."""
+    n = 2
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), SCHEDC_TEST_BACKEND="mpi",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    env.pop("RANK", None)
+    env.pop("WORLD_SIZE", None)
+    fwd = [a for k in ("MASTER_ADDR", "MASTER_PORT", "SCHEDC_TEST_BACKEND", "PYTHONPATH", "SCHEDC_LIBRARY",
+                       "OMP_NUM_THREADS", "SCHEDC_SPIN") if k in env for a in ("-x", k)]
+    subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(n)] + fwd +
+                   [sys.executable, os.path.join(HERE, "worker.py"), "train", str(tmp_path), str(L)],
+                   env=env, timeout=180, check=True)
+    got, want = results(tmp_path, n), trained[n]
+    for r in range(n):
+        assert got[r]["backend"] == "mpi" and want[r]["backend"] == "shm"
+        assert got[r]["digest"] == want[r]["digest"] and got[r]["digest_inline"] == want[r]["digest"]
+        assert len(got[r]["calls"]) == len(want[r]["calls"])
+        for (gb, ga), (wb, wa) in zip(got[r]["calls"], want[r]["calls"]):
+            assert gb.numpy().tobytes() == wb.numpy().tobytes() and ga.numpy().tobytes() == wa.numpy().tobytes()
+        assert got[r]["grad"].numpy().tobytes() == want[r]["grad"].numpy().tobytes()
+        assert got[r]["mismatch"] == "SCHEDC_EMISMATCH"
+
+
+def test_init_comm_mpi_refused_without_launcher(tmp_path):
+    """backend='mpi' in a job no MPI launcher started: the same RuntimeError on every rank, no hang."""
+    port = free_port()
+    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "worker.py"), "value", str(tmp_path), "1"],
+                              env=dict(os.environ, RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                                       MASTER_PORT=str(port), SCHEDC_TEST_BACKEND="mpi"),
+                              stderr=subprocess.PIPE, text=True) for r in range(2)]
+    errs = [p.communicate(timeout=120)[1] for p in procs]
+    assert all(p.returncode != 0 for p in procs)
+    for e in errs:
+        assert "RuntimeError: schedc.torch.init_comm: " in e and "needs every rank started by an MPI launcher" in e, e
+
+
 def test_concurrent_jobs_with_run_id_none(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()

@@ -1,5 +1,5 @@
 # worker.py — one rank of a torch.distributed job for test_torch.py (launched by hand with
-# RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT): runs the DDP hook, CanonicalGrads or a plain
+# RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, or by mpirun with SCHEDC_TEST_BACKEND=mpi): runs the DDP hook, CanonicalGrads or a plain
 # allreduce and saves what the test needs to re-evaluate the trees independently.
 import os
 import sys
@@ -13,10 +13,13 @@ import schedc.torch as st
 
 mode, out = sys.argv[1], sys.argv[2]
 torch.set_num_threads(1)
+if "OMPI_COMM_WORLD_RANK" in os.environ:  # started by mpirun: torch's ranks are MPI's (docs/python.md)
+    os.environ.setdefault("RANK", os.environ["OMPI_COMM_WORLD_RANK"])
+    os.environ.setdefault("WORLD_SIZE", os.environ["OMPI_COMM_WORLD_SIZE"])
 dist.init_process_group("gloo")
 rank, n = dist.get_rank(), dist.get_world_size()
-comm = st.init_comm(timeout=60)
-res = {"rank": rank, "n": n}
+comm = st.init_comm(timeout=60, backend=os.environ.get("SCHEDC_TEST_BACKEND") or None)
+res = {"rank": rank, "n": n, "backend": comm.backend}
 
 
 def model():
