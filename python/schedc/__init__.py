@@ -194,21 +194,29 @@ _DTYPE_FMT = {0: "f", 1: "d", 2: "e", 4: "i", 5: "q"}
 _ESIZE = {0: 4, 1: 8, 2: 2, 3: 2, 4: 4, 5: 8}
 
 
+# __cuda_array_interface__ type strings (little-endian; "|" where the size makes order moot)
+_CAI_DTYPES = {"f4": 0, "f8": 1, "f2": 2, "i4": 4, "i8": 5}
+
+
 class _Buf:
-    """A contiguous, writable host buffer: address, element count, schedc dtype, and what keeps it
-    alive while C writes into it."""
-    __slots__ = ("ptr", "count", "dtype", "obj", "keep", "kind")
+    """A contiguous, writable buffer: address, element count, schedc dtype, and what keeps it
+    alive while C writes into it. ``kind`` "cuda": device memory (a CUDA tensor or an object with
+    ``__cuda_array_interface__``), with its ``device`` (None: unknown) and the ``stream`` the data
+    is ordered on (a CUstream handle; None: none given)."""
+    __slots__ = ("ptr", "count", "dtype", "obj", "keep", "kind", "device", "stream")
 
     def __init__(self, obj: Any, what: str) -> None:
         self.obj = obj
         self.keep: Any = None
+        self.device: Optional[int] = None
+        self.stream: Optional[int] = None
         if _is_torch(obj):
             name = str(obj.dtype).replace("torch.", "")
             if name not in _TORCH_DTYPES:
                 raise TypeError("schedc.%s: tensor dtype %s is not supported (float32, float64, float16, bfloat16, "
                                 "int32, int64)" % (what, obj.dtype))
-            if obj.device.type != "cpu":
-                raise TypeError("schedc.%s: tensor on %s: the Python binding takes CPU tensors" % (what, obj.device))
+            if obj.device.type not in ("cpu", "cuda"):
+                raise TypeError("schedc.%s: tensor on %s: schedc takes CPU and CUDA tensors" % (what, obj.device))
             if not obj.is_contiguous():
                 raise ValueError("schedc.%s: tensor is not contiguous (call .contiguous() and copy back)" % what)
             if obj.requires_grad:  # written through a raw pointer: autograd would not know
@@ -217,6 +225,15 @@ class _Buf:
             self.count = obj.numel()
             self.ptr = obj.data_ptr()
             self.kind = "torch"
+            if obj.device.type == "cuda":
+                import torch
+                self.kind = "cuda"
+                self.device = obj.device.index if obj.device.index is not None else torch.cuda.current_device()
+                self.stream = int(torch.cuda.current_stream(obj.device).cuda_stream)  # torch's current stream
+            return
+        cai = getattr(obj, "__cuda_array_interface__", None)
+        if cai is not None:
+            self._device_buffer(cai, what)
             return
         try:
             mv = memoryview(obj)
@@ -242,10 +259,40 @@ class _Buf:
             self.keep = mv
         self.kind = "buffer"
 
-    def new(self, count: int) -> "_Buf":
+    def _device_buffer(self, cai: Mapping[str, Any], what: str) -> None:
+        """An object with ``__cuda_array_interface__`` (CuPy, Numba, ...): its pointer, type, shape and
+        stream; the device from its ``device.id`` when it has one."""
+        ptr, readonly = cai["data"]
+        if readonly:
+            raise ValueError("schedc.%s: device buffer is read-only" % what)
+        ts = str(cai["typestr"])
+        if ts[:1] not in "<|" or ts[1:] not in _CAI_DTYPES:
+            raise TypeError("schedc.%s: device buffer type %r is not supported: <f4, <f8, <f2, <i4, <i8" % (what, ts))
+        shape = tuple(int(x) for x in cai["shape"])
+        self.dtype = _CAI_DTYPES[ts[1:]]
+        self.count = 1
+        for x in shape:
+            self.count *= x
+        strides = cai.get("strides")
+        if strides is not None:
+            want, step = [], _ESIZE[self.dtype]
+            for x in reversed(shape):
+                want.append(step)
+                step *= x
+            if tuple(strides) != tuple(reversed(want)) and self.count > 1:
+                raise ValueError("schedc.%s: device buffer is not contiguous" % what)
+        self.ptr = int(ptr or 0)
+        self.stream = cai.get("stream")
+        dev = getattr(getattr(self.obj, "device", None), "id", None)
+        self.device = int(dev) if dev is not None else None
+        self.kind = "cuda"
+
+    def new(self, count: int, what: str) -> "_Buf":
         """An empty buffer of the same kind and dtype with ``count`` elements."""
-        if self.kind == "torch":
+        if self.kind == "torch" or (self.kind == "cuda" and _is_torch(self.obj)):
             return _Buf(self.obj.new_empty(count), "alloc")
+        if self.kind == "cuda":
+            raise ValueError("schedc.%s: give output= for a device buffer that is not a torch tensor" % what)
         if type(self.obj).__module__ == "numpy":
             import numpy as np
             return _Buf(np.empty(count, dtype=self.obj.dtype), "alloc")
@@ -286,7 +333,9 @@ class Comm:
     ``Comm.from_env()``, ``Comm.shm(rank, nranks, uid=...)`` or ``Comm.mpi()``.
 
     Collectives work in place on a contiguous CPU torch tensor (float32, float64, float16,
-    bfloat16, int32, int64) or a writable buffer-protocol object (numpy array, array.array), and
+    bfloat16, int32, int64) or a writable buffer-protocol object (numpy array, array.array), or on
+    device memory: a CUDA tensor (on torch's current stream) or a ``__cuda_array_interface__``
+    object, through a cuda communicator over this one made at the first such call. They
     must be called by every rank in the same order with matching arguments: a mismatch (another
     size, dtype, op, plan) raises schedc.Error SCHEDC_EMISMATCH on every rank instead of hanging.
     A dead peer raises SCHEDC_EPEER / SCHEDC_ETIMEOUT (the communicator is then broken).
@@ -294,10 +343,19 @@ class Comm:
     closed at interpreter exit, which removes their shared-memory segments.
     """
 
-    def __init__(self, handle: ctypes.c_void_p, plans: Optional[list] = None, backend: str = "") -> None:
+    def __init__(self, handle: ctypes.c_void_p, plans: Optional[list] = None, backend: str = "",
+                 timeout: Optional[float] = None) -> None:
         self._c = handle
         #: how it was made: "shm", "mpi", "threads" or "env" (Comm.from_env: SCHEDC_BACKEND decides)
         self.backend = backend
+        self._timeout = timeout
+        # The cuda communicator over this one (schedc_comm_init_cuda_over), made by the first call
+        # with a device buffer, on that buffer's device; freed before this one (it borrows it).
+        self._cuda = ctypes.c_void_p()
+        self._cuda_dev: Optional[int] = None
+        #: the CUDA device of device buffers that do not carry theirs (a __cuda_array_interface__
+        #: object without ``device.id``); torch tensors carry theirs
+        self.cuda_device: Optional[int] = None
         self._plans = plans or []  # plans referenced by opts must outlive the communicator
         self._default: Dict[str, Plan] = {}
         with _open_lock:
@@ -322,7 +380,7 @@ class Comm:
         else:
             _check(lib.schedc_comm_init_shm(int(rank), int(nranks), str(job).encode(), ctypes.byref(o),
                                             ctypes.byref(h)), "Comm.shm")
-        return cls(h, [plan] if plan else None, "shm")
+        return cls(h, [plan] if plan else None, "shm", timeout)
 
     @classmethod
     def mpi(cls, timeout: Optional[float] = None, plan: Optional[Plan] = None) -> "Comm":
@@ -333,7 +391,7 @@ class Comm:
         h = ctypes.c_void_p()
         o = _comm_opts(timeout, plan)
         _check(lib.schedc_comm_init_mpi(None, ctypes.byref(o), ctypes.byref(h)), "Comm.mpi")
-        return cls(h, [plan] if plan else None, "mpi")
+        return cls(h, [plan] if plan else None, "mpi", timeout)
 
     @classmethod
     def from_env(cls, timeout: Optional[float] = None) -> "Comm":
@@ -344,7 +402,7 @@ class Comm:
         h = ctypes.c_void_p()
         o = _comm_opts(timeout, None)
         _check(lib.schedc_comm_init_env(ctypes.byref(o), ctypes.byref(h)), "Comm.from_env")
-        return cls(h, backend="env")
+        return cls(h, backend="env", timeout=timeout)
 
     @classmethod
     def threads(cls, nranks: int, timeout: Optional[float] = None) -> "list[Comm]":
@@ -352,7 +410,7 @@ class Comm:
         arr = (ctypes.c_void_p * int(nranks))()
         o = _comm_opts(timeout, None)
         _check(lib.schedc_comm_init_threads(int(nranks), ctypes.byref(o), arr), "Comm.threads")
-        return [cls(ctypes.c_void_p(arr[i]), backend="threads") for i in range(int(nranks))]
+        return [cls(ctypes.c_void_p(arr[i]), backend="threads", timeout=timeout) for i in range(int(nranks))]
 
     def _h(self) -> ctypes.c_void_p:
         if not self._c:
@@ -367,6 +425,38 @@ class Comm:
     def nranks(self) -> int:
         return int(lib.schedc_comm_nranks(self._h()))
 
+    def _handle_for(self, b: _Buf, what: str) -> ctypes.c_void_p:
+        """The communicator a call on ``b`` goes to: this one for host memory; for device memory the
+        cuda communicator over this one (made at the first such call: collective, like every call),
+        its next work put on the buffer's stream."""
+        if b.kind != "cuda":
+            return self._h()
+        dev = b.device if b.device is not None else self.cuda_device
+        if dev is None:
+            raise ValueError("schedc.%s: the device buffer does not say its CUDA device: set comm.cuda_device" % what)
+        if not self._cuda:
+            if self.backend not in ("shm", "mpi"):
+                raise TypeError("schedc.%s: device buffers need a communicator from schedc.torch.init_comm, Comm.shm "
+                                "or Comm.mpi (its ranks carry the CUDA rendezvous); this one is %r"
+                                % (what, self.backend))
+            h = ctypes.c_void_p()
+            o = _comm_opts(self._timeout, None)
+            _check(lib.schedc_comm_init_cuda_over(self._h(), int(dev), ctypes.byref(o), ctypes.byref(h)),
+                   what + " (cuda communicator)")
+            self._cuda, self._cuda_dev = h, int(dev)
+        elif int(dev) != self._cuda_dev:
+            raise ValueError("schedc.%s: this rank's device buffers are on CUDA device %d, this one on device %d"
+                             % (what, self._cuda_dev, dev))
+        _check(lib.schedc_cuda_set_stream(self._cuda, ctypes.c_void_p(b.stream) if b.stream else None), what)
+        return self._cuda
+
+    def synchronize(self) -> None:
+        """Wait for this rank's collectives on device buffers (they are stream-ordered: a call returns
+        once its work is enqueued on the buffer's stream, torch's current stream for a CUDA tensor);
+        raises schedc.Error if a kernel failed (schedc_cuda_sync). No-op without device calls."""
+        if self._cuda:
+            _check(lib.schedc_cuda_sync(self._cuda), "synchronize")
+
     @staticmethod
     def _plan(plan: Optional[Plan]) -> Optional[int]:
         if plan is None:
@@ -380,7 +470,8 @@ class Comm:
         division); every rank gets the plan's proven bits. Returns ``tensor``."""
         b = _Buf(tensor, "allreduce")
         o = _parse_op(op)
-        _check(lib.schedc_allreduce(b.ptr, b.ptr, b.count, b.dtype, o, self._h(), self._plan(plan)), "allreduce")
+        h = self._handle_for(b, "allreduce")
+        _check(lib.schedc_allreduce(b.ptr, b.ptr, b.count, b.dtype, o, h, self._plan(plan)), "allreduce")
         return tensor
 
     def reduce_scatter(self, tensor: Any, output: Any = None, op: str = "sum", plan: Optional[Plan] = None) -> Any:
@@ -393,13 +484,17 @@ class Comm:
             raise ValueError("schedc.reduce_scatter: %d elements do not split into %d equal blocks" % (b.count, n))
         k = b.count // n
         o = _parse_op(op)
-        out = _Buf(output, "reduce_scatter") if output is not None else b.new(k)
+        out = _Buf(output, "reduce_scatter") if output is not None else b.new(k, "reduce_scatter")
         if out.dtype != b.dtype or out.count != k:
             raise ValueError("schedc.reduce_scatter: output must have %d elements of the input's dtype" % k)
-        _check(lib.schedc_reduce_scatter(b.ptr, out.ptr, k, b.dtype, o, self._h(), self._plan(plan)),
-               "reduce_scatter")
+        _same_memory(b, out, "reduce_scatter")
+        _check(lib.schedc_reduce_scatter(b.ptr, out.ptr, k, b.dtype, o, self._handle_for(b, "reduce_scatter"),
+                                         self._plan(plan)), "reduce_scatter")
         if output is not None:
             return output
+        if b.kind == "cuda":  # a torch tensor: the copy is stream-ordered after the collective
+            _block(tensor, self.rank, k, b.dtype).copy_(out.obj)
+            return _block(tensor, self.rank, k, b.dtype)
         es = _ESIZE[b.dtype]
         if k:
             ctypes.memmove(b.ptr + self.rank * k * es, out.ptr, k * es)
@@ -416,24 +511,29 @@ class Comm:
                 raise ValueError("schedc.allgather: %d elements do not split into %d equal blocks" % (b.count, n))
             k = b.count // n
             es = _ESIZE[b.dtype]
-            _check(lib.schedc_allgather((b.ptr + self.rank * k * es) if k else b.ptr, b.ptr, k, b.dtype, self._h(),
-                                        self._plan(plan)), "allgather")
+            _check(lib.schedc_allgather((b.ptr + self.rank * k * es) if k else b.ptr, b.ptr, k, b.dtype,
+                                        self._handle_for(b, "allgather"), self._plan(plan)), "allgather")
             return tensor
         out = _Buf(output, "allgather")
         if out.dtype != b.dtype or out.count != b.count * n:
             raise ValueError("schedc.allgather: output must have %d elements of the input's dtype" % (b.count * n))
-        _check(lib.schedc_allgather(b.ptr, out.ptr, b.count, b.dtype, self._h(), self._plan(plan)), "allgather")
+        _same_memory(b, out, "allgather")
+        _check(lib.schedc_allgather(b.ptr, out.ptr, b.count, b.dtype, self._handle_for(b, "allgather"),
+                                    self._plan(plan)), "allgather")
         return output
 
     def broadcast(self, tensor: Any, root: int = 0, plan: Optional[Plan] = None) -> Any:
         """``root``'s tensor to every rank's, in place. Returns ``tensor``."""
         b = _Buf(tensor, "broadcast")
-        _check(lib.schedc_broadcast(b.ptr, b.ptr, b.count, b.dtype, int(root), self._h(), self._plan(plan)),
-               "broadcast")
+        _check(lib.schedc_broadcast(b.ptr, b.ptr, b.count, b.dtype, int(root), self._handle_for(b, "broadcast"),
+                                    self._plan(plan)), "broadcast")
         return tensor
 
     def close(self) -> None:
         """Free the communicator (removes its shared-memory segments); idempotent."""
+        if self._cuda:  # it borrows this one: first
+            lib.schedc_comm_free(self._cuda)
+            self._cuda = ctypes.c_void_p()
         if self._c:
             lib.schedc_comm_free(self._c)
             self._c = ctypes.c_void_p()
@@ -454,6 +554,13 @@ class Comm:
         if not self._c:
             return "schedc.Comm(closed)"
         return "schedc.Comm(rank=%d, nranks=%d, backend=%r)" % (self.rank, self.nranks, self.backend)
+
+
+def _same_memory(a: _Buf, b: _Buf, what: str) -> None:
+    if (a.kind == "cuda") != (b.kind == "cuda"):
+        raise ValueError("schedc.%s: input and output must both be host memory or both device memory" % what)
+    if a.kind == "cuda" and b.device is not None and a.device is not None and a.device != b.device:
+        raise ValueError("schedc.%s: input on CUDA device %d, output on device %d" % (what, a.device, b.device))
 
 
 def _block(obj: Any, r: int, k: int, dtype: int) -> Any:

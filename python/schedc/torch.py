@@ -117,7 +117,9 @@ class HookState:
     by the rank count) or "sum", and ``overlap``: True (default) reduces buckets on one background
     thread, in the order DDP hands them over, while backward goes on; False reduces each bucket
     inside the hook. The bits are the same either way. ``close()`` stops the thread (it is a
-    daemon thread, so a process that never calls it still exits)."""
+    daemon thread, so a process that never calls it still exits). CUDA buckets are reduced by the
+    cuda backend on the stream backward produced them on (Comm: device buffers), and the future
+    carries their device, so DDP's use of the result waits for that stream."""
 
     def __init__(self, comm: Comm, plan: Optional[Plan] = None, order: Optional[str] = None,
                  op: str = "avg", overlap: bool = True) -> None:
@@ -151,9 +153,13 @@ class HookState:
             item = self._queue.get()
             if item is None:
                 return
-            t, fut = item
+            t, fut, stream = item
             try:
-                self._reduce(t)
+                if stream is not None:  # a CUDA bucket: enqueue behind the work that produced it
+                    with torch.cuda.stream(stream):
+                        self._reduce(t)
+                else:
+                    self._reduce(t)
             except BaseException as e:  # handed to DDP through the future, which raises it in backward
                 fut.set_exception(e)
             else:
@@ -164,7 +170,8 @@ class HookState:
             if self._worker is None:
                 self._worker = threading.Thread(target=self._run, name="schedc-ddp-hook", daemon=True)
                 self._worker.start()
-        self._queue.put((t, fut))
+        # the stream backward produced the bucket on, current in the hook's thread, not this one's
+        self._queue.put((t, fut, torch.cuda.current_stream(t.device) if t.is_cuda else None))
 
     def close(self) -> None:
         """Finish the buckets already handed over, then stop the background thread."""
@@ -188,7 +195,10 @@ def allreduce_hook(state: HookState, bucket: dist.GradBucket) -> torch.futures.F
     returns a Future holding it: completed by the background thread (``state.overlap``, the
     default) or already completed."""
     t = _bucket_tensor(bucket)
-    fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
+    # CUDA: the result is stream-ordered; a future that knows the device makes its consumers wait
+    # for the stream the reduction was enqueued on (set_result records it)
+    fut: torch.futures.Future[torch.Tensor] = (torch.futures.Future(devices=[t.device]) if t.is_cuda
+                                               else torch.futures.Future())
     if state.overlap:
         state._submit(t, fut)
         return fut
@@ -207,7 +217,9 @@ class CanonicalGrads:
     canonical accumulator — schedc_accumulate — and clears it); ``reduce()`` then writes into
     every ``p.grad`` the canonical sum of all leaves (``op="avg"``: divided once by ``leaves``),
     reduced across ranks by a canonical plan: the same bits for any rank count dividing ``leaves``.
-    Parameters must be float32 or float64 (all the same); the accumulation is in their type."""
+    Parameters must be float32 or float64 (all the same); the accumulation is in their type. CUDA
+    parameters work too: each leaf's gradients are copied to the host and accumulated there, the
+    sum reduced there and copied back (the same bits as on the CPU; a host copy per leaf)."""
 
     def __init__(self, params: Iterable[torch.nn.Parameter], leaves: int, comm: Comm, op: str = "avg",
                  plan: Optional[Plan] = None) -> None:
@@ -272,7 +284,7 @@ class CanonicalGrads:
         off = 0
         for p in self.params:
             k = p.numel()
-            p.grad = out[off:off + k].view_as(p).clone()
+            p.grad = out[off:off + k].view_as(p).to(p.device, copy=True)  # CUDA parameters: copied back
             off += k
 
     def close(self) -> None:

@@ -2,7 +2,9 @@
 # run.sh — ctest's driver of the Python tests (label python): finds a Python with torch, numpy
 # and pytest (Debian's /usr/bin/python3 first: python3-torch is installed for it) and runs
 # pytest on tests/python against the library of this build tree; prints [SKIP] without one.
-# Usage: run.sh LIBSCHEDC_SO [pytest args...]; SCHEDC_TEST_PYTHON overrides the interpreters tried.
+# Usage: run.sh LIBSCHEDC_SO [--gpu] [pytest args...]; SCHEDC_TEST_PYTHON overrides the interpreters tried.
+# --gpu: test_gpu.py only (CUDA tensors), [SKIP] unless torch sees a CUDA device; otherwise
+# every other test file.
 set -u
 lib=$1; shift
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,4 +15,11 @@ for c in ${SCHEDC_TEST_PYTHON:-/usr/bin/python3 python3}; do
 done
 if [ -z "$py" ]; then echo "[SKIP] no python3 with torch, numpy and pytest (scripts/setup.sh installs them)"; exit 0; fi
 export SCHEDC_LIBRARY=$lib PYTHONPATH="$root/python:$here${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=1
-exec "$py" -m pytest -q -p no:cacheprovider "$here" "$@"
+if [ "${1:-}" = --gpu ]; then # test_gpu.py alone, where torch sees a CUDA device
+  shift
+  if ! "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    echo "[SKIP] torch sees no CUDA device ($py)"; exit 0
+  fi
+  exec "$py" -m pytest -q -p no:cacheprovider "$here/test_gpu.py" "$@"
+fi
+exec "$py" -m pytest -q -p no:cacheprovider "$here" --ignore="$here/test_gpu.py" "$@"

@@ -67,9 +67,8 @@ def trained(tmp_path_factory):
 L = 4
 
 
-@pytest.mark.parametrize("n", [1, 2, 4])
-def test_hook_bits_equal_plan_trees(trained, n):
-    res = trained[n]
+def check_hook(res, n):
+    """The DDP hook's buckets, each rank's after = the plan's trees over every rank's before."""
     plan = schedc.canonical_plan(n)
     ncalls = len(res[0]["calls"])
     assert ncalls >= 2 and all(len(x["calls"]) == ncalls for x in res)  # a bucket or more per iteration
@@ -87,9 +86,8 @@ def test_hook_bits_equal_plan_trees(trained, n):
         assert all(x["mismatch"] == "SCHEDC_EMISMATCH" for x in res)
 
 
-@pytest.mark.parametrize("n", [1, 2, 4])
-def test_canonical_grads_equal_trees(trained, n):
-    res = trained[n]
+def check_canonical(res, n):
+    """CanonicalGrads: every rank's gradient = the canonical trees over all leaves' gradients."""
     leaves = {}
     for x in res:
         leaves.update({k: v.numpy() for k, v in x["leaves"].items()})
@@ -102,6 +100,16 @@ def test_canonical_grads_equal_trees(trained, n):
     for r in range(n):
         want = reduce_by_plan(plan, r, blocks) / np.float32(L)
         assert want.tobytes() == res[r]["grad"].numpy().tobytes(), (n, r)
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_hook_bits_equal_plan_trees(trained, n):
+    check_hook(trained[n], n)
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_canonical_grads_equal_trees(trained, n):
+    check_canonical(trained[n], n)
 
 
 def test_canonical_grads_same_bits_for_1_2_4(trained):

@@ -1,0 +1,73 @@
+# test_cuda_emu.py — device buffers in a torch.distributed job: two processes, each driving its
+# own (emulated) GPU, hand __cuda_array_interface__ buffers to Comm; the binding routes them to a
+# cuda communicator over the shm one (schedc_comm_init_cuda_over, on the buffer's stream). The
+# emulated device of tests/emu (SCHEDC_CUDA_PLUGIN, set by ctest) runs the generated kernels on
+# the host, so its "device memory" may be host memory. Results bit for bit against trees.py's
+# evaluation of Plan.order(). CUDA tensors themselves need a GPU torch: tests/python/gpu_hook.py.
+import os
+
+import numpy as np
+import pytest
+
+import schedc
+from test_torch import results, start_job, wait_job
+from trees import reduce_by_plan
+
+N = 2
+
+
+@pytest.fixture(scope="module")
+def device_job(tmp_path_factory):
+    assert os.environ.get("SCHEDC_CUDA_PLUGIN"), "ctest sets SCHEDC_CUDA_PLUGIN to tests/emu's libschedc_emu.so"
+    d = tmp_path_factory.mktemp("device")
+    wait_job(start_job(N, ["device"], d))
+    return results(d, N)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "float16", "int32", "int64"])
+def test_device_allreduce_equals_plan_trees(device_job, dt):
+    ring = schedc.Plan("ring", ranks=N)
+    ins = [x["ins"][dt] for x in device_job]
+    for r in range(N):
+        if dt == "float16":  # accumulated in f32, rounded once
+            want = reduce_by_plan(ring, r, [a.astype(np.float32) for a in ins]).astype(np.float16)
+        else:
+            want = reduce_by_plan(ring, r, ins, acc=None)
+        assert want.tobytes() == device_job[r]["outs"][dt].tobytes(), (dt, r)
+
+
+def test_device_avg_reduce_scatter_allgather_broadcast(device_job):
+    can = schedc.canonical_plan(N)
+    ins = [x["ins"]["avg"] for x in device_job]
+    rs = [x["ins"]["rs"] for x in device_job]
+    for r in range(N):
+        want = reduce_by_plan(can, r, ins) / np.float32(N)
+        assert want.tobytes() == device_job[r]["outs"]["avg"].tobytes()
+        want = reduce_by_plan(schedc.canonical_plan(N, "reduce_scatter"), r, rs)[r * 40:(r + 1) * 40]
+        assert want.tobytes() == device_job[r]["outs"]["rs"].tobytes()
+        assert (device_job[r]["outs"]["allgather"] == np.repeat(np.arange(1, N + 1, dtype=np.int64), 40)).all()
+        assert (device_job[r]["outs"]["broadcast"] == float(N - 1)).all()
+        assert device_job[r]["host_after_device"] == [N * (N + 1) / 2.0] * 5
+        assert device_job[r]["mismatch"] == "SCHEDC_EMISMATCH"
+
+
+def test_device_buffer_errors():
+    class Cai:
+        def __init__(self, **kw):
+            self.__cuda_array_interface__ = dict({"data": (4096, False), "shape": (4,), "typestr": "<f4",
+                                                  "version": 3}, **kw)
+    c = schedc.Comm.threads(1)[0]
+    with pytest.raises(TypeError, match="typestr|type '<c8' is not supported"):
+        c.allreduce(Cai(typestr="<c8"))
+    with pytest.raises(ValueError, match="read-only"):
+        c.allreduce(Cai(data=(4096, True)))
+    with pytest.raises(ValueError, match="not contiguous"):
+        c.allreduce(Cai(shape=(2, 2), strides=(4, 8)))
+    with pytest.raises(ValueError, match="set comm.cuda_device"):
+        c.allreduce(Cai())
+    c.cuda_device = 0
+    with pytest.raises(TypeError, match="need a communicator from schedc.torch.init_comm"):
+        c.allreduce(Cai())
+    with pytest.raises(ValueError, match="both be host memory or both device memory"):
+        c.reduce_scatter(Cai(), np.zeros(4, np.float32))
+    c.close()
