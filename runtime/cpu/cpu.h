@@ -116,6 +116,7 @@ struct sc_cpu {
   void *flipbuf; size_t flipbuf_cap; /* the corrupted copy a flip injection hands the receiver */
   void *temp; size_t temp_cap;
   char **peer;               /* [nranks]: working buffer base of each rank for the current call */
+  uint8_t *loc; size_t loc_cap; /* the current call's sc_execargs.loc */
 };
 
 static inline sc_cpu *sc_cpu_of(const schedc_comm *c) { return (sc_cpu *)c->be_data; }
@@ -165,6 +166,9 @@ static inline void sc_beat(schedc_comm *c, double now) {
 }
 
 /* exec.c — run this rank's program of a plan over the working buffers in peer[]. */
+/* Where a rank's own cell holds its current value during a call (sc_execargs.loc). Peers only
+ * ever read the working buffer; the others are this rank's private shortcuts. */
+enum { SC_LOC_W = 0, SC_LOC_SEND = 1, SC_LOC_OUT = 2 };
 typedef struct sc_execargs {
   const sc_prog *prog;
   const char *file;          /* plan source, for messages */
@@ -174,12 +178,23 @@ typedef struct sc_execargs {
   size_t count;              /* K: elements of the whole working buffer */
   int parity;
   unsigned flags;            /* the call's SC_CALL_* */
+  /* NULL, or [nchunks] SC_LOC_* per own cell, updated as the plan writes them. SC_LOC_SEND:
+   * element i at init + i * esz (the caller's inputs, in the working type). */
+  uint8_t *loc;
+  const char *init;
+  /* NULL, or the caller's receive buffer holding working-buffer elements [out_lo, out_hi) (element
+   * i at out + (i - out_lo) * esz): a version no peer reads of a cell inside it is written there
+   * (SC_LOC_OUT). Needs loc. */
+  char *out;
+  size_t out_lo, out_hi;
 } sc_execargs;
 schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
-/* Checksum the cells of this rank that peers read at version 0 (before the entry barrier), K
- * elements of esz bytes. send NULL: the inputs are in W already; else the copy-in too (W[0, K) =
- * send, no conversion), fused: those cells are hashed while copied. */
-void sc_exec_checksum_inputs(schedc_comm *c, const sc_prog *p, size_t esz, size_t K, char *W, const char *send,
-                             int parity);
+/* The copy-in, before the entry barrier: K elements of esz bytes from send into W (no conversion;
+ * send NULL: the inputs are in W already). With check, the cells peers read at version 0 are
+ * hashed (their CRC32C published in the counters), fused with their copy. With loc, the cells no
+ * peer reads at version 0 are not copied: loc[ch] = SC_LOC_SEND (the executor reads them in
+ * send); the others SC_LOC_W (loc must be all SC_LOC_W on entry). */
+void sc_exec_stage_inputs(schedc_comm *c, const sc_prog *p, size_t esz, size_t K, char *W, const char *send,
+                          int check, uint8_t *loc, int parity);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "cpu.h"
 #include "err.h"
+#include "kernels.h"
 #include "params.h"
 #include "plan.h"
 
@@ -77,8 +78,9 @@ schedc_status sc_cpu_start(schedc_comm *c) {
   return SCHEDC_OK;
 }
 
-/* After the entry barrier: check the call matches on every rank, map the peers, run. */
-static schedc_status run_plan(schedc_comm *c, const sc_call *k, uint64_t seq) {
+/* After the entry barrier: check the call matches on every rank, map the peers, run (`sp`: the
+ * call's loc, init and out; sc_execargs). */
+static schedc_status run_plan(schedc_comm *c, const sc_call *k, uint64_t seq, const sc_execargs *sp) {
   sc_cpu *x = sc_cpu_of(c);
   int n = c->nranks, me = c->rank;
   const sc_ir *ir = &k->plan->ir;
@@ -124,8 +126,62 @@ static schedc_status run_plan(schedc_comm *c, const sc_call *k, uint64_t seq) {
     sc_fail(c, SC_ABORTED, "rank %d could not map its peers' buffers", me);
     return st;
   }
-  sc_execargs a = {k->prog, ir->nfiles ? ir->files[0] : "", k->cn, k->acc, k->op, k->K, parity, k->flags};
+  sc_execargs a = {k->prog, ir->nfiles ? ir->files[0] : "", k->cn, k->acc, k->op, k->K, parity, k->flags,
+                   sp->loc, sp->init, sp->out, sp->out_lo, sp->out_hi};
   return sc_exec(c, &a);
+}
+
+/* The call's shortcuts around the working buffer W (sc_execargs: loc, init, out), when the caller's
+ * buffers hold the working type: this rank's own cells that no peer reads at version 0 stay in
+ * the send buffer (not copied in), and versions of result cells that no peer reads are written
+ * straight into the receive buffer (not copied out) — except under digest verification, whose
+ * digest is taken by the copy out of one contiguous W. Nothing changes for the peers: they read
+ * W only, the cells and versions they read are there as before. 2 ranks, 64 MiB, ring: half the
+ * copy in and half the copy out (docs/performance.md). */
+static void plan_shortcuts(schedc_comm *c, const sc_call *k, char *W, int digest_out, sc_execargs *sp) {
+  sc_cpu *x = sc_cpu_of(c);
+  int coll = k->coll, me = c->rank;
+  uint32_t C = k->prog->nchunks;
+  memset(sp, 0, sizeof *sp);
+  if (k->acc != k->dtype || !k->K || coll == SCHEDC_ALLGATHER || (coll == SCHEDC_BROADCAST && me != k->root))
+    return; /* widened inputs, or inputs in W's own block only (allgather), or none (broadcast) */
+  if (x->loc_cap < C) {
+    uint8_t *l = realloc(x->loc, C);
+    if (!l) return; /* no shortcuts: the plain copies */
+    x->loc = l;
+    x->loc_cap = C;
+  }
+  memset(x->loc, SC_LOC_W, C);
+  sp->loc = x->loc;
+  sp->init = k->send != W ? k->send : NULL;
+  size_t lo, len;
+  sc_result_part(coll, me, k->root, k->count, k->K, &lo, &len);
+  if (!digest_out && len && (char *)k->recv != W + lo * schedc_dtype_size(k->acc)) {
+    sp->out = k->recv;
+    sp->out_lo = lo;
+    sp->out_hi = lo + len;
+  }
+}
+
+/* The result out with shortcuts: each result chunk from wherever its final version is (W, the
+ * send buffer, or already in the receive buffer); then avg's one division and the flipout
+ * injection, as sc_work_out does them. */
+static void result_out(schedc_comm *c, const sc_call *k, char *W, const sc_execargs *sp) {
+  size_t esz = schedc_dtype_size(k->acc), lo, len;
+  uint32_t C = k->prog->nchunks;
+  sc_result_part(k->coll, c->rank, k->root, k->count, k->K, &lo, &len);
+  char *recv = k->recv;
+  for (uint32_t ch = 0; ch < C && len; ch++) {
+    size_t clo, chi;
+    sc_chunk_range(k->K, C, ch, &clo, &chi);
+    if (clo < lo) clo = lo;
+    if (chi > lo + len) chi = lo + len;
+    if (chi <= clo || sp->loc[ch] == SC_LOC_OUT) continue;
+    const char *from = sp->loc[ch] == SC_LOC_SEND ? sp->init + clo * esz : W + clo * esz;
+    if (recv + (clo - lo) * esz != from) memmove(recv + (clo - lo) * esz, from, (chi - clo) * esz);
+  }
+  if (k->op == SCHEDC_AVG && sc_reduces(k->coll) && len) sc_divide(k->acc, recv, len, c->nranks);
+  if (sc_same_bits(k->coll) && sc_call_injects(k)) sc_flipout(c, recv, len * esz);
 }
 
 static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
@@ -144,13 +200,16 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
   if (!W && k->K) return SCHEDC_ENOMEM;
   memset(&c->bad, 0, sizeof c->bad);
   int checks = sc_call_checks(c, k) && k->K;
-  if (checks && k->acc == k->dtype && coll != SCHEDC_ALLGATHER && (coll != SCHEDC_BROADCAST || me == k->root)) {
-    /* sc_work_in's copy (no conversion: the whole buffer) with the checksums of the cells peers
-     * read first, in one pass */
-    sc_exec_checksum_inputs(c, k->prog, asz, k->K, W, k->send, (int)(seq & 1));
+  int digest_out = sc_same_bits(coll) && !(k->flags & SC_CALL_NOVERIFY) && (c->verify & SC_V_DIGEST);
+  sc_execargs sp;
+  plan_shortcuts(c, k, W, digest_out, &sp);
+  if (sp.loc) {
+    /* sc_work_in's copy (no conversion) of only the cells peers read first, hashed as they are
+     * copied under checksums; the others stay in the send buffer */
+    sc_exec_stage_inputs(c, k->prog, asz, k->K, W, sp.init, checks, sp.loc, (int)(seq & 1));
   } else {
     sc_work_in(c, k, W);
-    if (checks) sc_exec_checksum_inputs(c, k->prog, asz, k->K, W, NULL, (int)(seq & 1));
+    if (checks) sc_exec_stage_inputs(c, k->prog, asz, k->K, W, NULL, 1, NULL, (int)(seq & 1));
   }
   desc->coll = (uint32_t)coll;
   desc->dtype = (uint32_t)k->dtype;
@@ -167,11 +226,24 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
   atomic_store_explicit(&slot->entered, (uint32_t)seq, memory_order_relaxed); /* for messages only */
   atomic_store(&slot->busy, 1u);
   schedc_status st = sc_barrier(c, k->cn, 0); /* the timeout runs from when it first waits */
-  if (st == SCHEDC_OK) st = run_plan(c, k, seq);
+  if (st == SCHEDC_OK) st = run_plan(c, k, seq, &sp);
   atomic_store(&slot->busy, 0u);
   if (st != SCHEDC_OK) {
     sc_quiesce(c);
     return st;
+  }
+  if (sp.loc && sp.out) {
+    result_out(c, k, W, &sp);
+    return SCHEDC_OK;
+  }
+  if (sp.loc) { /* sc_work_out reads the result part of W whole: result cells still in send go there */
+    size_t lo, len;
+    sc_result_part(coll, me, k->root, k->count, k->K, &lo, &len);
+    for (uint32_t ch = 0; ch < k->prog->nchunks; ch++) {
+      size_t clo, chi;
+      sc_chunk_range(k->K, k->prog->nchunks, ch, &clo, &chi);
+      if (sp.loc[ch] == SC_LOC_SEND && clo < lo + len && chi > lo) memmove(W + clo * asz, sp.init + clo * asz, (chi - clo) * asz);
+    }
   }
   sc_work_out(c, k, W);
   return SCHEDC_OK;
@@ -187,6 +259,7 @@ static void cpu_free(schedc_comm *c) {
   x->tr->destroy(c);
   free(x->temp);
   free(x->flipbuf);
+  free(x->loc);
   free(x->peer);
   free(x);
   c->be_data = NULL;

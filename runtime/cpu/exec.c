@@ -63,8 +63,8 @@ static int slicing(const schedc_comm *c, size_t K, uint32_t C, size_t esz, size_
   return 0;
 }
 
-void sc_exec_checksum_inputs(schedc_comm *c, const sc_prog *p, size_t esz, size_t K, char *W, const char *send,
-                             int parity) {
+void sc_exec_stage_inputs(schedc_comm *c, const sc_prog *p, size_t esz, size_t K, char *W, const char *send,
+                          int check, uint8_t *loc, int parity) {
   const char *src = send ? send : W; /* sc_crc32c_copy onto itself only hashes */
   size_t se, nsl;
   uint32_t C = p->nchunks;
@@ -77,15 +77,31 @@ void sc_exec_checksum_inputs(schedc_comm *c, const sc_prog *p, size_t esz, size_
   for (uint32_t ch = 0; ch < C; ch++) {
     size_t lo, hi;
     sc_chunk_range(K, C, ch, &lo, &hi);
-    if (!rp->init_read[ch]) {
-      if (src != W && hi > lo) memmove(W + lo * esz, src + lo * esz, (hi - lo) * esz);
+    if (!rp->init_read[ch]) { /* only this rank reads it: from the send buffer, or copied */
+      if (loc && src != W) loc[ch] = SC_LOC_SEND;
+      else if (src != W && hi > lo) memmove(W + lo * esz, src + lo * esz, (hi - lo) * esz);
       continue;
     }
     for (size_t j = 0; j < nsl && lo + j * se < hi; j++) {
       size_t slo = lo + j * se, shi = slo + se < hi ? slo + se : hi;
+      if (!check) {
+        if (src != W) memcpy(W + slo * esz, src + slo * esz, (shi - slo) * esz);
+        continue;
+      }
       atomic_store_explicit(&crc[(size_t)ch * nsl + j], sc_crc32c_copy(W + slo * esz, src + slo * esz, (shi - slo) * esz),
                             memory_order_relaxed); /* the entry barrier publishes it */
     }
+  }
+}
+
+/* Where this rank's cell `ch` holds its current value (element i of the working buffer's layout):
+ * the working buffer, the caller's send buffer (initial, never copied) or receive buffer
+ * (written there because no peer reads that version). */
+static char *own_cell(const sc_execargs *a, char *W, uint32_t ch, size_t i, size_t esz) {
+  switch (a->loc ? a->loc[ch] : SC_LOC_W) {
+  case SC_LOC_SEND: return (char *)a->init + i * esz;
+  case SC_LOC_OUT: return a->out + (i - a->out_lo) * esz;
+  default: return W + i * esz;
   }
 }
 
@@ -194,6 +210,10 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
     w.chunk = g->chunk;
     w.line = g->line;
     char *tmp = (char *)sc_cpu_of(c)->temp + (size_t)g->temp * maxchunk * esz;
+    /* a version no peer reads, of a cell inside the caller's result: straight into the receive
+     * buffer (no copy out for it later) */
+    int to_out = a->out && g->phase != SC_PH_A && !g->pub_read && lo >= a->out_lo && hi <= a->out_hi;
+    char *cell = to_out ? a->out + (lo - a->out_lo) * esz : W + lo * esz; /* where this group writes */
     for (size_t j = 0; j < nsl && st == SCHEDC_OK; j++) {
       size_t slo = lo + j * se, shi = slo + se < hi ? slo + se : hi;
       if (slo >= hi) break; /* both sides skip empty slices alike */
@@ -209,11 +229,11 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
         st = sc_wait_ge(&myreads[k], g->wait_reads, &w);
       }
       if (st != SCHEDC_OK) break;
-      char *dst = g->phase == SC_PH_A ? tmp + (slo - lo) * esz : W + slo * esz;
+      char *dst = g->phase == SC_PH_A ? tmp + (slo - lo) * esz : cell + (slo - lo) * esz;
       if (g->phase == SC_PH_C) {
-        memcpy(W + slo * esz, tmp + (slo - lo) * esz, len * esz);
+        memcpy(dst, tmp + (slo - lo) * esz, len * esz);
       } else {
-        const char *acc = W + slo * esz;
+        const char *acc = own_cell(a, W, g->chunk, slo, esz);
         for (uint32_t s0 = 0; s0 < g->nsrc; s0 += MAX_CHAIN) {
           int n = (int)(g->nsrc - s0 < MAX_CHAIN ? g->nsrc - s0 : MAX_CHAIN);
           for (int s = 0; s < n; s++) {
@@ -235,6 +255,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
       if (g->phase != SC_PH_A) sc_publish(&myver[k], g->version);
       sc_beat(c, 0); /* running: a rank waiting on this one keeps spinning (no clock read) */
     }
+    if (a->loc && g->phase != SC_PH_A && st == SCHEDC_OK) a->loc[g->chunk] = to_out ? SC_LOC_OUT : SC_LOC_W;
   }
   /* A rank with no writes left (a broadcast root) still "reaches" the end of the plan. */
   if (st == SCHEDC_OK && inject && last_step != p->nsteps) st = inject_step(c, p->nsteps, a->coll);
