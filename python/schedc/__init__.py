@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import operator
 import threading
 import weakref
 from dataclasses import dataclass
@@ -109,13 +110,19 @@ class Plan:
         """The schedc_plan* as an integer (for other ctypes code)."""
         return self._p.value or 0
 
+    def _h(self) -> ctypes.c_void_p:
+        # NULL means "no plan" to the C calls (the default plan, or EINVAL with a misleading message)
+        if not self._p:
+            raise ValueError("schedc.Plan: plan is closed")
+        return self._p
+
     @property
     def info(self) -> PlanInfo:
         """schedc_plan_get_info as a PlanInfo."""
         if self._info is None:
             i = _lib.PlanInfoC()
             i.size = ctypes.sizeof(_lib.PlanInfoC)
-            _check(lib.schedc_plan_get_info(self._p, ctypes.byref(i)), "Plan.info")
+            _check(lib.schedc_plan_get_info(self._h(), ctypes.byref(i)), "Plan.info")
             self._info = PlanInfo((i.name or b"").decode(), (i.source or b"").decode(),
                                   _lib.COLLECTIVES[i.collective], i.nranks, i.nnodes, i.nchunks, i.root, i.nsteps,
                                   i.ntransfers, bool(i.canonical), i.hash, i.max_sent, i.max_recv)
@@ -124,7 +131,7 @@ class Plan:
     def order(self, chunk: int, rank: int) -> str:
         """The proven reduction tree of ``chunk`` on ``rank``, e.g. "(((r1+r2)+r3)+r0)"; "-" where the
         plan leaves that chunk unspecified on that rank."""
-        n = lib.schedc_plan_order(self._p, int(chunk), int(rank), None, 0)
+        n = lib.schedc_plan_order(self._h(), int(chunk), int(rank), None, 0)
         if n < 0:
             raise Error(1, _lib.errmsg() or "chunk %d / rank %d out of range" % (chunk, rank), "Plan.order")
         buf = ctypes.create_string_buffer(n + 1)
@@ -133,11 +140,11 @@ class Plan:
 
     def chunk_holder(self, chunk: int) -> int:
         """The rank whose tree defines ``chunk`` (owner / root / lowest holder), or -1."""
-        return int(lib.schedc_plan_chunk_holder(self._p, int(chunk)))
+        return int(lib.schedc_plan_chunk_holder(self._h(), int(chunk)))
 
     def save(self, path: str) -> None:
         """Write a versioned plan file (complete or absent)."""
-        _check(lib.schedc_plan_save(self._p, str(path).encode()), "Plan.save")
+        _check(lib.schedc_plan_save(self._h(), str(path).encode()), "Plan.save")
 
     def close(self) -> None:
         """Free the plan now (the communicators must no longer use it)."""
@@ -152,6 +159,8 @@ class Plan:
             pass
 
     def __repr__(self) -> str:
+        if not self._p:
+            return "schedc.Plan(closed)"
         i = self.info
         return "schedc.Plan(%r, %s, ranks=%d, chunks=%d, canonical=%s)" % (i.name, i.collective, i.nranks,
                                                                           i.nchunks, i.canonical)
@@ -259,32 +268,72 @@ class _Buf:
             self.keep = mv
         self.kind = "buffer"
 
-    def _device_buffer(self, cai: Mapping[str, Any], what: str) -> None:
+    def _device_buffer(self, cai: Any, what: str) -> None:
         """An object with ``__cuda_array_interface__`` (CuPy, Numba, ...): its pointer, type, shape and
         stream; the device from its ``device.id`` when it has one."""
-        ptr, readonly = cai["data"]
+        # The interface is whatever an arbitrary object hands over, and what it says becomes a device
+        # pointer and a size_t count in C: every field is checked here, each failure naming it (a
+        # negative or wrapped count, a bad pointer or stream handle would crash the process or fault
+        # on the device, not raise).
+        def bad(msg: str, exc: type = ValueError) -> Exception:
+            return exc("schedc.%s: __cuda_array_interface__ %s" % (what, msg))
+
+        if not isinstance(cai, Mapping):
+            raise bad("must be a dict, not %s" % type(cai).__name__, TypeError)
+        missing = [k for k in ("data", "shape", "typestr", "version") if k not in cai]
+        if missing:
+            raise bad("has no %s (required: data, shape, typestr, version)" % ", ".join(repr(k) for k in missing))
+        if _index(cai["version"]) is None:
+            raise bad("'version' must be an integer, not %r" % (cai["version"],), TypeError)
+        data = cai["data"]
+        if not isinstance(data, (tuple, list)) or len(data) != 2:
+            raise bad("'data' must be a (pointer, read_only) pair, not %r" % (data,), TypeError)
+        ptr, readonly = data
         if readonly:
             raise ValueError("schedc.%s: device buffer is read-only" % what)
-        ts = str(cai["typestr"])
-        if ts[:1] not in "<|" or ts[1:] not in _CAI_DTYPES:
+        ts = cai["typestr"]
+        if not isinstance(ts, str) or ts[:1] not in ("<", "|") or ts[1:] not in _CAI_DTYPES:
             raise TypeError("schedc.%s: device buffer type %r is not supported: <f4, <f8, <f2, <i4, <i8" % (what, ts))
-        shape = tuple(int(x) for x in cai["shape"])
+        shape = cai["shape"]
+        if not isinstance(shape, (tuple, list)) or any(_index(x) is None or _index(x) < 0 for x in shape):
+            raise bad("'shape' must be a tuple of non-negative integers, not %r" % (shape,))
+        shape = tuple(_index(x) for x in shape)
         self.dtype = _CAI_DTYPES[ts[1:]]
         self.count = 1
         for x in shape:
             self.count *= x
+        if self.count * _ESIZE[self.dtype] >= 2 ** 63:
+            raise bad("'shape' %r is larger than any device memory" % (shape,))
+        p = 0 if ptr is None else _index(ptr)
+        if p is None or not 0 <= p < 2 ** 64:
+            raise bad("data pointer must be an integer address, not %r" % (ptr,), TypeError)
+        if p == 0 and self.count:
+            raise bad("data pointer is %r for a buffer of %d elements" % (ptr, self.count))
         strides = cai.get("strides")
         if strides is not None:
+            if not isinstance(strides, (tuple, list)) or len(strides) != len(shape) or \
+                    any(_index(x) is None for x in strides):
+                raise bad("'strides' must be None or %d integers (one per dimension of shape %r), not %r"
+                          % (len(shape), shape, strides))
             want, step = [], _ESIZE[self.dtype]
             for x in reversed(shape):
                 want.append(step)
                 step *= x
             if tuple(strides) != tuple(reversed(want)) and self.count > 1:
                 raise ValueError("schedc.%s: device buffer is not contiguous" % what)
-        self.ptr = int(ptr or 0)
-        self.stream = cai.get("stream")
+        stream = cai.get("stream")
+        # version 3: None (no ordering), 1 (legacy default stream), 2 (per-thread default) or a
+        # CUstream handle; 0 is disallowed as ambiguous between those
+        if stream is not None and (_index(stream) is None or not 0 < _index(stream) < 2 ** 64):
+            raise bad("'stream' must be None or a CUstream handle (1: legacy default, 2: per-thread default; "
+                      "0 is not allowed), not %r" % (stream,), TypeError)
         dev = getattr(getattr(self.obj, "device", None), "id", None)
-        self.device = int(dev) if dev is not None else None
+        if dev is not None and (_index(dev) is None or _index(dev) < 0):
+            raise TypeError("schedc.%s: the device buffer's device.id must be a CUDA device number, not %r"
+                            % (what, dev))
+        self.ptr = p
+        self.stream = _index(stream) if stream is not None else None
+        self.device = _index(dev) if dev is not None else None
         self.kind = "cuda"
 
     def new(self, count: int, what: str) -> "_Buf":
@@ -297,6 +346,16 @@ class _Buf:
             import numpy as np
             return _Buf(np.empty(count, dtype=self.obj.dtype), "alloc")
         return _Buf(memoryview(bytearray(count * _ESIZE[self.dtype])).cast(_DTYPE_FMT[self.dtype]), "alloc")
+
+
+def _index(x: Any) -> Optional[int]:
+    """``x`` as an int if it is one (int, numpy integer; not bool, float or str), else None."""
+    if isinstance(x, bool):
+        return None
+    try:
+        return operator.index(x)
+    except TypeError:
+        return None
 
 
 def _is_torch(obj: Any) -> bool:
@@ -324,7 +383,7 @@ def _comm_opts(timeout: Optional[float], plan: Optional[Plan]) -> _lib.CommOpts:
     o = _lib.CommOpts()
     o.size = ctypes.sizeof(_lib.CommOpts)
     o.timeout_s = float(timeout or 0.0)
-    o.plan = plan.handle if plan is not None else None
+    o.plan = plan._h().value if plan is not None else None
     return o
 
 
@@ -454,6 +513,7 @@ class Comm:
         """Wait for this rank's collectives on device buffers (they are stream-ordered: a call returns
         once its work is enqueued on the buffer's stream, torch's current stream for a CUDA tensor);
         raises schedc.Error if a kernel failed (schedc_cuda_sync). No-op without device calls."""
+        self._h()  # closed: say so (close() freed the cuda communicator too; nothing left to wait for)
         if self._cuda:
             _check(lib.schedc_cuda_sync(self._cuda), "synchronize")
 
@@ -463,7 +523,7 @@ class Comm:
             return None
         if not isinstance(plan, Plan):
             raise TypeError("schedc: plan must be a schedc.Plan, not %s" % type(plan).__name__)
-        return plan.handle
+        return plan._h().value  # a closed plan's NULL would silently mean "the default plan"
 
     def allreduce(self, tensor: Any, op: str = "sum", plan: Optional[Plan] = None) -> Any:
         """Reduce ``tensor`` across ranks in place (op: sum, prod, min, max, avg = sum then one

@@ -191,3 +191,25 @@ def test_close_and_context_manager():
     a = torch.arange(10, dtype=torch.float32)
     assert schedc.digest(a) == schedc.digest(a.numpy()) == schedc.digest(a.numpy().tobytes())
     assert schedc.digest(a) != schedc.digest(a + 1)
+
+
+def test_after_close_says_closed():
+    """A closed communicator or plan raises ValueError naming it: synchronize() used to return
+    silently, and a closed plan's NULL handle used to reach C as "no plan" (the default plan, so
+    the call went through in another order than the one asked for)."""
+    c = schedc.Comm.threads(1)[0]
+    c.close()
+    with pytest.raises(ValueError, match="communicator is closed"):
+        c.synchronize()
+    c = schedc.Comm.threads(1)[0]
+    p = schedc.Plan("ring", ranks=1)
+    p.close()
+    with pytest.raises(ValueError, match="plan is closed"):
+        c.allreduce(np.ones(4, np.float32), plan=p)
+    for call in (lambda: p.info, lambda: p.order(0, 0), lambda: p.chunk_holder(0), lambda: p.save("/dev/null")):
+        with pytest.raises(ValueError, match="plan is closed"):
+            call()
+    assert repr(p) == "schedc.Plan(closed)"
+    with pytest.raises(ValueError, match="plan is closed"):
+        schedc.Comm.shm(0, 1, job="closed-plan", plan=p)
+    c.close()

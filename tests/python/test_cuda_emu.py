@@ -3,7 +3,7 @@
 # cuda communicator over the shm one (schedc_comm_init_cuda_over, on the buffer's stream). The
 # emulated device of tests/emu (SCHEDC_CUDA_PLUGIN, set by ctest) runs the generated kernels on
 # the host, so its "device memory" may be host memory. Results bit for bit against trees.py's
-# evaluation of Plan.order(). CUDA tensors themselves need a GPU torch: tests/python/gpu_hook.py.
+# evaluation of Plan.order(). CUDA tensors themselves need a GPU torch: tests/python/test_gpu.py.
 import os
 
 import numpy as np
@@ -70,4 +70,64 @@ def test_device_buffer_errors():
         c.allreduce(Cai())
     with pytest.raises(ValueError, match="both be host memory or both device memory"):
         c.reduce_scatter(Cai(), np.zeros(4, np.float32))
+    c.close()
+
+
+class _Iface:
+    """An object whose __cuda_array_interface__ is whatever the test says (a valid one, changed by kw:
+    a value of DROP removes the key)."""
+    DROP = object()
+
+    def __init__(self, cai=None, **kw):
+        self.a = np.ones(4, np.float32)
+        d = {"data": (self.a.ctypes.data, False), "shape": (4,), "typestr": "<f4", "version": 3}
+        d.update(kw)
+        self.__cuda_array_interface__ = cai if cai is not None else {k: v for k, v in d.items() if v is not _Iface.DROP}
+        self.device = type("Device", (), {"id": 0})()
+
+
+@pytest.mark.parametrize("obj, exc, msg", [
+    (_Iface(cai=5), TypeError, "__cuda_array_interface__ must be a dict, not int"),
+    (_Iface(data=_Iface.DROP), ValueError, "has no 'data'"),
+    (_Iface(shape=_Iface.DROP), ValueError, "has no 'shape'"),
+    (_Iface(typestr=_Iface.DROP), ValueError, "has no 'typestr'"),
+    (_Iface(version=_Iface.DROP), ValueError, "has no 'version'"),
+    (_Iface(version="3"), TypeError, "'version' must be an integer"),
+    (_Iface(data=None), TypeError, "'data' must be a \\(pointer, read_only\\) pair, not None"),
+    (_Iface(data=(None, False)), ValueError, "data pointer is None for a buffer of 4 elements"),
+    (_Iface(data=(0, False)), ValueError, "data pointer is 0 for a buffer of 4 elements"),
+    (_Iface(data=("0x10", False)), TypeError, "data pointer must be an integer address, not '0x10'"),
+    (_Iface(data=(-8, False)), TypeError, "data pointer must be an integer address, not -8"),
+    (_Iface(shape=(-4,)), ValueError, "'shape' must be a tuple of non-negative integers, not \\(-4,\\)"),
+    (_Iface(shape=(-2, -2)), ValueError, "non-negative integers"),
+    (_Iface(shape=(4.7,)), ValueError, "non-negative integers, not \\(4.7,\\)"),
+    (_Iface(shape=4), ValueError, "non-negative integers, not 4"),
+    (_Iface(shape=(2 ** 70,)), ValueError, "larger than any device memory"),
+    (_Iface(strides=(4, 4)), ValueError, "'strides' must be None or 1 integers"),
+    (_Iface(shape=(1,), strides=(4, 4, 4)), ValueError, "'strides' must be None or 1 integers"),
+    (_Iface(strides=4), ValueError, "'strides' must be None or 1 integers"),
+    (_Iface(typestr=">f4"), TypeError, "type '>f4' is not supported"),
+    (_Iface(typestr=np.dtype("float32")), TypeError, "is not supported: <f4"),
+    (_Iface(stream="s"), TypeError, "'stream' must be None or a CUstream handle"),
+    (_Iface(stream=0), TypeError, "0 is not allowed"),
+])
+def test_device_interface_checked(obj, exc, msg):
+    """Each malformed __cuda_array_interface__ field raises naming it, before anything reaches C:
+    these used to be raw KeyError/TypeError from inside the binding, and a negative pointer, a
+    negative shape or a 2**70 one went to C as a huge size_t or a wild pointer (a segfault)."""
+    c = schedc.Comm.threads(1)[0]
+    c.cuda_device = 0
+    try:
+        with pytest.raises(exc, match=msg):
+            c.allreduce(obj)
+    finally:
+        c.close()
+
+
+def test_device_id_checked():
+    obj = _Iface()
+    obj.device = type("Device", (), {"id": "zero"})()
+    c = schedc.Comm.threads(1)[0]
+    with pytest.raises(TypeError, match="device.id must be a CUDA device number, not 'zero'"):
+        c.allreduce(obj)
     c.close()
