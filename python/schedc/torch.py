@@ -8,6 +8,7 @@ import os
 import queue
 import socket
 import threading
+import weakref
 from typing import Any, Iterable, List, Optional
 
 import torch
@@ -48,11 +49,11 @@ def init_comm(group: Optional[Any] = None, timeout: Optional[float] = None,
       the library must have been built with MPI. MPI keeps jobs apart by itself: no id needed."""
     if not dist.is_available() or not dist.is_initialized():
         raise RuntimeError("schedc.torch.init_comm: call torch.distributed.init_process_group('gloo') first")
-    if backend not in (None, "shm", "mpi"):
-        raise ValueError("schedc.torch.init_comm: backend must be None (automatic), 'shm' or 'mpi', not %r"
-                         % (backend,))
     rank = dist.get_rank(group)
     n = dist.get_world_size(group)
+    if rank < 0:  # torch's collectives return at once on a non-member: every step below would misread that
+        raise ValueError("schedc.torch.init_comm: this process (global rank %d) is not a member of `group`; only "
+                         "the group's ranks call init_comm(group=...)" % dist.get_rank())
     src = 0
     if group is not None:
         try:
@@ -61,10 +62,22 @@ def init_comm(group: Optional[Any] = None, timeout: Optional[float] = None,
             src = dist.get_global_rank(group, 0)  # type: ignore[attr-defined]
     under_mpi = any(v in os.environ for v in _MPI_LAUNCHER_VARS)
     facts: List[Any] = [None] * n
-    dist.all_gather_object(facts, (_host_id(), under_mpi), group=group)
+    # backend goes through the gather too, checked after it: a rank that raised alone (a bad value),
+    # or went to MPI's init while the others went to the shm id's broadcast, would leave them waiting
+    dist.all_gather_object(facts, (_host_id(), under_mpi, backend if backend is None or isinstance(backend, str)
+                                   else repr(backend)), group=group)
     hosts = set(f[0] for f in facts)
-    if backend is None:
-        backend = "shm" if len(hosts) == 1 else "mpi"
+    asked = [f[2] for f in facts]
+    bad = [(r, b) for r, b in enumerate(asked) if b not in (None, "shm", "mpi")]
+    if bad:
+        raise ValueError("schedc.torch.init_comm: backend must be None (automatic), 'shm' or 'mpi', not %s"
+                         % ", ".join("%r (rank %d)" % (b, r) for r, b in bad[:4]))
+    auto = "shm" if len(hosts) == 1 else "mpi"
+    if len(set(b or auto for b in asked)) > 1:
+        raise RuntimeError("schedc.torch.init_comm: the ranks ask for different backends (%s; None is %r here): "
+                           "pass the same backend= on every rank"
+                           % (", ".join("rank %d: %r" % (r, b) for r, b in enumerate(asked) if r < 8), auto))
+    backend = backend or auto
     if backend == "mpi":
         return _init_mpi(group, rank, n, timeout, all(f[1] for f in facts), len(hosts))
     box: List[Any] = [unique_id().hex() if rank == 0 else None]
@@ -248,6 +261,7 @@ class CanonicalGrads:
         _check(lib.schedc_accum_create(self.count, _ACC_DTYPES[self.dtype], 0, self.first, m,
                                        ctypes.byref(self._acc)), "CanonicalGrads")
         self.added: List[int] = []
+        self._given: Optional[List[Any]] = None  # the p.grad tensors the last reduce() set (weak refs)
 
     @property
     def my_leaves(self) -> range:
@@ -257,6 +271,15 @@ class CanonicalGrads:
     def add(self, leaf: int) -> None:
         """Take the current ``p.grad`` of every parameter (None counts as zeros) as leaf ``leaf``'s
         gradient, and clear them (``p.grad = None``) so the next backward starts fresh."""
+        if self._given is not None:
+            # A backward after reduce() and opt.step() without clearing .grad adds into reduce()'s
+            # result in place (same tensor): that leaf would carry the previous step's gradient, and
+            # the weights would silently differ from one rank count to another (which leaves are a
+            # rank's first depends on it).
+            if any(p.grad is not None and p.grad is ref() for p, ref in zip(self.params, self._given)):
+                raise RuntimeError("schedc.torch.CanonicalGrads.add: p.grad still holds the previous reduce()'s "
+                                   "gradient; clear it after opt.step(): opt.zero_grad(set_to_none=True)")
+            self._given = None
         off = 0
         with torch.no_grad():
             for p in self.params:
@@ -286,6 +309,7 @@ class CanonicalGrads:
             k = p.numel()
             p.grad = out[off:off + k].view_as(p).to(p.device, copy=True)  # CUDA parameters: copied back
             off += k
+        self._given = [weakref.ref(p.grad) for p in self.params]
 
     def close(self) -> None:
         if self._acc:

@@ -154,6 +154,35 @@ def test_init_comm_mpi_refused_without_launcher(tmp_path):
         assert "RuntimeError: schedc.torch.init_comm: " in e and "needs every rank started by an MPI launcher" in e, e
 
 
+@pytest.mark.parametrize("envs, msgs", [
+    # rank 0 went to MPI's init while rank 1 waited for the shm id: a hang (under mpirun, or without
+    # one until gloo's 30-minute timeout) before the requested backends were gathered and compared
+    ([{"SCHEDC_TEST_BACKEND": "mpi"}, {"SCHEDC_TEST_BACKEND": "shm"}],
+     ["RuntimeError: schedc.torch.init_comm: the ranks ask for different backends (rank 0: 'mpi', rank 1: 'shm'"] * 2),
+    # a bad value on one rank raised there alone, leaving the others in the gather
+    ([{}, {"SCHEDC_TEST_BACKEND": "bogus"}],
+     ["ValueError: schedc.torch.init_comm: backend must be None (automatic), 'shm' or 'mpi', "
+      "not 'bogus' (rank 1)"] * 2),
+    # a rank outside `group` got empty gathers back and a message about the mpi backend
+    ([{"SCHEDC_TEST_GROUP": "0"}, {"SCHEDC_TEST_GROUP": "0"}],
+     [None, "ValueError: schedc.torch.init_comm: this process (global rank 1) is not a member of `group`"]),
+    ([{"SCHEDC_TEST_GROUP": "0", "SCHEDC_TEST_BACKEND": "mpi"}] * 2,
+     ["needs every rank started by an MPI launcher", "is not a member of `group`"]),
+])
+def test_init_comm_bad_arguments_raise_not_hang(tmp_path, envs, msgs):
+    """Arguments that differ across ranks or exclude a rank: a message naming the problem on the
+    ranks concerned, never a rank waiting alone."""
+    port = free_port()
+    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "worker.py"), "value", str(tmp_path), "1"],
+                              env=dict(os.environ, RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                                       MASTER_PORT=str(port), **envs[r]),
+                              stderr=subprocess.PIPE, text=True) for r in range(2)]
+    errs = [p.communicate(timeout=120)[1] for p in procs]
+    for r, m in enumerate(msgs):
+        if m is not None:
+            assert procs[r].returncode != 0 and m in errs[r], errs[r]
+
+
 def test_concurrent_jobs_with_run_id_none(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
@@ -178,3 +207,34 @@ def test_example_canonical_digest_same_for_1_2():
         assert "ranks agree: yes" in p.stdout
         digests[n] = [l for l in p.stdout.splitlines() if l.startswith("weights digest: ")][-1]
     assert digests[1] == digests[2], digests
+
+
+def test_canonical_grads_refuses_uncleared_grad():
+    """The documented loop clears .grad after opt.step(); without it the next step's first backward
+    added into reduce()'s result and the weights differed between 1, 2 and 4 processes, silently."""
+    import schedc.torch as st
+    comm = schedc.Comm.threads(1)[0]
+    net = torch.nn.Linear(3, 2)
+    cg = st.CanonicalGrads(net.parameters(), 2, comm)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for clear in ("none", "zero_grad(set_to_none=True)"):
+        for leaf in cg.my_leaves:
+            net(torch.ones(1, 3)).sum().backward()
+            cg.add(leaf)
+        cg.reduce()
+        opt.step()
+        if clear != "none":
+            opt.zero_grad(set_to_none=True)
+        net(torch.ones(1, 3)).sum().backward()
+        if clear == "none":
+            with pytest.raises(RuntimeError, match=r"p.grad still holds the previous reduce\(\)'s gradient"):
+                cg.add(0)
+            opt.zero_grad(set_to_none=True)
+            net(torch.ones(1, 3)).sum().backward()
+        cg.add(0)
+        net(torch.ones(1, 3)).sum().backward()
+        cg.add(1)
+        cg.reduce()
+        opt.zero_grad(set_to_none=True)
+    cg.close()
+    comm.close()

@@ -18,7 +18,10 @@ if "OMPI_COMM_WORLD_RANK" in os.environ:  # started by mpirun: torch's ranks are
     os.environ.setdefault("WORLD_SIZE", os.environ["OMPI_COMM_WORLD_SIZE"])
 dist.init_process_group("gloo")
 rank, n = dist.get_rank(), dist.get_world_size()
-comm = st.init_comm(timeout=60, backend=os.environ.get("SCHEDC_TEST_BACKEND") or None)
+# SCHEDC_TEST_GROUP=0,1: init_comm over dist.new_group of those ranks (test_torch.py's error cases)
+group = dist.new_group([int(x) for x in os.environ["SCHEDC_TEST_GROUP"].split(",")]) \
+    if os.environ.get("SCHEDC_TEST_GROUP") else None
+comm = st.init_comm(group=group, timeout=60, backend=os.environ.get("SCHEDC_TEST_BACKEND") or None)
 res = {"rank": rank, "n": n, "backend": comm.backend}
 dev = None
 if os.environ.get("SCHEDC_TEST_DEVICE") == "cuda":  # test_gpu.py: rank r on GPU r
