@@ -56,10 +56,9 @@ def init_comm(group: Optional[Any] = None, timeout: Optional[float] = None,
                          "the group's ranks call init_comm(group=...)" % dist.get_rank())
     src = 0
     if group is not None:
-        try:
-            src = dist.distributed_c10d._get_global_rank(group, 0)  # type: ignore[attr-defined]
-        except AttributeError:
-            src = dist.get_global_rank(group, 0)  # type: ignore[attr-defined]
+        # the public name where it exists (torch >= 2.0); 1.13's private one warns that it is deprecated
+        get = getattr(dist, "get_global_rank", None) or dist.distributed_c10d._get_global_rank  # type: ignore[attr-defined]
+        src = get(group, 0)
     under_mpi = any(v in os.environ for v in _MPI_LAUNCHER_VARS)
     facts: List[Any] = [None] * n
     # backend goes through the gather too, checked after it: a rank that raised alone (a bad value),
