@@ -191,9 +191,10 @@ typedef struct sc_execargs {
 schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
 /* The copy-in, before the entry barrier: K elements of esz bytes from send into W (no conversion;
  * send NULL: the inputs are in W already). With check, the cells peers read at version 0 are
- * hashed (their CRC32C published in the counters), fused with their copy. With loc, the cells no
- * peer reads at version 0 are not copied: loc[ch] = SC_LOC_SEND (the executor reads them in
- * send); the others SC_LOC_W (loc must be all SC_LOC_W on entry). */
+ * hashed (their CRC32C published in the counters), fused with their copy. With loc and a send
+ * buffer other than W, the cells no peer reads at version 0 are not copied: loc[ch] = SC_LOC_SEND
+ * (the executor reads them in send); every other entry stays SC_LOC_W (loc must be all SC_LOC_W
+ * on entry). */
 void sc_exec_stage_inputs(schedc_comm *c, const sc_prog *p, size_t esz, size_t K, char *W, const char *send,
                           int check, uint8_t *loc, int parity);
 

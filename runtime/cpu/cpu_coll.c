@@ -154,9 +154,14 @@ static void plan_shortcuts(schedc_comm *c, const sc_call *k, char *W, int digest
   memset(x->loc, SC_LOC_W, C);
   sp->loc = x->loc;
   sp->init = k->send != W ? k->send : NULL;
-  size_t lo, len;
+  size_t lo, len, esz = schedc_dtype_size(k->acc);
   sc_result_part(coll, me, k->root, k->count, k->K, &lo, &len);
-  if (!digest_out && len && (char *)k->recv != W + lo * schedc_dtype_size(k->acc)) {
+  /* Writing into recv during the plan is safe only if it cannot land on a send cell still to be
+   * read: recv apart from send, or each result element on its own input (in place). (reduce_scatter
+   * with recv == send, which the API forbids, used to work: rank r's block lands on block 0.) */
+  const char *s0 = k->send, *r0 = k->recv;
+  int apart = r0 + len * esz <= s0 || s0 + k->K * esz <= r0, aligned = r0 == s0 + lo * esz;
+  if (!digest_out && len && r0 != W + lo * esz && (apart || aligned)) {
     sp->out = k->recv;
     sp->out_lo = lo;
     sp->out_hi = lo + len;
@@ -171,6 +176,7 @@ static void result_out(schedc_comm *c, const sc_call *k, char *W, const sc_execa
   uint32_t C = k->prog->nchunks;
   sc_result_part(k->coll, c->rank, k->root, k->count, k->K, &lo, &len);
   char *recv = k->recv;
+  c->have_digest = 0; /* as sc_work_out: no digest was taken by this copy (none is asked: digest_out) */
   for (uint32_t ch = 0; ch < C && len; ch++) {
     size_t clo, chi;
     sc_chunk_range(k->K, C, ch, &clo, &chi);

@@ -1,0 +1,157 @@
+/*
+ * test_shortcuts.c — the executor's shortcuts around the working buffer (runtime/cpu/exec.c:
+ * own cells read in the send buffer, unread result versions written straight into the receive
+ * buffer) on plans whose cells move between the three places in unusual orders (tests/cpu/plans):
+ * i32 sums, exact whatever the order, so any value read from the wrong place shows. Every
+ * combination of in place / out of place, plain / schedc_mem_alloc buffers and SCHEDC_VERIFY
+ * none / checksum / full, on shm processes; and reduce_scatter with recv == send (the layout that
+ * broke the first version of the shortcuts: rank 1's block landed on send's block 0 while rank 1
+ * still had to read it) on threads. Usage: test_shortcuts PLANS_DIR
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "schedc/schedc.h"
+
+enum { N = 3, REPS = 3 };
+
+static schedc_plan *load(const char *dir, const char *file) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
+  lo.nranks = N;
+  schedc_plan *p = NULL;
+  if (schedc_plan_from_script(path, &lo, &p) != SCHEDC_OK) fprintf(stderr, "%s: %s\n", path, schedc_errmsg());
+  return p;
+}
+
+static int32_t input(int r, size_t i, int it) { return (int32_t)(r * 100000 + (int)i * 7 + it); }
+
+/* One shm rank: REPS allreduces of `count` i32; the exit status is the number of wrong elements
+ * (capped), 100+ for a failed call. mode bit 0: in place; bit 1: schedc_mem_alloc buffers. */
+static int shm_rank(const schedc_plan *plan, int r, const char *job, size_t count, int mode, int verify) {
+  schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+  co.slice_bytes = 256; /* several slices per chunk */
+  co.timeout_s = 30;
+  co.verify = verify;
+  schedc_comm *c;
+  if (schedc_comm_init_shm(r, N, job, &co, &c) != SCHEDC_OK) { fprintf(stderr, "init: %s\n", schedc_errmsg()); return 101; }
+  size_t bytes = count * 4 + 64;
+  int32_t *send, *recv;
+  void *a = NULL, *b = NULL;
+  if (mode & 2) {
+    if (schedc_mem_alloc(c, bytes, &a) != SCHEDC_OK || schedc_mem_alloc(c, bytes, &b) != SCHEDC_OK) return 103;
+  } else {
+    a = malloc(bytes);
+    b = malloc(bytes);
+  }
+  send = a;
+  recv = mode & 1 ? send : b;
+  int bad = 0;
+  for (int it = 0; it < REPS && bad < 99; it++) {
+    for (size_t i = 0; i < count; i++) send[i] = input(r, i, it);
+    if (!(mode & 1)) memset(recv, 0xab, count * 4);
+    if (schedc_allreduce(send, recv, count, SCHEDC_I32, SCHEDC_SUM, c, plan) != SCHEDC_OK) {
+      fprintf(stderr, "rank %d: %s\n", r, schedc_errmsg());
+      return 102;
+    }
+    for (size_t i = 0; i < count; i++) {
+      int64_t want = 0;
+      for (int q = 0; q < N; q++) want += input(q, i, it);
+      if (recv[i] != (int32_t)want && bad++ == 0)
+        fprintf(stderr, "rank %d call %d element %zu: got %d, want %lld\n", r, it, i, recv[i], (long long)want);
+      if (!(mode & 1) && send[i] != input(r, i, it) && bad++ == 0) /* out of place: send untouched */
+        fprintf(stderr, "rank %d call %d: send[%zu] was changed\n", r, it, i);
+    }
+  }
+  if (!(mode & 2)) { free(a); free(b); }
+  schedc_comm_free(c);
+  return bad > 99 ? 99 : bad;
+}
+
+static void shm_sweep(const schedc_plan *plan) {
+  const size_t counts[] = {2, 3, 64, 200, 1031};
+  const int verifies[] = {SCHEDC_VERIFY_NONE, SCHEDC_VERIFY_CHECKSUM, SCHEDC_VERIFY_FULL};
+  for (int vi = 0; vi < 3; vi++)
+    for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
+      for (int mode = 0; mode < 4; mode++) {
+        char job[64];
+        snprintf(job, sizeof job, "shortcuts%d-%d-%zu-%d", (int)getpid(), vi, ci, mode);
+        pid_t pid[N];
+        for (int r = 0; r < N; r++)
+          if ((pid[r] = fork()) == 0) _exit(shm_rank(plan, r, job, counts[ci], mode, verifies[vi]));
+        int ok = 1;
+        for (int r = 0; r < N; r++) {
+          int ws;
+          waitpid(pid[r], &ws, 0);
+          ok &= WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+        }
+        if (!ok)
+          fprintf(stderr, "FAIL: verify %d, count %zu, %s, %s\n", verifies[vi], counts[ci],
+                  mode & 1 ? "in place" : "out of place", mode & 2 ? "schedc_mem_alloc" : "malloc");
+        CHECK(ok);
+      }
+}
+
+typedef struct job { schedc_comm *c; const schedc_plan *p; int32_t *send, *recv; size_t count; schedc_status st; } job;
+static void *rs_rank(void *arg) {
+  job *j = arg;
+  j->st = schedc_reduce_scatter(j->send, j->recv, j->count, SCHEDC_I32, SCHEDC_SUM, j->c, j->p);
+  return NULL;
+}
+
+/* reduce_scatter on threads: recv apart (0), recv == send (1), recv == send + rank * count (2) */
+static void rs_threads(const schedc_plan *plan, int layout) {
+  const size_t count = 256;
+  schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+  co.slice_bytes = 256;
+  co.timeout_s = 30;
+  schedc_comm *comms[N];
+  CHECK(schedc_comm_init_threads(N, &co, comms) == SCHEDC_OK);
+  job jobs[N];
+  pthread_t th[N];
+  for (int r = 0; r < N; r++) {
+    int32_t *send = malloc(count * N * 4), *recv = malloc(count * 4);
+    for (size_t i = 0; i < count * N; i++) send[i] = input(r, i, 0);
+    jobs[r] = (job){comms[r], plan, send, layout == 0 ? recv : layout == 1 ? send : send + (size_t)r * count, count,
+                    SCHEDC_OK};
+    if (layout) free(recv);
+  }
+  for (int r = 0; r < N; r++) pthread_create(&th[r], NULL, rs_rank, &jobs[r]);
+  for (int r = 0; r < N; r++) pthread_join(th[r], NULL);
+  long bad = 0;
+  for (int r = 0; r < N; r++) {
+    CHECK(jobs[r].st == SCHEDC_OK);
+    for (size_t i = 0; i < count && jobs[r].st == SCHEDC_OK; i++) {
+      int64_t want = 0;
+      for (int q = 0; q < N; q++) want += input(q, (size_t)r * count + i, 0);
+      if (jobs[r].recv[i] != (int32_t)want && bad++ == 0)
+        fprintf(stderr, "reduce_scatter layout %d: rank %d element %zu: got %d, want %lld\n", layout, r, i,
+                jobs[r].recv[i], (long long)want);
+    }
+  }
+  CHECK(bad == 0);
+  for (int r = 0; r < N; r++) {
+    if (!layout) free(jobs[r].recv);
+    free(jobs[r].send);
+    schedc_comm_free(comms[r]);
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return 2;
+  schedc_plan *moves = load(argv[1], "cells_move.lua"), *early = load(argv[1], "rs_early_block.lua");
+  CHECK(moves && early);
+  if (moves) shm_sweep(moves);
+  for (int layout = 0; early && layout < 3; layout++) rs_threads(early, layout);
+  schedc_plan_free(moves);
+  schedc_plan_free(early);
+  return DONE();
+}
