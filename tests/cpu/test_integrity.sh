@@ -41,6 +41,10 @@ for be in threads shm; do
   done
   out=$(cd "$D" && SCHEDC_INJECT=flip:1:2 "$S" run ring.lua --ranks 4 --count 3000 --backend $be --verify digest 2>&1); rc=$?
   chk "[ $rc = 0 ] && grep -q 'all 4 ranks agree: yes' <<<\"\$out\" && ! grep -q 'digest $clean' <<<\"\$out\"" "$be digest: a flipped partial sum should pass the digest (same wrong bits everywhere)"
+  # a flipped copy of direct.lua's allgather step reaches rank 0 alone: its digest (taken by the
+  # copy out of its working buffer) must differ from the others'
+  out=$(cd "$D" && SCHEDC_INJECT=flip:1:1 "$S" run direct.lua --ranks 4 --count 3000 --backend $be --verify digest 2>&1); rc=$?
+  chk "[ $rc = 1 ] && [ \$(grep -c 'silent corruption: rank(s) 0 hold a result that differs from the majority (3 of 4 ranks agree' <<<\"\$out\") -ge 3 ]" "$be digest: a flipped allgather copy reaching rank 0 alone not detected"
 done
 out=$(cd "$D" && "$S" run ring.lua --ranks 4 --count 300 --verify full --iters 500 --backend shm 2>&1); rc=$?
 chk "[ $rc = 0 ] && ! grep -q corrupt <<<\"\$out\"" "shm: false alarm in 500 clean calls with --verify full"
