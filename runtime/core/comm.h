@@ -215,6 +215,10 @@ static inline int sc_reduces(int coll) { return coll != SCHEDC_ALLGATHER && coll
 /* allreduce, allgather and broadcast leave the same bits on every rank (digest-checkable); the
  * elements of that result: count, or count per rank for allgather. */
 static inline int sc_same_bits(int coll) { return coll != SCHEDC_REDUCE_SCATTER && coll != SCHEDC_REDUCE; }
+/* Does this call compare result digests across ranks (taken, where it can be, by the copy out)? */
+static inline int sc_call_digests(const schedc_comm *c, const sc_call *k) {
+  return sc_same_bits(k->coll) && !(k->flags & SC_CALL_NOVERIFY) && (c->verify & SC_V_DIGEST);
+}
 static inline size_t sc_same_bits_elems(int coll, size_t count, int nranks) {
   return coll == SCHEDC_ALLGATHER ? count * (size_t)nranks : count;
 }

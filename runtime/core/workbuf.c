@@ -31,8 +31,7 @@ void sc_work_out(schedc_comm *c, const sc_call *k, char *W) {
   if (k->op == SCHEDC_AVG && sc_reduces(k->coll) && len) sc_divide(k->acc, W + lo * asz, len, c->nranks);
   int same = sc_same_bits(k->coll), inject = sc_call_injects(k);
   c->have_digest = 0;
-  if (same && !(k->flags & SC_CALL_NOVERIFY) && (c->verify & SC_V_DIGEST) && k->acc == k->dtype &&
-      W + lo * asz != (char *)k->recv) {
+  if (sc_call_digests(c, k) && k->acc == k->dtype && W + lo * asz != (char *)k->recv) {
     if (inject) sc_flipout(c, W + lo * asz, len * asz);
     c->digest = sc_verify_digest(k->recv, W + lo * asz, len * asz);
     c->have_digest = 1;

@@ -168,15 +168,14 @@ static void plan_shortcuts(schedc_comm *c, const sc_call *k, char *W, int digest
   }
 }
 
-/* The result out with shortcuts: each result chunk from wherever its final version is (W, the
- * send buffer, or already in the receive buffer); then avg's one division and the flipout
- * injection, as sc_work_out does them. */
-static void result_out(schedc_comm *c, const sc_call *k, char *W, const sc_execargs *sp) {
+/* The rank's result part [lo, lo + len) of the working-buffer layout gathered into `to` (element
+ * i at to + (i - to_lo) * esz): each chunk from wherever its final version is (W or the send
+ * buffer; SC_LOC_OUT ones are in the receive buffer already). to = W, to_lo = 0: only the cells
+ * still in the send buffer move (the W ones are in place). */
+static void gather_result(schedc_comm *c, const sc_call *k, char *W, const sc_execargs *sp, char *to, size_t to_lo) {
   size_t esz = schedc_dtype_size(k->acc), lo, len;
   uint32_t C = k->prog->nchunks;
   sc_result_part(k->coll, c->rank, k->root, k->count, k->K, &lo, &len);
-  char *recv = k->recv;
-  c->have_digest = 0; /* as sc_work_out: no digest was taken by this copy (none is asked: digest_out) */
   for (uint32_t ch = 0; ch < C && len; ch++) {
     size_t clo, chi;
     sc_chunk_range(k->K, C, ch, &clo, &chi);
@@ -184,10 +183,19 @@ static void result_out(schedc_comm *c, const sc_call *k, char *W, const sc_execa
     if (chi > lo + len) chi = lo + len;
     if (chi <= clo || sp->loc[ch] == SC_LOC_OUT) continue;
     const char *from = sp->loc[ch] == SC_LOC_SEND ? sp->init + clo * esz : W + clo * esz;
-    if (recv + (clo - lo) * esz != from) memmove(recv + (clo - lo) * esz, from, (chi - clo) * esz);
+    if (to + (clo - to_lo) * esz != from) memmove(to + (clo - to_lo) * esz, from, (chi - clo) * esz);
   }
-  if (k->op == SCHEDC_AVG && sc_reduces(k->coll) && len) sc_divide(k->acc, recv, len, c->nranks);
-  if (sc_same_bits(k->coll) && sc_call_injects(k)) sc_flipout(c, recv, len * esz);
+}
+
+/* The result out with shortcuts: gathered into the receive buffer, then avg's one division and
+ * the flipout injection, as sc_work_out does them. */
+static void result_out(schedc_comm *c, const sc_call *k, char *W, const sc_execargs *sp) {
+  size_t esz = schedc_dtype_size(k->acc), lo, len;
+  sc_result_part(k->coll, c->rank, k->root, k->count, k->K, &lo, &len);
+  c->have_digest = 0; /* as sc_work_out: no digest was taken by this copy (none is asked: digest_out) */
+  gather_result(c, k, W, sp, k->recv, lo);
+  if (k->op == SCHEDC_AVG && sc_reduces(k->coll) && len) sc_divide(k->acc, k->recv, len, c->nranks);
+  if (sc_same_bits(k->coll) && sc_call_injects(k)) sc_flipout(c, k->recv, len * esz);
 }
 
 static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
@@ -206,9 +214,8 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
   if (!W && k->K) return SCHEDC_ENOMEM;
   memset(&c->bad, 0, sizeof c->bad);
   int checks = sc_call_checks(c, k) && k->K;
-  int digest_out = sc_same_bits(coll) && !(k->flags & SC_CALL_NOVERIFY) && (c->verify & SC_V_DIGEST);
   sc_execargs sp;
-  plan_shortcuts(c, k, W, digest_out, &sp);
+  plan_shortcuts(c, k, W, sc_call_digests(c, k), &sp);
   if (sp.loc) {
     /* sc_work_in's copy (no conversion) of only the cells peers read first, hashed as they are
      * copied under checksums; the others stay in the send buffer */
@@ -242,15 +249,7 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
     result_out(c, k, W, &sp);
     return SCHEDC_OK;
   }
-  if (sp.loc) { /* sc_work_out reads the result part of W whole: result cells still in send go there */
-    size_t lo, len;
-    sc_result_part(coll, me, k->root, k->count, k->K, &lo, &len);
-    for (uint32_t ch = 0; ch < k->prog->nchunks; ch++) {
-      size_t clo, chi;
-      sc_chunk_range(k->K, k->prog->nchunks, ch, &clo, &chi);
-      if (sp.loc[ch] == SC_LOC_SEND && clo < lo + len && chi > lo) memmove(W + clo * asz, sp.init + clo * asz, (chi - clo) * asz);
-    }
-  }
+  if (sp.loc) gather_result(c, k, W, &sp, W, 0); /* sc_work_out reads the result part of W whole */
   sc_work_out(c, k, W);
   return SCHEDC_OK;
 }
