@@ -35,6 +35,9 @@
   X(SCHEDC_REPAIR, ENUM, 0, 0, "0|1", "0", LIB, "1: repair what verification finds, integrity.md (opts.repair)") \
   X(SCHEDC_SPIN, ENUM, 0, 0, "auto|short", "auto", LIB,                                                          \
     "cpu waits: auto spins while the awaited rank may be running (also preempted); short sleeps after 100 us")   \
+  X(SCHEDC_SMALL, SIZE, 0, 8192, "", NULL, LIB,                                                                 \
+    "cpu: calls of at most this many bytes (accumulation type) take the small-message path (default 512 "       \
+    "per rank: 1 KiB at 2 ranks, 8 KiB at most; 0: never), performance.md")                                      \
   X(SCHEDC_INJECT, STR, 0, 0,                                                                                   \
     "comma-separated kill:RANK:STEP, delay:RANK:US, jitter:SEED:US, flip:RANK:STEP[:BIT], flipout:RANK", NULL,  \
     LIB, "testing: faults to inject, checked at communicator init (integrity.md)")                               \

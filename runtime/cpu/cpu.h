@@ -2,8 +2,9 @@
  * cpu.h — the CPU backends' own state (threads and shm share one collective and one executor;
  * they differ in their transport: how a rank's working buffer is made readable to its peers).
  * The shared block (sc_shared) lives in the heap for `threads` and in a POSIX shared memory
- * segment for `shm`; it holds one slot per rank (liveness, the call descriptor), the entry
- * barrier, the first failure's message, and the dataflow counters (two sets by call parity).
+ * segment for `shm`; it holds one slot per rank (liveness, the call descriptor), the init
+ * barrier, the first failure's message, the dataflow counters (two sets by call parity) and
+ * each rank's arrival lines (two by call parity: the call it entered, and a small call's inputs).
  * Internal to runtime/cpu/.
  */
 #ifndef SC_CPU_H
@@ -20,7 +21,7 @@
 enum { SC_ALIVE = 0, SC_DEAD = 1, SC_ABORTED = 2, SC_LEFT = 3 };
 
 /* One call's descriptor. Two per slot, by call parity: a rank can be at most one call ahead
- * of any other (it cannot pass the next entry barrier alone), so the descriptor of call k is
+ * of any other (it cannot run the next call before every peer arrived at it), so the descriptor of call k is
  * never overwritten while a slower rank still reads it. */
 typedef struct sc_desc {
   uint64_t seq;              /* number of the call this describes */
@@ -36,16 +37,19 @@ typedef struct sc_desc {
   uint64_t reg_serial, reg_dev, reg_ino, reg_size, reg_off;
   int32_t reg_fd;
   uint32_t checks;           /* the call's integrity settings (sc_call.checks): must match */
+  uint32_t path;             /* SC_PATH_*: how the rank runs the call; must match */
 } sc_desc;
+
+enum { SC_PATH_PLAN = 0, SC_PATH_SMALL = 1 };
 
 /* One rank's slot, on its own cache lines. Written by its rank, read by all. */
 typedef struct sc_slot {
   _Atomic uint32_t state;
-  _Atomic uint32_t busy;     /* inside a collective after its entry barrier */
+  _Atomic uint32_t busy;     /* inside a collective (set before it arrives) */
   _Atomic uint32_t beat;     /* advanced while the rank runs inside schedc (spinning, per slice) */
   _Atomic uint32_t beat_ms;  /* monotonic clock in ms (low 32 bits) at the last beat: for messages */
   _Atomic uint32_t asleep;   /* in a futex wait (not merely preempted) */
-  _Atomic uint32_t at_barrier; /* waiting at an entry barrier: it is not what anyone waits for */
+  _Atomic uint32_t at_barrier; /* waiting at the init barrier: it is not what anyone waits for */
   _Atomic uint32_t entered;  /* low 32 bits of the sequence number of the last call it entered */
   _Atomic uint32_t fault;    /* SC_DEAD or SC_ABORTED once it failed (state becomes SC_LEFT when it frees) */
   int32_t pid;
@@ -63,8 +67,31 @@ typedef struct sc_shared {
   char fail_msg[SC_FAILMSG];
   uint32_t ctr_per_rank;     /* counters per rank per kind per parity */
   uint64_t ctr_off;          /* byte offset of the counters from the start of the block */
-  sc_slot slots[];           /* [nranks], then the counters */
+  uint64_t arr_off;          /* byte offset of the arrival lines */
+  uint32_t arr_stride, arr_data; /* bytes from one arrival line to the next; data bytes in each */
+  sc_slot slots[];           /* [nranks], then the counters, then the arrival lines */
 } sc_shared;
+
+/* Bytes of working buffer the small-message path carries in an arrival line: SC_SMALL_CAP up to
+ * 64 ranks, less beyond (512 KiB of lines per parity at most). SCHEDC_SMALL (at most SC_SMALL_CAP,
+ * params.h) may lower the threshold; the shared block's layout depends on the rank count only. */
+#define SC_SMALL_CAP 8192
+/* A rank's arrival at a call, one per call parity, written by its rank, read by all. It replaces
+ * the entry barrier: a rank enters call s by writing its descriptor (sc_slot.d) and, for a small
+ * call, its working buffer's initial cells (data), then storing s into `seq` (release); it runs
+ * the call once every peer's line of that parity holds s. The descriptor's fingerprint sits beside
+ * it, so a matching small call costs a peer one cache line plus the data it reads. A line is
+ * written again two calls later, when every peer has entered the call in between and so has
+ * finished reading it. */
+typedef struct sc_arrival {
+  _Atomic uint32_t seq;      /* low 31 bits of the call's number (bit 31: the waiters' sleeper flag) */
+  uint32_t path;             /* SC_PATH_* */
+  uint64_t fp;               /* sc_desc's fingerprint (every field the ranks must agree on) */
+  char data[];               /* SC_PATH_SMALL: the rank's initial working buffer (K elements) */
+} sc_arrival;
+static inline sc_arrival *sc_arr(sc_shared *sh, int parity, uint32_t rank) {
+  return (sc_arrival *)((char *)sh + sh->arr_off + ((size_t)rank * 2 + (size_t)parity) * sh->arr_stride);
+}
 
 /* Counter arrays of a parity: version[rank][k], reads[rank][k] and crc[rank][k] (the CRC32C of
  * the cell slice's current version, written by its owner before it publishes the version),
@@ -94,7 +121,7 @@ typedef struct sc_transport {
   /* A buffer of `bytes` readable by peers for this call (NULL + errmsg on failure); may return
    * `user` (a caller buffer) when that is shareable. Records it in d (work, arena_size). */
   void *(*work)(schedc_comm *c, size_t bytes, void *user, sc_desc *d);
-  /* After the entry barrier: fill peer[r] for the ranks with need[r] set (the ones this rank
+  /* After the arrival: fill peer[r] for the ranks with need[r] set (the ones this rank
    * reads; they cannot leave before these reads are done). SCHEDC_OK or an error. */
   schedc_status (*map_peers)(schedc_comm *c, const uint8_t *need, int parity);
   /* Is rank r's process alive (shm: pid check)? NULL: always (threads of this process). */
@@ -110,6 +137,8 @@ struct sc_cpu {
   sc_shared *sh;
   int oversubscribed;        /* more ranks than online CPUs on this host: waiters yield */
   int spin_short;            /* SCHEDC_SPIN=short: sleep once the awaited rank stood still 100 us */
+  size_t small;              /* SCHEDC_SMALL: calls of at most this many working-buffer bytes run
+                              * from the arrival lines (<= SC_SMALL_CAP) */
   size_t ctr_used[2];        /* counters the last call of each parity used (reset only those) */
   size_t call_slice;         /* the current call's slice */
   sc_fliptarget flip;
@@ -147,6 +176,8 @@ typedef struct sc_waitctx {
 } sc_waitctx;
 enum { SC_AT_STEP = 0, SC_AT_BARRIER, SC_AT_DRAIN };
 schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w);
+/* Until a call number's low 31 bits (an sc_arrival.seq) reach want, in serial-number order. */
+schedc_status sc_wait_seq(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w);
 /* A failure was recorded by some rank: the status and message naming it (never SCHEDC_OK). */
 schedc_status sc_peer_failure(sc_waitctx *w);
 void sc_publish(_Atomic uint32_t *ctr, uint32_t value);  /* store value, wake sleepers */
@@ -164,6 +195,22 @@ static inline void sc_beat(schedc_comm *c, double now) {
   atomic_store_explicit(&s->beat, atomic_load_explicit(&s->beat, memory_order_relaxed) + 1, memory_order_relaxed);
   if (now > 0) atomic_store_explicit(&s->beat_ms, (uint32_t)(uint64_t)(now * 1e3), memory_order_relaxed);
 }
+
+/* arrive.c — entering call seq. sc_describe: this rank's descriptor d (path: SC_PATH_*), written
+ * before it arrives. sc_arrive: publish the arrival line of the call's parity (fingerprint, then
+ * the call's number, release) and wait until every peer's line holds the same; afterwards every
+ * peer has finished call seq - 1. SCHEDC_EMISMATCH naming the field (on every rank) when the
+ * descriptors differ; a wait's failure otherwise. */
+void sc_describe(sc_desc *d, const sc_call *k, uint64_t seq, int path);
+schedc_status sc_arrive(schedc_comm *c, const sc_call *k, uint64_t seq, const sc_desc *d);
+
+/* small.c — the small-message path. sc_small_call: does call k take it (at most SCHEDC_SMALL bytes
+ * of working buffer, no verification, no injected faults)? The same answer on every rank that
+ * shares those settings. sc_small_run: after the arrival (the cells in every rank's line of the
+ * call's parity), this rank's result from the peers' lines, in the plan's proven order, into the
+ * receive buffer. */
+int sc_small_call(const schedc_comm *c, const sc_call *k);
+schedc_status sc_small_run(schedc_comm *c, const sc_call *k, uint64_t seq);
 
 /* exec.c — run this rank's program of a plan over the working buffers in peer[]. */
 /* Where a rank's own cell holds its current value during a call (sc_execargs.loc). Peers only
@@ -189,7 +236,7 @@ typedef struct sc_execargs {
   size_t out_lo, out_hi;
 } sc_execargs;
 schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
-/* The copy-in, before the entry barrier: K elements of esz bytes from send into W (no conversion;
+/* The copy-in, before the arrival: K elements of esz bytes from send into W (no conversion;
  * send NULL: the inputs are in W already). With check, the cells peers read at version 0 are
  * hashed (their CRC32C published in the counters), fused with their copy. With loc and a send
  * buffer other than W, the cells no peer reads at version 0 are not copied: loc[ch] = SC_LOC_SEND

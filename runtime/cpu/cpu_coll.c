@@ -2,8 +2,10 @@
  * cpu_coll.c — the collective of the CPU backends (threads, shm) and their operation tables.
  * A call: the working buffer (the caller's receive buffer when the transport can share it and
  * it holds the result in the accumulation type, else the transport's), this rank's cells in,
- * the entry barrier with its call check (every rank's descriptor must match), the executor over
- * the mapped peers, then the result out. Both backends share this; their transports differ.
+ * the arrival (the entry barrier folded into per-rank lines, with the call check: every rank's
+ * descriptor must match), the executor over the mapped peers, then the result out; or, for a
+ * small call, the arrival carrying the cells and each rank evaluating the proven order itself.
+ * Both backends share this; their transports differ.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,10 +17,19 @@
 #include "params.h"
 #include "plan.h"
 
+/* Layout: the head and slots, the counters (64-byte aligned), the arrival lines. */
+static size_t arr_data(uint32_t nranks) {
+  size_t d = ((size_t)512 << 10) / (nranks ? nranks : 1) & ~(size_t)63;
+  return d < SC_SMALL_CAP ? d : SC_SMALL_CAP;
+}
+static size_t arr_stride(uint32_t nranks) { return (sizeof(sc_arrival) + arr_data(nranks) + 63) & ~(size_t)63; }
+static size_t ctr_off(uint32_t nranks) { return (sizeof(sc_shared) + (size_t)nranks * sizeof(sc_slot) + 63) & ~(size_t)63; }
+static size_t arr_off(uint32_t nranks, uint32_t ctr_per_rank) {
+  return ctr_off(nranks) + (((size_t)2 * SC_NKINDS * nranks * ctr_per_rank * sizeof(uint32_t) + 63) & ~(size_t)63);
+}
+
 size_t sc_shared_size(uint32_t nranks, uint32_t ctr_per_rank) {
-  size_t head = sizeof(sc_shared) + (size_t)nranks * sizeof(sc_slot);
-  head = (head + 63) & ~(size_t)63;
-  return head + (size_t)2 * SC_NKINDS * nranks * ctr_per_rank * sizeof(uint32_t);
+  return arr_off(nranks, ctr_per_rank) + (size_t)2 * nranks * arr_stride(nranks);
 }
 
 void sc_shared_init(sc_shared *sh, uint32_t nranks, uint32_t ctr_per_rank) {
@@ -26,8 +37,10 @@ void sc_shared_init(sc_shared *sh, uint32_t nranks, uint32_t ctr_per_rank) {
   sh->magic = SC_SHARED_MAGIC;
   sh->nranks = nranks;
   sh->ctr_per_rank = ctr_per_rank;
-  size_t head = sizeof(sc_shared) + (size_t)nranks * sizeof(sc_slot);
-  sh->ctr_off = (head + 63) & ~(size_t)63;
+  sh->ctr_off = ctr_off(nranks);
+  sh->arr_off = arr_off(nranks, ctr_per_rank);
+  sh->arr_stride = (uint32_t)arr_stride(nranks);
+  sh->arr_data = (uint32_t)arr_data(nranks);
 }
 
 uint32_t sc_ctr_capacity(int nranks) {
@@ -59,6 +72,15 @@ schedc_status sc_cpu_new(const sc_backend *be, const sc_transport *tr, int rank,
     return st;
   }
   x->spin_short = spin == 1;
+  /* where the small-message path stops beating the plan: ~1 KiB at 2 ranks, ~3 KiB at 4 on the
+   * 2-core VM (docs/performance.md); the same on every rank, as it depends on the rank count */
+  x->small = (size_t)512 * (size_t)nranks < SC_SMALL_CAP ? (size_t)512 * (size_t)nranks : SC_SMALL_CAP;
+  if ((st = sc_param_size(SC_P_SCHEDC_SMALL, &x->small)) != SCHEDC_OK) {
+    free(x->peer);
+    free(x);
+    sc_comm_release(c);
+    return st;
+  }
   c->be_data = x;
   *out = c;
   return SCHEDC_OK;
@@ -78,49 +100,23 @@ schedc_status sc_cpu_start(schedc_comm *c) {
   return SCHEDC_OK;
 }
 
-/* After the entry barrier: check the call matches on every rank, map the peers, run (`sp`: the
- * call's loc, init and out; sc_execargs). */
+/* After the arrival: reset the counters of the other parity for the next call (every peer has
+ * finished the previous call, or it could not have entered this one). */
+static void reset_counters(schedc_comm *c, int parity) {
+  sc_cpu *x = sc_cpu_of(c);
+  size_t nctr = x->ctr_used[parity ^ 1]; /* only what that parity's last call touched */
+  if (!nctr) return;
+  memset((void *)sc_ctr(x->sh, parity ^ 1, SC_VER, (uint32_t)c->rank), 0, nctr * sizeof(uint32_t));
+  memset((void *)sc_ctr(x->sh, parity ^ 1, SC_READS, (uint32_t)c->rank), 0, nctr * sizeof(uint32_t));
+  x->ctr_used[parity ^ 1] = 0;
+}
+
+/* After the arrival: map the peers and run the plan (`sp`: the call's loc, init and out). */
 static schedc_status run_plan(schedc_comm *c, const sc_call *k, uint64_t seq, const sc_execargs *sp) {
   sc_cpu *x = sc_cpu_of(c);
-  int n = c->nranks, me = c->rank;
+  int me = c->rank, parity = (int)(seq & 1);
   const sc_ir *ir = &k->plan->ir;
-  int parity = (int)(seq & 1);
-  const sc_desc *slot = &x->sh->slots[me].d[parity];
   schedc_status st;
-  for (int r = 0; r < n; r++) {
-    const sc_desc *o = &x->sh->slots[r].d[parity];
-    const char *what = o->coll != slot->coll ? "collective" : o->dtype != slot->dtype ? "dtype" : o->op != slot->op ? "op"
-                       : o->op_hash != slot->op_hash ? "custom operator's source"
-                       : o->root != slot->root ? "root" : o->count != slot->count ? "count"
-                       : o->plan_hash != slot->plan_hash ? "plan" : o->slice != slot->slice ? "slice size" : NULL;
-    if (o->seq != seq) what = "call sequence";
-    if (!what && o->checks != slot->checks) {
-      /* ranks that verify differently would hash or check what their peers never sent (a false
-       * corruption report) or wait in an exchange the others skip */
-      char mine[64], theirs[64];
-      what = "verification (SCHEDC_VERIFY, SCHEDC_REPAIR)";
-      sc_fail(c, SC_ABORTED, "rank %d and rank %d disagree on the %s of call %llu", me, r, what, (unsigned long long)seq);
-      return sc_err(SCHEDC_EMISMATCH, "%s: rank %d and rank %d disagree on the %s of call %llu (rank %d: %s; rank %d: %s)",
-                    k->cn, me, r, what, (unsigned long long)seq, me, sc_checks_name(slot->checks, mine, sizeof mine),
-                    r, sc_checks_name(o->checks, theirs, sizeof theirs));
-    }
-    if (what) {
-      sc_fail(c, SC_ABORTED, "rank %d and rank %d disagree on the %s of call %llu", me, r, what, (unsigned long long)seq);
-      const char *d1 = schedc_dtype_name((schedc_dtype)slot->dtype), *d2 = schedc_dtype_name((schedc_dtype)o->dtype);
-      const char *c2 = schedc_collective_name((schedc_collective)o->coll);
-      return sc_err(SCHEDC_EMISMATCH, "%s: rank %d and rank %d disagree on the %s of call %llu (rank %d: %s %s "
-                    "count %llu plan %016llx; rank %d: %s %s count %llu plan %016llx)", k->cn, me, r, what,
-                    (unsigned long long)seq, me, k->cn, d1, (unsigned long long)slot->count,
-                    (unsigned long long)slot->plan_hash, r, c2 ? c2 : "?", d2 ? d2 : "?",
-                    (unsigned long long)o->count, (unsigned long long)o->plan_hash);
-    }
-  }
-  /* Counters: this call uses parity seq % 2; reset the other set for the next call (everyone
-   * has finished the previous call, or they could not have passed the barrier). */
-  size_t nctr = x->ctr_used[parity ^ 1]; /* only what that parity's last call touched */
-  memset((void *)sc_ctr(x->sh, parity ^ 1, SC_VER, (uint32_t)me), 0, nctr * sizeof(uint32_t));
-  memset((void *)sc_ctr(x->sh, parity ^ 1, SC_READS, (uint32_t)me), 0, nctr * sizeof(uint32_t));
-  x->ctr_used[parity ^ 1] = 0;
   if (k->K == 0) return SCHEDC_OK; /* the call matched on every rank; there is nothing to move */
   if ((st = x->tr->map_peers(c, k->prog->rank[me].reads_from, parity)) != SCHEDC_OK) {
     sc_fail(c, SC_ABORTED, "rank %d could not map its peers' buffers", me);
@@ -202,44 +198,55 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
   sc_cpu *x = sc_cpu_of(c);
   int me = c->rank, coll = k->coll;
   size_t asz = schedc_dtype_size(k->acc);
+  uint64_t seq = c->seq + 1;
+  int parity = (int)(seq & 1);
+  sc_slot *slot = &x->sh->slots[me];
+  sc_desc *desc = &slot->d[parity];
+  memset(&c->bad, 0, sizeof c->bad);
+  schedc_status st;
+  if (sc_small_call(c, k)) {
+    /* the initial cells go into this rank's arrival line, where the peers read them */
+    sc_work_in(c, k, sc_arr(x->sh, parity, (uint32_t)me)->data);
+    sc_describe(desc, k, seq, SC_PATH_SMALL);
+    c->seq = seq;
+    atomic_store_explicit(&slot->entered, (uint32_t)seq, memory_order_relaxed); /* for messages only */
+    atomic_store_explicit(&slot->busy, 1u, memory_order_relaxed);
+    st = sc_arrive(c, k, seq, desc);
+    if (st == SCHEDC_OK) {
+      reset_counters(c, parity);
+      st = sc_small_run(c, k, seq);
+    }
+    /* peers read only arrival lines, never the caller's buffers: nothing to quiesce on failure */
+    atomic_store_explicit(&slot->busy, 0u, memory_order_release);
+    return st;
+  }
   x->call_slice = k->slice;
   /* Working buffer: the caller's receive buffer when it holds the whole result in the
    * accumulation type and the transport can share it; else a buffer of the transport's. */
   int direct = k->acc == k->dtype && (coll == SCHEDC_ALLREDUCE || coll == SCHEDC_ALLGATHER ||
                                       coll == SCHEDC_BROADCAST || (coll == SCHEDC_REDUCE && me == k->root));
-  uint64_t seq = c->seq + 1;
-  sc_slot *slot = &x->sh->slots[me];
-  sc_desc *desc = &slot->d[seq & 1];
   char *W = x->tr->work(c, k->K * asz, direct ? k->recv : NULL, desc);
   if (!W && k->K) return SCHEDC_ENOMEM;
-  memset(&c->bad, 0, sizeof c->bad);
   int checks = sc_call_checks(c, k) && k->K;
   sc_execargs sp;
   plan_shortcuts(c, k, W, sc_call_digests(c, k), &sp);
   if (sp.loc) {
     /* sc_work_in's copy (no conversion) of only the cells peers read first, hashed as they are
      * copied under checksums; the others stay in the send buffer */
-    sc_exec_stage_inputs(c, k->prog, asz, k->K, W, sp.init, checks, sp.loc, (int)(seq & 1));
+    sc_exec_stage_inputs(c, k->prog, asz, k->K, W, sp.init, checks, sp.loc, parity);
   } else {
     sc_work_in(c, k, W);
-    if (checks) sc_exec_stage_inputs(c, k->prog, asz, k->K, W, NULL, 1, NULL, (int)(seq & 1));
+    if (checks) sc_exec_stage_inputs(c, k->prog, asz, k->K, W, NULL, 1, NULL, parity);
   }
-  desc->coll = (uint32_t)coll;
-  desc->dtype = (uint32_t)k->dtype;
-  /* a custom op's value is this process's name for it: ranks compare its source hash instead */
-  desc->op = k->op_hash ? (uint32_t)SCHEDC_OP_CUSTOM_BASE : (uint32_t)k->op;
-  desc->op_hash = k->op_hash;
-  desc->root = (uint32_t)k->root;
-  desc->count = k->count;
-  desc->plan_hash = k->plan->hash;
-  desc->slice = k->slice;
-  desc->checks = k->checks;
-  desc->seq = seq;
+  sc_describe(desc, k, seq, SC_PATH_PLAN);
   c->seq = seq;
   atomic_store_explicit(&slot->entered, (uint32_t)seq, memory_order_relaxed); /* for messages only */
   atomic_store(&slot->busy, 1u);
-  schedc_status st = sc_barrier(c, k->cn, 0); /* the timeout runs from when it first waits */
-  if (st == SCHEDC_OK) st = run_plan(c, k, seq, &sp);
+  st = sc_arrive(c, k, seq, desc); /* the timeout runs from when it first waits */
+  if (st == SCHEDC_OK) {
+    reset_counters(c, parity);
+    st = run_plan(c, k, seq, &sp);
+  }
   atomic_store(&slot->busy, 0u);
   if (st != SCHEDC_OK) {
     sc_quiesce(c);

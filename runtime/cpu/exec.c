@@ -89,7 +89,7 @@ void sc_exec_stage_inputs(schedc_comm *c, const sc_prog *p, size_t esz, size_t K
         continue;
       }
       atomic_store_explicit(&crc[(size_t)ch * nsl + j], sc_crc32c_copy(W + slo * esz, src + slo * esz, (shi - slo) * esz),
-                            memory_order_relaxed); /* the entry barrier publishes it */
+                            memory_order_relaxed); /* the arrival (release) publishes it */
     }
   }
 }

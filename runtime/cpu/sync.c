@@ -1,5 +1,5 @@
 /*
- * sync.c — waiting on shared counters and the entry barrier. A wake-up from a futex sleep costs
+ * sync.c — waiting on shared counters and arrival lines, and the init barrier. A wake-up from a futex sleep costs
  * 30-150 us on our VMs and, with another busy process on the machine, often a whole scheduler
  * slice; a spin costs 1-8 us. So a waiter spins as long as the rank it waits for is running (its
  * beat, sc_slot.beat, moves: a rank beats while it spins and once per slice it computes) or could
@@ -43,6 +43,18 @@ static void cpu_relax(void) {
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts) {
   return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
+}
+
+/* Has the wait ended? Counters (GE): the value (sleeper bit aside) reached want; the barrier's
+ * generation (NEQ): it moved away from want; a call number's low 31 bits (SERIAL): it reached
+ * want in serial-number order, so the count may wrap (a peer is never 2^30 calls apart). */
+enum { GE = 0, NEQ = 1, SERIAL = 2 };
+static inline int passed(uint32_t v, uint32_t want, int mode) {
+  v &= ~SLEEPER;
+  return mode == NEQ ? v != want : mode == SERIAL ? ((v - want) & ~SLEEPER) < 0x40000000u : v >= want;
+}
+static inline int reached(_Atomic uint32_t *ctr, uint32_t want, int mode) {
+  return passed(atomic_load_explicit(ctr, memory_order_acquire), want, mode);
 }
 
 void sc_publish(_Atomic uint32_t *ctr, uint32_t value) {
@@ -138,7 +150,7 @@ static void list_silent(schedc_comm *c, double now, char *out, size_t cap) {
 }
 
 /* Where a wait is, for messages: the step and chunk of the plan (and the schedule line, when the
- * transfer has one), or the call's entry barrier, or its end (readers of this rank's cells). */
+ * transfer has one), or the call's start (a peer's arrival), or its end (readers of this rank's cells). */
 static const char *wait_where(const sc_waitctx *w, char *buf, size_t cap) {
   if (w->at == SC_AT_BARRIER) snprintf(buf, cap, "at the call's entry barrier (before step 0)");
   else if (w->at == SC_AT_DRAIN)
@@ -150,7 +162,7 @@ static const char *wait_where(const sc_waitctx *w, char *buf, size_t cap) {
 
 /* Anything that makes waiting pointless? Returns a status with errmsg set, or SCHEDC_OK.
  * w->peer < 0 means "any reader of this rank's cell": every rank is checked. */
-static schedc_status check_peers(sc_waitctx *w, double now, _Atomic uint32_t *ctr, uint32_t want) {
+static schedc_status check_peers(sc_waitctx *w, double now, _Atomic uint32_t *ctr, uint32_t want, int mode) {
   schedc_comm *c = w->c;
   if (w->deadline <= 0) w->deadline = now + c->timeout_s; /* the first slow look starts the clock */
   int culprit = -1;
@@ -161,7 +173,7 @@ static schedc_status check_peers(sc_waitctx *w, double now, _Atomic uint32_t *ct
     if (r != c->rank && (w->peer < 0 || atomic_load(&sc_cpu_of(c)->sh->failed)) && (how = peer_down(c, r, 0)))
       culprit = r;
   /* What was awaited may have arrived just before its author left: then all is well. */
-  if (ctr && (atomic_load(ctr) & ~SLEEPER) >= want) return SCHEDC_OK;
+  if (ctr && passed(atomic_load(ctr), want, mode)) return SCHEDC_OK;
   if (culprit >= 0) {
     char why[SC_FAILMSG] = "";
     if (atomic_load(&sc_cpu_of(c)->sh->failed) == 2) memcpy(why, sc_cpu_of(c)->sh->fail_msg, sizeof why);
@@ -190,14 +202,14 @@ static schedc_status check_peers(sc_waitctx *w, double now, _Atomic uint32_t *ct
 }
 
 schedc_status sc_peer_failure(sc_waitctx *w) {
-  schedc_status st = check_peers(w, sc_now(), NULL, 0);
+  schedc_status st = check_peers(w, sc_now(), NULL, 0, GE);
   if (st != SCHEDC_OK) return st;
   sc_fail(w->c, SC_ABORTED, "rank %d stopped: another rank failed", w->c->rank);
   return sc_err(SCHEDC_EPEER, "%s stopped on rank %d in step %u: another rank failed (%s)", w->coll, w->c->rank,
                 w->step, sc_cpu_of(w->c)->sh->fail_msg);
 }
 
-/* Is rank r itself waiting at the entry barrier? Then it is not what a barrier waits for: its
+/* Is rank r itself waiting at the init barrier? Then it is not what a barrier waits for: its
  * beats and its being inside the call say nothing about when the missing ranks arrive (counting
  * them kept every early rank spinning while a late one compiled kernels for seconds). */
 static int at_barrier(const sc_shared *sh, int r) {
@@ -237,12 +249,6 @@ static void nap(schedc_comm *c, _Atomic uint32_t *ctr, uint32_t v) {
   atomic_store_explicit(me, 0u, memory_order_relaxed);
 }
 
-/* Has the wait ended? Counters: the value (sleeper bit aside) reached want; the barrier's
- * generation (neq): it moved away from want. */
-static inline int reached(_Atomic uint32_t *ctr, uint32_t want, int neq) {
-  uint32_t v = atomic_load_explicit(ctr, memory_order_acquire);
-  return neq ? (v & ~SLEEPER) != want : (v & ~SLEEPER) >= want;
-}
 
 enum { DONE, STALE, LONG };
 
@@ -253,19 +259,19 @@ typedef struct spinstate { uint32_t b; double seen; int init; } spinstate;
  * SPIN_S passed (LONG: check liveness and the deadline, then spin on). This rank beats meanwhile,
  * so that a rank waiting on it keeps spinning too. With more ranks than cores: yield YIELDS times,
  * then STALE. */
-static int spin(schedc_comm *c, _Atomic uint32_t *ctr, uint32_t want, int neq, int peer, spinstate *ss) {
-  if (reached(ctr, want, neq)) return DONE; /* no clock read when nothing to wait for */
+static int spin(schedc_comm *c, _Atomic uint32_t *ctr, uint32_t want, int mode, int peer, spinstate *ss) {
+  if (reached(ctr, want, mode)) return DONE; /* no clock read when nothing to wait for */
   if (sc_cpu_of(c)->oversubscribed) {
     sc_beat(c, sc_now()); /* between sleeps too: a waiting rank shows it is alive */
     for (int i = 0; i < YIELDS; i++) {
-      if (reached(ctr, want, neq)) return DONE;
+      if (reached(ctr, want, mode)) return DONE;
       sched_yield();
     }
-    return reached(ctr, want, neq) ? DONE : STALE;
+    return reached(ctr, want, mode) ? DONE : STALE;
   }
   double t0 = 0; /* read at the first check: a wait shorter than CHECK_SPINS pauses reads no clock */
   for (uint32_t i = 1;; i++) {
-    if (reached(ctr, want, neq)) return DONE;
+    if (reached(ctr, want, mode)) return DONE;
     cpu_relax();
     if (i % CHECK_SPINS) continue;
     double t = sc_now();
@@ -281,26 +287,26 @@ static int spin(schedc_comm *c, _Atomic uint32_t *ctr, uint32_t want, int neq, i
       ss->seen = t;
     } else if (t - ss->seen > (sc_cpu_of(c)->spin_short ? STALE_SHORT_S : STALE_S)) {
       ss->seen = t; /* after the sleep, give it another STALE_S */
-      if (reached(ctr, want, neq)) return DONE;
+      if (reached(ctr, want, mode)) return DONE;
       if (sc_cpu_of(c)->spin_short || !may_run(c, peer)) return STALE;
       return LONG; /* preempted, not waiting: it comes back within a scheduler slice or so */
     }
     if (t - t0 > SPIN_S || atomic_load_explicit(&sc_cpu_of(c)->sh->failed, memory_order_relaxed))
-      return reached(ctr, want, neq) ? DONE : LONG;
+      return reached(ctr, want, mode) ? DONE : LONG;
   }
 }
 
-schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w) {
+static schedc_status wait_for(_Atomic uint32_t *ctr, uint32_t want, int mode, sc_waitctx *w) {
   double next_check = 0;
   spinstate ss = {0, 0, 0};
   for (;;) {
-    int how = spin(w->c, ctr, want, 0, w->peer, &ss);
+    int how = spin(w->c, ctr, want, mode, w->peer, &ss);
     if (how == DONE) return SCHEDC_OK;
     uint32_t v = atomic_load_explicit(ctr, memory_order_acquire);
-    if ((v & ~SLEEPER) >= want) return SCHEDC_OK;
+    if (passed(v, want, mode)) return SCHEDC_OK;
     double now = sc_now();
     if (now >= next_check || now > w->deadline || atomic_load(&sc_cpu_of(w->c)->sh->failed)) {
-      schedc_status st = check_peers(w, now, ctr, want);
+      schedc_status st = check_peers(w, now, ctr, want, mode);
       if (st != SCHEDC_OK) return st;
       next_check = now + CHECK_S;
     }
@@ -309,6 +315,9 @@ schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w) {
     nap(w->c, ctr, v | SLEEPER);
   }
 }
+
+schedc_status sc_wait_ge(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w) { return wait_for(ctr, want, GE, w); }
+schedc_status sc_wait_seq(_Atomic uint32_t *ctr, uint32_t want, sc_waitctx *w) { return wait_for(ctr, want, SERIAL, w); }
 
 static schedc_status barrier_wait(schedc_comm *c, const char *what, double deadline, uint32_t gen);
 
@@ -336,7 +345,7 @@ static schedc_status barrier_wait(schedc_comm *c, const char *what, double deadl
   double next_check = 0;
   spinstate ss = {0, 0, 0};
   for (;;) {
-    int how = spin(c, &sh->bar_gen, gen, 1, -1, &ss);
+    int how = spin(c, &sh->bar_gen, gen, NEQ, -1, &ss);
     if (how == DONE) return SCHEDC_OK;
     double now = sc_now();
     if (deadline <= 0) w.deadline = deadline = now + c->timeout_s; /* no clock read unless it waits */
@@ -347,7 +356,7 @@ static schedc_status barrier_wait(schedc_comm *c, const char *what, double deadl
         if (r != c->rank && peer_down(c, r, 1)) { /* everyone must arrive at a barrier */
           if ((atomic_load(&sh->bar_gen) & ~SLEEPER) != gen) return SCHEDC_OK; /* it arrived, and left since */
           w.peer = r;
-          return check_peers(&w, now, &sh->bar_gen, gen + 1);
+          return check_peers(&w, now, &sh->bar_gen, gen, NEQ);
         }
       }
       if ((atomic_load(&sh->bar_gen) & ~SLEEPER) != gen) return SCHEDC_OK;

@@ -123,7 +123,8 @@ int main(int argc, char **argv) {
   /* a rank slower than the timeout inside the built-in ring, whose transfers have no schedule
    * line: the wait is named by step and chunk (it once read "(chunk 0, line 0)") */
   CHECK(schedc_comm_init_threads(3, &o, comms) == SCHEDC_OK);
-  CHECK(sc_inject_parse("delay:2:1500000", &comms[2]->inj) == SCHEDC_OK);
+  /* every rank holds the same faults, as from SCHEDC_INJECT (a call with faults runs its plan) */
+  for (int r = 0; r < 3; r++) CHECK(sc_inject_parse("delay:2:1500000", &comms[r]->inj) == SCHEDC_OK);
   for (int r = 0; r < 3; r++) { args[r] = (arg){comms[r], 16, 0, "", 0}; pthread_create(&th[r], NULL, call, &args[r]); }
   for (int r = 0; r < 3; r++) pthread_join(th[r], NULL);
   int to = args[0].st == SCHEDC_ETIMEOUT ? 0 : 1;

@@ -5,7 +5,8 @@
  *    avg, bf16 sum and avg (carried in f32: no zero copy there), give exactly the bytes of the
  *    same calls on malloc'd buffers, on threads (3 ranks) and on forked shm processes (2 and 4);
  *    an allreduce of integer-valued floats against its exact sum;
- *  - the zero-copy path is taken exactly where it applies: the head's mem_direct counter
+ *  - the zero-copy path is taken exactly where it applies (not by calls on the small-message
+ *    path, at most SCHEDC_SMALL bytes, which go through the arrival lines): the head's mem_direct counter
  *    (runtime/core/comm.h, read here through the internal header) counts the calls whose working
  *    buffer was a region the peers read in place;
  *  - a region freed and another allocated (same address and fd number, likely) is read anew by
@@ -55,6 +56,7 @@ static const tcase CASES[] = {
   {SCHEDC_REDUCE, SCHEDC_BF16, SCHEDC_AVG}, {SCHEDC_REDUCE_SCATTER, SCHEDC_F32, SCHEDC_SUM},
 };
 static const size_t COUNTS[] = {0, 1, 7, 1000, 65537};
+#define SMALL 1024 /* SCHEDC_SMALL for this test: count 1000 of f32 runs its plan, 7 does not */
 
 /* One call; in place as each collective defines it. */
 static schedc_status call(const tcase *t, schedc_comm *c, void *send, void *recv, size_t count, int root) {
@@ -96,7 +98,12 @@ static int run_case(schedc_comm *c, const tcase *t, size_t count, int inplace, i
   /* the zero-copy path: where the result is carried in the data type (bf16 sums and avgs are
    * carried in f32; allgather and broadcast only move values) and lands in this rank's buffer */
   int moves = t->coll == SCHEDC_ALLGATHER || t->coll == SCHEDC_BROADCAST;
-  int direct = zc && (t->dt == SCHEDC_F32 || moves) &&
+  /* ... and it runs its plan: a call of at most SCHEDC_SMALL bytes (set by main) in the accumulation
+   * type works from the arrival lines and reads no buffer in place */
+  size_t work_bytes = (t->coll == SCHEDC_REDUCE_SCATTER || t->coll == SCHEDC_ALLGATHER ? count * (size_t)n : count) *
+                      (t->dt == SCHEDC_F32 || moves ? es : 4);
+  int small = count && work_bytes <= SMALL;
+  int direct = zc && !small && (t->dt == SCHEDC_F32 || moves) &&
                (t->coll == SCHEDC_ALLREDUCE || t->coll == SCHEDC_ALLGATHER || t->coll == SCHEDC_BROADCAST ||
                 (t->coll == SCHEDC_REDUCE && me == root));
   if (c->mem_direct - before != (uint64_t)direct)
@@ -270,6 +277,9 @@ static void arg_errors(schedc_comm *c, schedc_comm *other, int live) {
 
 int main(int argc, char **argv) {
   int threads_only = argc > 1 && strcmp(argv[1], "threads") == 0; /* ThreadSanitizer: no forks */
+  char small[16];
+  snprintf(small, sizeof small, "%d", SMALL);
+  setenv("SCHEDC_SMALL", small, 1);
   /* threads: 3 ranks */
   schedc_comm *tc[3];
   CHECK(schedc_comm_init_threads(3, NULL, tc) == SCHEDC_OK);
