@@ -83,6 +83,19 @@ typedef struct sc_call {
 
 typedef struct sc_memreg sc_memreg; /* a schedc_mem_alloc region (below) */
 
+/* A sliced digest (the CPU backends under SCHEDC_VERIFY=digest): the result's K elements of esz
+ * bytes cut as their executor cuts them (C chunks, each in slices of se elements, at most nsl per
+ * chunk), each slice's CRC32C folded in order by sc_dslice_step from sc_dslice_init. Any single
+ * flipped bit changes it (the CRC changes, and every step is a bijection of the running value),
+ * and it is the same however the slices were hashed: by the executor as it wrote a slice into
+ * the receive buffer, by the copy out, or by a read afterwards. */
+typedef struct sc_dslice { size_t K, se, nsl, esz; uint32_t C; } sc_dslice;
+static inline uint64_t sc_dslice_init(size_t K) { return 0x5343444947455354ull ^ (uint64_t)K; }
+static inline uint64_t sc_dslice_step(uint64_t h, uint32_t crc) {
+  h = (h ^ crc) * 0x9e3779b97f4a7c15ull;
+  return h ^ (h >> 29);
+}
+
 /* Capabilities of a backend. */
 enum {
   /* the result is in host memory when the collective returns, so the core verifies it (digests,
@@ -144,7 +157,9 @@ struct schedc_comm {
   int attempt;               /* 0 on a call's first run; injections fire only then */
   sc_corrupt bad;            /* checksum mode: first corrupted transfer received in this call */
   const char *file;          /* the last user call's plan source (messages; owned by the plan) */
-  int have_digest;           /* digest of the result computed while copying it out */
+  int have_digest;           /* digest of the result taken while copying it out: 1 sc_verify_digest's,
+                              * 2 sliced (dsl); 0 none (the core takes sc_verify_digest's) */
+  sc_dslice dsl;             /* have_digest 2: how the result was sliced */
   uint64_t digest;
   void *scratch; size_t scratch_cap; /* private working memory */
   /* default plans (built-in ring) by collective and root */
@@ -193,8 +208,12 @@ void sc_work_out(schedc_comm *c, const sc_call *k, char *W);
  * where the result is equal on all ranks (same_bits), compare digests of buf (c->have_digest:
  * c->digest was computed while the result was copied out). The caller applied flipout. */
 schedc_status sc_integrity_check(schedc_comm *c, const char *cn, void *buf, size_t bytes, int same_bits);
-/* flipout:RANK injection: flip one bit of this rank's result. */
+/* flipout:RANK injection: flip one bit of this rank's result (of `bytes`); sc_flipout_pos: the
+ * offset of the byte it flips, or -1 when it does not apply to this rank. */
 void sc_flipout(schedc_comm *c, void *buf, size_t bytes);
+long sc_flipout_pos(const schedc_comm *c, size_t bytes);
+/* The sliced digest of buf (s: its slicing). */
+uint64_t sc_sliced_digest(const void *buf, const sc_dslice *s);
 /* Lowest rank holding the most common of the n digests; *nbad = ranks that differ from it. */
 int sc_digest_majority(const uint64_t *dg, int n, int *nbad);
 /* The verdict on the ranks' digests dg[n] (majority held by root), the same words on every

@@ -72,9 +72,26 @@ schedc_status sc_digest_outcome(const char *cn, const uint64_t *dg, int n, int m
                 "(%d of %d ranks agree on digest %016llx%s)", cn, bad, n - nbad, n, (unsigned long long)dg[root], mine);
 }
 
+long sc_flipout_pos(const schedc_comm *c, size_t bytes) {
+  return c->inj.flipout_rank == c->rank && bytes ? (long)((c->seq * 7919) % bytes) : -1;
+}
+
 void sc_flipout(schedc_comm *c, void *buf, size_t bytes) {
-  if (c->inj.flipout_rank == c->rank && bytes)
-    ((unsigned char *)buf)[(c->seq * 7919) % bytes] ^= 0x10; /* injected */
+  long at = sc_flipout_pos(c, bytes);
+  if (at >= 0) ((unsigned char *)buf)[at] ^= 0x10; /* injected */
+}
+
+uint64_t sc_sliced_digest(const void *buf, const sc_dslice *s) {
+  uint64_t h = sc_dslice_init(s->K);
+  for (uint32_t ch = 0; ch < s->C; ch++) {
+    size_t lo, hi;
+    sc_chunk_range(s->K, s->C, ch, &lo, &hi);
+    for (size_t j = 0; j < s->nsl && lo + j * s->se < hi; j++) {
+      size_t slo = lo + j * s->se, shi = slo + s->se < hi ? slo + s->se : hi;
+      h = sc_dslice_step(h, sc_crc32c((const char *)buf + slo * s->esz, (shi - slo) * s->esz));
+    }
+  }
+  return h;
 }
 
 /* What went wrong with a transfer, in the words of both the error and the warning. */
@@ -112,7 +129,10 @@ schedc_status sc_integrity_check(schedc_comm *c, const char *cn, void *buf, size
     return sc_err(SCHEDC_ENOMEM, "out of memory");
   }
   const sc_corrupt *b = &c->bad;
-  uint64_t mine[REC] = {dig ? (c->have_digest ? c->digest : sc_verify_digest(NULL, buf, bytes)) : 0,
+  /* how the digest was taken, kept before the internal calls below reset it */
+  int kind = c->have_digest;
+  sc_dslice dsl = c->dsl;
+  uint64_t mine[REC] = {dig ? (kind ? c->digest : sc_verify_digest(NULL, buf, bytes)) : 0,
                         (uint64_t)b->found << 32 | b->line, (uint64_t)b->step << 32 | b->chunk,
                         (uint64_t)b->src << 32 | b->dst, (uint64_t)b->got << 32 | b->want};
   schedc_status st = exchange(c, mine, all, REC);
@@ -128,7 +148,8 @@ schedc_status sc_integrity_check(schedc_comm *c, const char *cn, void *buf, size
   int nbad = 0, root = st == SCHEDC_OK && dig ? sc_digest_majority(dg, n, &nbad) : 0;
   if (nbad && c->repair) {
     st = sc_rebroadcast(c, buf, bytes, root);
-    if (st == SCHEDC_OK && sc_verify_digest(NULL, buf, bytes) != dg[root])
+    uint64_t again = kind == 2 ? sc_sliced_digest(buf, &dsl) : sc_verify_digest(NULL, buf, bytes);
+    if (st == SCHEDC_OK && again != dg[root])
       st = sc_err(SCHEDC_ECORRUPT, "%s: repair failed on rank %d", cn, c->rank);
   }
   if (nbad && st == SCHEDC_OK) st = sc_digest_outcome(cn, dg, n, c->rank, root, c->repair);

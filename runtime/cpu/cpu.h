@@ -146,6 +146,7 @@ struct sc_cpu {
   void *temp; size_t temp_cap;
   char **peer;               /* [nranks]: working buffer base of each rank for the current call */
   uint8_t *loc; size_t loc_cap; /* the current call's sc_execargs.loc */
+  uint32_t *dig; size_t dig_cap; /* the current call's sc_execargs.dig */
 };
 
 static inline sc_cpu *sc_cpu_of(const schedc_comm *c) { return (sc_cpu *)c->be_data; }
@@ -234,8 +235,14 @@ typedef struct sc_execargs {
    * (SC_LOC_OUT). Needs loc. */
   char *out;
   size_t out_lo, out_hi;
+  /* NULL, or [nchunks * slices per chunk]: under digest verification, the CRC32C of each slice
+   * the plan writes into the receive buffer (SC_LOC_OUT), as it wrote it (comm.h sc_dslice). */
+  uint32_t *dig;
 } sc_execargs;
 schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
+/* The executor's slices for K elements of esz bytes in C chunks: *se elements each, at most *nsl
+ * per chunk. -1 when the communicator's counters cannot hold even one slice per chunk. */
+int sc_exec_slicing(const schedc_comm *c, size_t K, uint32_t C, size_t esz, size_t *se, size_t *nsl);
 /* The copy-in, before the arrival: K elements of esz bytes from send into W (no conversion;
  * send NULL: the inputs are in W already). With check, the cells peers read at version 0 are
  * hashed (their CRC32C published in the counters), fused with their copy. With loc and a send

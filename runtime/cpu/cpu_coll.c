@@ -123,7 +123,7 @@ static schedc_status run_plan(schedc_comm *c, const sc_call *k, uint64_t seq, co
     return st;
   }
   sc_execargs a = {k->prog, ir->nfiles ? ir->files[0] : "", k->cn, k->acc, k->op, k->K, parity, k->flags,
-                   sp->loc, sp->init, sp->out, sp->out_lo, sp->out_hi};
+                   sp->loc, sp->init, sp->out, sp->out_lo, sp->out_hi, sp->dig};
   return sc_exec(c, &a);
 }
 
@@ -134,7 +134,7 @@ static schedc_status run_plan(schedc_comm *c, const sc_call *k, uint64_t seq, co
  * digest is taken by the copy out of one contiguous W. Nothing changes for the peers: they read
  * W only, the cells and versions they read are there as before. 2 ranks, 64 MiB, ring: half the
  * copy in and half the copy out (docs/performance.md). */
-static void plan_shortcuts(schedc_comm *c, const sc_call *k, char *W, int digest_out, sc_execargs *sp) {
+static void plan_shortcuts(schedc_comm *c, const sc_call *k, char *W, int digest, sc_execargs *sp) {
   sc_cpu *x = sc_cpu_of(c);
   int coll = k->coll, me = c->rank;
   uint32_t C = k->prog->nchunks;
@@ -157,11 +157,77 @@ static void plan_shortcuts(schedc_comm *c, const sc_call *k, char *W, int digest
    * with recv == send, which the API forbids, used to work: rank r's block lands on block 0.) */
   const char *s0 = k->send, *r0 = k->recv;
   int apart = r0 + len * esz <= s0 || s0 + k->K * esz <= r0, aligned = r0 == s0 + lo * esz;
-  if (!digest_out && len && r0 != W + lo * esz && (apart || aligned)) {
-    sp->out = k->recv;
-    sp->out_lo = lo;
-    sp->out_hi = lo + len;
+  /* (W may be the receive buffer itself: then nothing changes but that the plan's writes there are
+   * known to be in the receive buffer, SC_LOC_OUT, and hashed as written under digests) */
+  if (!len || !(apart || aligned)) return;
+  /* Under digest verification the executor hashes each slice it writes there (sc_execargs.dig),
+   * which avg's division afterwards would make stale: avg copies out instead. */
+  size_t se, nsl;
+  if (digest) {
+    int avg = k->op == SCHEDC_AVG && sc_reduces(coll);
+    if (avg || sc_exec_slicing(c, k->K, C, esz, &se, &nsl)) return;
+    if (x->dig_cap < (size_t)C * nsl) {
+      uint32_t *d = realloc(x->dig, (size_t)C * nsl * sizeof *d);
+      if (!d) return; /* the copy out takes every slice's CRC */
+      x->dig = d;
+      x->dig_cap = (size_t)C * nsl;
+    }
+    sp->dig = x->dig;
   }
+  sp->out = k->recv;
+  sp->out_lo = lo;
+  sp->out_hi = lo + len;
+}
+
+/* Under digest verification: the result out as sc_work_out and result_out put it (avg divided
+ * once in the accumulation type, rounded to the data type once, the flipout injection) and its
+ * sliced digest (comm.h sc_dslice), slice by slice as each lands in the receive buffer: taken by
+ * the copy where there is one (one pass, as sc_work_out's digest was), from the executor's CRC
+ * where the plan wrote the slice there itself (SC_LOC_OUT), else by hashing it in place (the
+ * working buffer is the receive buffer) or right after its rounding or division (from cache). */
+static void digest_out(schedc_comm *c, const sc_call *k, char *W, const sc_execargs *sp) {
+  size_t asz = schedc_dtype_size(k->acc), dsz = schedc_dtype_size(k->dtype), lo, len, se = 1, nsl = 1;
+  uint32_t C = k->prog->nchunks;
+  sc_result_part(k->coll, c->rank, k->root, k->count, k->K, &lo, &len); /* the whole buffer: same_bits */
+  sc_exec_slicing(c, k->K, C, asz, &se, &nsl); /* the plan ran, so its slicing exists */
+  int avg = k->op == SCHEDC_AVG && sc_reduces(k->coll);
+  long flip = sc_call_injects(k) ? sc_flipout_pos(c, len * dsz) : -1;
+  char *out = k->recv;
+  uint64_t h = sc_dslice_init(len);
+  for (uint32_t ch = 0; ch < C; ch++) {
+    size_t clo, chi;
+    sc_chunk_range(k->K, C, ch, &clo, &chi);
+    for (size_t j = 0; j < nsl && clo + j * se < chi; j++) {
+      size_t slo = clo + j * se, shi = slo + se < chi ? slo + se : chi, n = shi - slo;
+      char *dst = out + (slo - lo) * dsz;
+      int where = sp->loc ? sp->loc[ch] : SC_LOC_W;
+      uint32_t crc;
+      if (where == SC_LOC_OUT) {
+        crc = sp->dig[(size_t)ch * nsl + j];
+      } else {
+        char *from = where == SC_LOC_SEND ? (char *)sp->init + slo * asz : W + slo * asz;
+        if (k->acc != k->dtype) { /* W is the transport's, in the accumulation type */
+          if (avg) sc_divide(k->acc, from, n, c->nranks);
+          sc_from_acc(k->dtype, dst, from, n);
+          crc = sc_crc32c(dst, n * dsz);
+        } else {
+          crc = sc_crc32c_copy(dst, from, n * dsz);
+          if (avg) {
+            sc_divide(k->acc, dst, n, c->nranks);
+            crc = sc_crc32c(dst, n * dsz);
+          }
+        }
+      }
+      if (flip >= 0 && (size_t)flip >= (slo - lo) * dsz && (size_t)flip < (shi - lo) * dsz) {
+        sc_flipout(c, out, len * dsz); /* injected into this slice, before its hash */
+        crc = sc_crc32c(dst, n * dsz);
+      }
+      h = sc_dslice_step(h, crc);
+    }
+  }
+  c->digest = h;
+  c->have_digest = 2;
+  c->dsl = (sc_dslice){len, se, nsl, dsz, C};
 }
 
 /* The rank's result part [lo, lo + len) of the working-buffer layout gathered into `to` (element
@@ -252,6 +318,10 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
     sc_quiesce(c);
     return st;
   }
+  if (sc_call_digests(c, k)) {
+    digest_out(c, k, W, &sp);
+    return SCHEDC_OK;
+  }
   if (sp.loc && sp.out) {
     result_out(c, k, W, &sp);
     return SCHEDC_OK;
@@ -272,6 +342,7 @@ static void cpu_free(schedc_comm *c) {
   free(x->temp);
   free(x->flipbuf);
   free(x->loc);
+  free(x->dig);
   free(x->peer);
   free(x);
   c->be_data = NULL;

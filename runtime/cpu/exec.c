@@ -48,7 +48,7 @@ static schedc_status inject_step(schedc_comm *c, uint32_t step, const char *coll
 
 /* Slice length in elements: the communicator's slice, at least 64 elements, and few enough
  * slices that every cell's counters fit. -1 when even one slice per chunk does not fit. */
-static int slicing(const schedc_comm *c, size_t K, uint32_t C, size_t esz, size_t *se_out, size_t *nsl_out) {
+int sc_exec_slicing(const schedc_comm *c, size_t K, uint32_t C, size_t esz, size_t *se_out, size_t *nsl_out) {
   size_t maxchunk = (K + C - 1) / C;
   size_t se = sc_cpu_of(c)->call_slice / esz;
   if (se < 64) se = 64;
@@ -68,7 +68,7 @@ void sc_exec_stage_inputs(schedc_comm *c, const sc_prog *p, size_t esz, size_t K
   const char *src = send ? send : W; /* sc_crc32c_copy onto itself only hashes */
   size_t se, nsl;
   uint32_t C = p->nchunks;
-  if (slicing(c, K, C, esz, &se, &nsl)) { /* sc_exec refuses the call */
+  if (sc_exec_slicing(c, K, C, esz, &se, &nsl)) { /* sc_exec refuses the call */
     if (src != W) memmove(W, src, K * esz);
     return;
   }
@@ -102,6 +102,27 @@ static char *own_cell(const sc_execargs *a, char *W, uint32_t ch, size_t i, size
   case SC_LOC_SEND: return (char *)a->init + i * esz;
   case SC_LOC_OUT: return a->out + (i - a->out_lo) * esz;
   default: return W + i * esz;
+  }
+}
+
+/* Checksum mode, a copy: copy the source slice and take its CRC32C in one pass, then check it
+ * against its sender's (after use: the copy is only a write to this rank's cell, which a repair
+ * simply writes again, reading the slice anew from the sender: `again`). Otherwise as
+ * checked_source. Returns the CRC32C of what the cell holds now. */
+static uint32_t copied_checked(schedc_comm *c, const sc_execargs *a, const sc_group *g, uint32_t from, size_t k,
+                               char *dst, const char *sp, const char *again, size_t bytes) {
+  uint32_t want = atomic_load_explicit(sc_ctr(sc_cpu_of(c)->sh, a->parity, SC_CRC, from) + k, memory_order_relaxed);
+  for (int tries = 0;; tries++) {
+    uint32_t got = sc_crc32c_copy(dst, sp, bytes);
+    if (got == want) return got;
+    sc_corrupt b = {1, g->step, g->chunk, from, (uint32_t)c->rank, g->line, got, want};
+    if (c->repair && tries < 2) {
+      sc_corrupt_warn(a->coll, &b, a->file, "sent again");
+      sp = again;
+      continue;
+    }
+    if (!c->bad.found) c->bad = b;
+    return got;
   }
 }
 
@@ -162,7 +183,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
   size_t esz = schedc_dtype_size(a->acc), K = a->count;
   uint32_t C = p->nchunks;
   size_t maxchunk = (K + C - 1) / C, se, nsl;
-  if (slicing(c, K, C, esz, &se, &nsl))
+  if (sc_exec_slicing(c, K, C, esz, &se, &nsl))
     return sc_err(SCHEDC_EUNAVAIL, "plan has %u chunks; this communicator holds counters for %u", C, sh->ctr_per_rank);
   /* check: verify sources against their CRC32C; flip: a flip injection may land in this call
    * (it applies with or without checking, to show what goes undetected without). */
@@ -214,6 +235,9 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
      * buffer (no copy out for it later) */
     int to_out = a->out && g->phase != SC_PH_A && !g->pub_read && lo >= a->out_lo && hi <= a->out_hi;
     char *cell = to_out ? a->out + (lo - a->out_lo) * esz : W + lo * esz; /* where this group writes */
+    /* it writes into the receive buffer: an unread version sent there, or W is the receive buffer */
+    int in_out = to_out || (a->out && g->phase != SC_PH_A && lo >= a->out_lo && hi <= a->out_hi &&
+                            cell == a->out + (lo - a->out_lo) * esz);
     for (size_t j = 0; j < nsl && st == SCHEDC_OK; j++) {
       size_t slo = lo + j * se, shi = slo + se < hi ? slo + se : hi;
       if (slo >= hi) break; /* both sides skip empty slices alike */
@@ -230,8 +254,21 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
       }
       if (st != SCHEDC_OK) break;
       char *dst = g->phase == SC_PH_A ? tmp + (slo - lo) * esz : cell + (slo - lo) * esz;
+      /* the CRC32C of what this group wrote, when a copy took it in passing (has_crc) */
+      uint32_t crc = 0;
+      int has_crc = 0;
       if (g->phase == SC_PH_C) {
-        memcpy(dst, tmp + (slo - lo) * esz, len * esz);
+        if (in_out && a->dig) crc = sc_crc32c_copy(dst, tmp + (slo - lo) * esz, len * esz), has_crc = 1;
+        else memcpy(dst, tmp + (slo - lo) * esz, len * esz);
+      } else if (g->copy && (check || (in_out && a->dig))) {
+        /* one pass: the copy, its CRC32C (the check against the sender's under checksums; the
+         * published CRC; a slice of the sliced digest when it lands in the receive buffer) */
+        uint32_t from = src[0].rank;
+        const char *sp = sc_cpu_of(c)->peer[from] + slo * esz, *again = sp;
+        if (flip && j == 0 && sc_cpu_of(c)->flip.group == rp->g_off + gi && sc_cpu_of(c)->flip.src == 0)
+          sp = flipped(c, sp, len * esz, g, a->coll);
+        crc = check ? copied_checked(c, a, g, from, k, dst, sp, again, len * esz) : sc_crc32c_copy(dst, sp, len * esz);
+        has_crc = 1;
       } else {
         const char *acc = own_cell(a, W, g->chunk, slo, esz);
         for (uint32_t s0 = 0; s0 < g->nsrc; s0 += MAX_CHAIN) {
@@ -251,11 +288,12 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
       if (g->phase != SC_PH_C)
         for (uint32_t s = 0; s < g->nsrc; s++) sc_bump(sc_ctr(sh, a->parity, SC_READS, src[s].rank) + k);
       if (check && g->pub_read) /* before the version that peers wait for */
-        atomic_store_explicit(&mycrc[k], sc_crc32c(W + slo * esz, len * esz), memory_order_relaxed);
+        atomic_store_explicit(&mycrc[k], has_crc ? crc : sc_crc32c(W + slo * esz, len * esz), memory_order_relaxed);
+      if (in_out && a->dig) a->dig[k] = has_crc ? crc : sc_crc32c(dst, len * esz); /* from cache */
       if (g->phase != SC_PH_A) sc_publish(&myver[k], g->version);
       sc_beat(c, 0); /* running: a rank waiting on this one keeps spinning (no clock read) */
     }
-    if (a->loc && g->phase != SC_PH_A && st == SCHEDC_OK) a->loc[g->chunk] = to_out ? SC_LOC_OUT : SC_LOC_W;
+    if (a->loc && g->phase != SC_PH_A && st == SCHEDC_OK) a->loc[g->chunk] = in_out ? SC_LOC_OUT : SC_LOC_W;
   }
   /* A rank with no writes left (a broadcast root) still "reaches" the end of the plan. */
   if (st == SCHEDC_OK && inject && last_step != p->nsteps) st = inject_step(c, p->nsteps, a->coll);

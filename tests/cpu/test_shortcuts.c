@@ -6,7 +6,10 @@
  * combination of in place / out of place, plain / schedc_mem_alloc buffers and SCHEDC_VERIFY
  * none / checksum / full, on shm processes; and reduce_scatter with recv == send (the layout that
  * broke the first version of the shortcuts: rank 1's block landed on send's block 0 while rank 1
- * still had to read it) on threads. Usage: test_shortcuts PLANS_DIR
+ * still had to read it) on threads. Under digest verification the executor hashes the slices it
+ * writes into the receive buffer and the copy out the rest: the digest so composed must equal the
+ * sliced digest of the final receive buffer read afresh (sc_sliced_digest). All on the plan path
+ * (SCHEDC_SMALL=0: small counts would take the small-message path). Usage: test_shortcuts PLANS_DIR
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -18,6 +21,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "comm.h" /* the digest the call took (c->digest, c->dsl) */
 #include "schedc/schedc.h"
 
 enum { N = 3, REPS = 3 };
@@ -70,6 +74,11 @@ static int shm_rank(const schedc_plan *plan, int r, const char *job, size_t coun
       if (!(mode & 1) && send[i] != input(r, i, it) && bad++ == 0) /* out of place: send untouched */
         fprintf(stderr, "rank %d call %d: send[%zu] was changed\n", r, it, i);
     }
+    if ((verify == SCHEDC_VERIFY_DIGEST || verify == SCHEDC_VERIFY_FULL) &&
+        (c->dsl.K != count || c->digest != sc_sliced_digest(recv, &c->dsl)) && bad++ == 0)
+      fprintf(stderr, "rank %d call %d: the digest taken in pieces (%016llx, %zu elements) is not the sliced digest "
+              "of the result (%016llx)\n", r, it, (unsigned long long)c->digest, c->dsl.K,
+              (unsigned long long)sc_sliced_digest(recv, &c->dsl));
   }
   if (!(mode & 2)) { free(a); free(b); }
   schedc_comm_free(c);
@@ -78,8 +87,8 @@ static int shm_rank(const schedc_plan *plan, int r, const char *job, size_t coun
 
 static void shm_sweep(const schedc_plan *plan) {
   const size_t counts[] = {2, 3, 64, 200, 1031};
-  const int verifies[] = {SCHEDC_VERIFY_NONE, SCHEDC_VERIFY_CHECKSUM, SCHEDC_VERIFY_FULL};
-  for (int vi = 0; vi < 3; vi++)
+  const int verifies[] = {SCHEDC_VERIFY_NONE, SCHEDC_VERIFY_CHECKSUM, SCHEDC_VERIFY_DIGEST, SCHEDC_VERIFY_FULL};
+  for (int vi = 0; vi < 4; vi++)
     for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
       for (int mode = 0; mode < 4; mode++) {
         char job[64];
@@ -147,11 +156,15 @@ static void rs_threads(const schedc_plan *plan, int layout) {
 
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
+  setenv("SCHEDC_SMALL", "0", 1); /* the plan's transfers at every count */
   schedc_plan *moves = load(argv[1], "cells_move.lua"), *early = load(argv[1], "rs_early_block.lua");
-  CHECK(moves && early);
+  schedc_plan *local = load(argv[1], "local_final.lua");
+  CHECK(moves && early && local);
   if (moves) shm_sweep(moves);
+  if (local) shm_sweep(local);
   for (int layout = 0; early && layout < 3; layout++) rs_threads(early, layout);
   schedc_plan_free(moves);
   schedc_plan_free(early);
+  schedc_plan_free(local);
   return DONE();
 }
