@@ -287,9 +287,11 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
       }
       if (g->phase != SC_PH_C)
         for (uint32_t s = 0; s < g->nsrc; s++) sc_bump(sc_ctr(sh, a->parity, SC_READS, src[s].rank) + k);
-      if (check && g->pub_read) /* before the version that peers wait for */
-        atomic_store_explicit(&mycrc[k], has_crc ? crc : sc_crc32c(W + slo * esz, len * esz), memory_order_relaxed);
-      if (in_out && a->dig) a->dig[k] = has_crc ? crc : sc_crc32c(dst, len * esz); /* from cache */
+      /* the CRC of what was written (from cache), once for both: peers check it, the digest folds it */
+      if (!has_crc && ((check && g->pub_read) || (in_out && a->dig))) crc = sc_crc32c(dst, len * esz), has_crc = 1;
+      if (check && g->pub_read) /* before the version that peers wait for (dst is W's slice) */
+        atomic_store_explicit(&mycrc[k], crc, memory_order_relaxed);
+      if (in_out && a->dig) a->dig[k] = crc;
       if (g->phase != SC_PH_A) sc_publish(&myver[k], g->version);
       sc_beat(c, 0); /* running: a rank waiting on this one keeps spinning (no clock read) */
     }
