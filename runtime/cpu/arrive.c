@@ -102,7 +102,6 @@ schedc_status sc_arrive(schedc_comm *c, const sc_call *k, uint64_t seq, const sc
   uint32_t s31 = (uint32_t)seq & 0x7fffffffu;
   uint64_t fp = desc_fp(d);
   sc_arrival *mine = sc_arr(sh, parity, (uint32_t)me);
-  mine->path = d->path;
   mine->fp = fp;
   sc_publish(&mine->seq, s31); /* release: the descriptor, the line and its data before it */
   sc_waitctx w = {c, k->cn, -1, 0, 0, 0, 0, SC_AT_BARRIER}; /* deadline: from the first slow look */
@@ -114,5 +113,9 @@ schedc_status sc_arrive(schedc_comm *c, const sc_call *k, uint64_t seq, const sc
     if (st != SCHEDC_OK) return mismatch_seen(c, k, seq, fp, st);
     if (o->fp != fp) return mismatch(c, k, seq, r);
   }
+  /* A peer that gave up on this call published its line before it did: a late rank would find
+   * every line in place, and a small call needs nothing more from its peers, so it would succeed
+   * where they failed. The failure decides for everyone. */
+  if (atomic_load_explicit(&sh->failed, memory_order_acquire)) return mismatch_seen(c, k, seq, fp, sc_peer_failure(&w));
   return SCHEDC_OK;
 }

@@ -85,8 +85,8 @@ typedef struct sc_shared {
  * finished reading it. */
 typedef struct sc_arrival {
   _Atomic uint32_t seq;      /* low 31 bits of the call's number (bit 31: the waiters' sleeper flag) */
-  uint32_t path;             /* SC_PATH_* */
-  uint64_t fp;               /* sc_desc's fingerprint (every field the ranks must agree on) */
+  uint32_t pad_;
+  uint64_t fp;               /* sc_desc's fingerprint (every field the ranks must agree on, the path too) */
   char data[];               /* SC_PATH_SMALL: the rank's initial working buffer (K elements) */
 } sc_arrival;
 static inline sc_arrival *sc_arr(sc_shared *sh, int parity, uint32_t rank) {

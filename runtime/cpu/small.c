@@ -27,31 +27,47 @@ int sc_small_call(const schedc_comm *c, const sc_call *k) {
          k->plan->v.final;
 }
 
-/* Term t of the plan's proof evaluated over the ranks' initial cells [i0, i0 + len) (in[r]: rank
- * r's working buffer) into dst: a leaf is rank t's cells, a sum is the op of its sides, in the
- * accumulation type. Only the association matters: the terms are commutative as the verifier
- * proves them (the op is commutative and NaN is the default NaN), so each side may be either
- * operand. The larger side goes to dst and the other, when it is a sum, to tmp: a level of
- * scratch for each halving, at most log2(n) + 1 levels of `stride` bytes. */
-static void eval_term(const sc_terms *T, uint32_t t, schedc_dtype acc, schedc_op op, char *const *in, size_t i0,
-                      size_t len, char *dst, char *tmp, size_t stride) {
-  size_t esz = schedc_dtype_size(acc);
-  if (t < T->nleaves) {
-    memcpy(dst, in[t] + i0 * esz, len * esz);
-    return;
+/* What evaluating a term needs: the term store, the op in the accumulation type, the ranks' initial
+ * cells (in[r]: rank r's working buffer), the element range [i0, i0 + len), and the scratch strides
+ * per level (tmp bytes, spine entries). */
+typedef struct evalctx {
+  const sc_terms *T;
+  schedc_dtype acc;
+  schedc_op op;
+  char *const *in;
+  size_t i0, len, esz, stride, nspine;
+} evalctx;
+
+/* The side of sum u with more leaves (the first on a tie), and the other. */
+static uint32_t bigger(const sc_terms *T, uint32_t u) { return T->size[T->b[u]] > T->size[T->a[u]] ? T->b[u] : T->a[u]; }
+static uint32_t smaller(const sc_terms *T, uint32_t u) { return T->size[T->b[u]] > T->size[T->a[u]] ? T->a[u] : T->b[u]; }
+
+/* Term t of the plan's proof evaluated over the ranks' initial cells into dst: a leaf is rank t's
+ * cells, a sum is the op of its sides. Only the association matters: the terms are commutative as
+ * the verifier proves them (the op is commutative and NaN is the default NaN), so each side may be
+ * either operand. The larger sides, down to a leaf, are walked as a loop (a ring's chain of n
+ * leaves is n - 1 sums deep) and folded into dst bottom up; each smaller side that is a sum is
+ * evaluated into tmp by a recursive call, which has at most half the leaves: at most log2(n) + 1
+ * levels of scratch (`tmp`, `stride` bytes, and `spine`, `nspine` entries, per level). */
+static void eval_term(const evalctx *e, uint32_t t, char *dst, char *tmp, uint32_t *spine) {
+  const sc_terms *T = e->T;
+  uint32_t depth = 0, u = t;
+  while (u >= T->nleaves) {
+    spine[depth++] = u;
+    u = bigger(T, u);
   }
-  uint32_t big = T->a[t], other = T->b[t];
-  if (T->size[other] > T->size[big]) big = T->b[t], other = T->a[t];
-  const void *x = in[big] + i0 * esz, *y = in[other] + i0 * esz;
-  if (big >= T->nleaves) {
-    eval_term(T, big, acc, op, in, i0, len, dst, tmp, stride);
+  const void *x = e->in[u] + e->i0 * e->esz; /* the bottom leaf */
+  if (!depth) memcpy(dst, x, e->len * e->esz);
+  for (uint32_t i = depth; i-- > 0;) {
+    uint32_t o = smaller(T, spine[i]);
+    const void *y = e->in[o] + e->i0 * e->esz;
+    if (o >= T->nleaves) {
+      eval_term(e, o, tmp, tmp + e->stride, spine + e->nspine);
+      y = tmp;
+    }
+    sc_reduce_chain(e->acc, e->op, dst, x, &y, 1, e->len);
     x = dst;
   }
-  if (other >= T->nleaves) {
-    eval_term(T, other, acc, op, in, i0, len, tmp, tmp + stride, stride);
-    y = tmp;
-  }
-  sc_reduce_chain(acc, op, dst, x, &y, 1, len);
 }
 
 /* Run a small call after the arrival: every rank reads the peers' initial cells from their arrival
@@ -64,7 +80,9 @@ schedc_status sc_small_run(schedc_comm *c, const sc_call *k, uint64_t seq) {
   uint32_t C = pl->ir.nchunks, levels = 1;
   size_t esz = schedc_dtype_size(k->acc), K = k->K, maxchunk = (K + C - 1) / C, lo, len;
   while (levels < 33 && ((size_t)1 << (levels - 1)) < (size_t)n) levels++;
-  size_t need = K * esz + (size_t)levels * maxchunk * esz;
+  size_t tmpb = (K + (size_t)levels * maxchunk) * esz, spb = (size_t)levels * (size_t)n * sizeof(uint32_t);
+  tmpb = (tmpb + 7) & ~(size_t)7;
+  size_t need = tmpb + spb;
   if (need > x->temp_cap) {
     void *t = realloc(x->temp, need);
     if (!t) {
@@ -75,6 +93,7 @@ schedc_status sc_small_run(schedc_comm *c, const sc_call *k, uint64_t seq) {
     x->temp_cap = need;
   }
   char *Wl = x->temp, *tmp = Wl + K * esz;
+  uint32_t *spine = (uint32_t *)(void *)((char *)x->temp + tmpb);
   for (int r = 0; r < n; r++) x->peer[r] = sc_arr(x->sh, parity, (uint32_t)r)->data;
   sc_result_part(k->coll, me, k->root, k->count, K, &lo, &len);
   for (uint32_t ch = 0; ch < C && len; ch++) {
@@ -84,8 +103,8 @@ schedc_status sc_small_run(schedc_comm *c, const sc_call *k, uint64_t seq) {
     if (chi > lo + len) chi = lo + len;
     if (chi <= clo) continue;
     uint32_t t = pl->v.final[(size_t)me * C + ch];
-    if (t < pl->v.terms.n) eval_term(&pl->v.terms, t, k->acc, k->op, x->peer, clo, chi - clo, Wl + clo * esz, tmp,
-                                     maxchunk * esz);
+    evalctx e = {&pl->v.terms, k->acc, k->op, x->peer, clo, chi - clo, esz, maxchunk * esz, (size_t)n};
+    if (t < pl->v.terms.n) eval_term(&e, t, Wl + clo * esz, tmp, spine);
     else memcpy(Wl + clo * esz, x->peer[me] + clo * esz, (chi - clo) * esz); /* not defined: as it was */
   }
   sc_work_out(c, k, Wl);

@@ -191,12 +191,20 @@ static schedc_status check_peers(sc_waitctx *w, double now, _Atomic uint32_t *ct
       snprintf(who, sizeof who, "the readers of its chunk%s%s%s", busy[0] ? " (still inside the call: " : "", busy,
                busy[0] ? ")" : "");
     }
-    char silent[400];
+    char silent[400], missing[200] = "", step[48];
     list_silent(c, now, silent, sizeof silent);
-    sc_fail(c, SC_ABORTED, "rank %d timed out in step %u waiting for %s%s", c->rank, w->step, who, silent);
+    if (w->at == SC_AT_BARRIER) { /* every rank that has not entered this call, not only the first */
+      char ranks[160];
+      list_ranks(c, 1, ranks, sizeof ranks);
+      if (ranks[0]) snprintf(missing, sizeof missing, " (not arrived: %s)", ranks);
+      snprintf(step, sizeof step, "at the start of %s", w->coll);
+    } else {
+      snprintf(step, sizeof step, "in step %u", w->step);
+    }
+    sc_fail(c, SC_ABORTED, "rank %d timed out %s waiting for %s%s%s", c->rank, step, who, missing, silent);
     char at[96];
-    return sc_err(SCHEDC_ETIMEOUT, "%s timed out after %.3g s on rank %d %s: it waited for %s%s", w->coll,
-                  c->timeout_s, c->rank, wait_where(w, at, sizeof at), who, silent);
+    return sc_err(SCHEDC_ETIMEOUT, "%s timed out after %.3g s on rank %d %s: it waited for %s%s%s", w->coll,
+                  c->timeout_s, c->rank, wait_where(w, at, sizeof at), who, missing, silent);
   }
   return SCHEDC_OK;
 }

@@ -3,7 +3,10 @@
  *  - calls alternate between the small-message path and the plan across the 31-bit wrap of the
  *    call number the arrival lines carry, with exact results (integer-valued sums) on every rank;
  *  - ranks that would take different paths for one call (SCHEDC_SMALL differs) all return
- *    SCHEDC_EMISMATCH naming the path and the setting, none hangs.
+ *    SCHEDC_EMISMATCH naming the path and the setting, none hangs;
+ *  - a rank that arrives after its peers timed out waiting for it fails too (its peers' lines are
+ *    all in place, and a small call needs nothing more from them: it once returned SCHEDC_OK), on
+ *    the small path and for a count of 0; the peers' timeout names every rank not arrived.
  * The bits of the small path against each rank's proven order: the bitwise sweeps (cpu.bitwise.*,
  * with SCHEDC_SMALL=0 and =8192 variants so that every count runs on each path).
  */
@@ -12,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../check.h"
 #include "cpu.h" /* the arrival lines and the threshold, to set up the wrap and a disagreement */
@@ -60,6 +64,13 @@ static void *one_call(void *p) {
   return NULL;
 }
 
+/* one_call after a nap longer than the timeout */
+static void *late_call(void *p) {
+  struct timespec ts = {1, 200000000};
+  nanosleep(&ts, NULL);
+  return one_call(p);
+}
+
 static void run(job *jobs, void *(*fn)(void *)) {
   pthread_t th[N];
   for (int r = 0; r < N; r++) pthread_create(&th[r], NULL, fn, &jobs[r]);
@@ -95,10 +106,33 @@ int main(void) {
   }
   for (int r = 0; r < N; r++) schedc_comm_free(comms[r]);
 
+  float in[N][64], out[N][64];
+  /* a late rank: its peers time out waiting for it, and it must not succeed alone */
+  for (size_t count = 0; count <= 16; count += 16) {
+    o.timeout_s = 0.5;
+    CHECK(schedc_comm_init_threads(N, &o, comms) == SCHEDC_OK);
+    pthread_t th[N];
+    for (int r = 0; r < N; r++) {
+      for (int e = 0; e < 16; e++) in[r][e] = (float)(r + e);
+      jobs[r] = (job){comms[r], 0, NULL, SCHEDC_F32, SCHEDC_SUM, count, in[r], out[r], SCHEDC_OK, "", 0};
+      pthread_create(&th[r], NULL, r == 2 ? late_call : one_call, &jobs[r]);
+    }
+    for (int r = 0; r < N; r++) pthread_join(th[r], NULL);
+    for (int r = 0; r < N; r++) {
+      if (jobs[r].st == SCHEDC_OK) fprintf(stderr, "count %zu: rank %d succeeded where its peers failed\n", count, r);
+      CHECK(jobs[r].st == SCHEDC_ETIMEOUT || jobs[r].st == SCHEDC_EPEER);
+    }
+    int to = jobs[0].st == SCHEDC_ETIMEOUT ? 0 : 1;
+    CHECK(jobs[to].st == SCHEDC_ETIMEOUT);
+    CHECK_CONTAINS(jobs[to].msg, "(not arrived: rank 2)");
+    for (int r = 0; r < N; r++) schedc_comm_free(comms[r]);
+    o.timeout_s = 5;
+  }
+
   /* one rank with another SCHEDC_SMALL: the path is part of the call every rank checks */
   CHECK(schedc_comm_init_threads(N, &o, comms) == SCHEDC_OK);
   sc_cpu_of(comms[2])->small = 0;
-  float in[N][64], out[N][64];
+
   for (int r = 0; r < N; r++) {
     for (int e = 0; e < 64; e++) in[r][e] = (float)(r + e);
     jobs[r] = (job){comms[r], 0, NULL, SCHEDC_F32, SCHEDC_SUM, 64, in[r], out[r], SCHEDC_OK, "", 0};
