@@ -60,11 +60,9 @@ static void eval_term(const evalctx *e, uint32_t t, char *dst, char *tmp, uint32
   if (!depth) memcpy(dst, x, e->len * e->esz);
   for (uint32_t i = depth; i-- > 0;) {
     uint32_t o = smaller(T, spine[i]);
-    const void *y = e->in[o] + e->i0 * e->esz;
-    if (o >= T->nleaves) {
-      eval_term(e, o, tmp, tmp + e->stride, spine + e->nspine);
-      y = tmp;
-    }
+    const void *y = tmp; /* a sum: evaluated into tmp; a leaf: read in place (in[] has a rank's entries only) */
+    if (o >= T->nleaves) eval_term(e, o, tmp, tmp + e->stride, spine + e->nspine);
+    else y = e->in[o] + e->i0 * e->esz;
     sc_reduce_chain(e->acc, e->op, dst, x, &y, 1, e->len);
     x = dst;
   }
