@@ -105,27 +105,6 @@ static char *own_cell(const sc_execargs *a, char *W, uint32_t ch, size_t i, size
   }
 }
 
-/* Checksum mode, a copy: copy the source slice and take its CRC32C in one pass, then check it
- * against its sender's (after use: the copy is only a write to this rank's cell, which a repair
- * simply writes again, reading the slice anew from the sender: `again`). Otherwise as
- * checked_source. Returns the CRC32C of what the cell holds now. */
-static uint32_t copied_checked(schedc_comm *c, const sc_execargs *a, const sc_group *g, uint32_t from, size_t k,
-                               char *dst, const char *sp, const char *again, size_t bytes) {
-  uint32_t want = atomic_load_explicit(sc_ctr(sc_cpu_of(c)->sh, a->parity, SC_CRC, from) + k, memory_order_relaxed);
-  for (int tries = 0;; tries++) {
-    uint32_t got = sc_crc32c_copy(dst, sp, bytes);
-    if (got == want) return got;
-    sc_corrupt b = {1, g->step, g->chunk, from, (uint32_t)c->rank, g->line, got, want};
-    if (c->repair && tries < 2) {
-      sc_corrupt_warn(a->coll, &b, a->file, "sent again");
-      sp = again;
-      continue;
-    }
-    if (!c->bad.found) c->bad = b;
-    return got;
-  }
-}
-
 /* flip:RANK:STEP lands on the first transfer out of RANK in STEP, in rank and plan order. */
 static void find_flip(schedc_comm *c, const sc_prog *p) {
   sc_cpu_of(c)->flip = (sc_fliptarget){p, -1, 0, 0};
@@ -155,15 +134,16 @@ static const char *flipped(schedc_comm *c, const char *sp, size_t bytes, const s
   return sc_cpu_of(c)->flipbuf;
 }
 
-/* Checksum mode: the source slice `sp` as checked against its sender's CRC32C. On a mismatch,
- * with repair, it is read again from the sender (`again`: sent again); otherwise the first
- * mismatch of the call is recorded (every rank reports it after the call) and the data is used
- * as it came. */
+/* Checksum mode: the source slice `sp` checked against its sender's CRC32C; with dst, as it is
+ * copied there (one pass, checked after the copy: that only wrote this rank's own cell). On a
+ * mismatch, with repair, it is read (and copied) again from the sender (`again`: sent again);
+ * otherwise the first mismatch of the call is recorded (every rank reports it after the call)
+ * and the data is used as it came. Returns the source used; *crc: the CRC32C of what it holds. */
 static const char *checked_source(schedc_comm *c, const sc_execargs *a, const sc_group *g, uint32_t from, size_t k,
-                                  const char *sp, const char *again, size_t bytes) {
+                                  char *dst, const char *sp, const char *again, size_t bytes, uint32_t *crc) {
   uint32_t want = atomic_load_explicit(sc_ctr(sc_cpu_of(c)->sh, a->parity, SC_CRC, from) + k, memory_order_relaxed);
   for (int tries = 0;; tries++) {
-    uint32_t got = sc_crc32c(sp, bytes);
+    uint32_t got = *crc = dst ? sc_crc32c_copy(dst, sp, bytes) : sc_crc32c(sp, bytes);
     if (got == want) return sp;
     sc_corrupt b = {1, g->step, g->chunk, from, (uint32_t)c->rank, g->line, got, want};
     if (c->repair && tries < 2) {
@@ -267,7 +247,8 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
         const char *sp = sc_cpu_of(c)->peer[from] + slo * esz, *again = sp;
         if (flip && j == 0 && sc_cpu_of(c)->flip.group == rp->g_off + gi && sc_cpu_of(c)->flip.src == 0)
           sp = flipped(c, sp, len * esz, g, a->coll);
-        crc = check ? copied_checked(c, a, g, from, k, dst, sp, again, len * esz) : sc_crc32c_copy(dst, sp, len * esz);
+        if (check) checked_source(c, a, g, from, k, dst, sp, again, len * esz, &crc);
+        else crc = sc_crc32c_copy(dst, sp, len * esz);
         has_crc = 1;
       } else {
         const char *acc = own_cell(a, W, g->chunk, slo, esz);
@@ -278,7 +259,9 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
             srcp[s] = sc_cpu_of(c)->peer[from] + slo * esz;
             if (flip && j == 0 && sc_cpu_of(c)->flip.group == rp->g_off + gi && sc_cpu_of(c)->flip.src == si)
               srcp[s] = flipped(c, srcp[s], len * esz, g, a->coll);
-            if (check) srcp[s] = checked_source(c, a, g, from, k, srcp[s], sc_cpu_of(c)->peer[from] + slo * esz, len * esz);
+            uint32_t got;
+            if (check)
+              srcp[s] = checked_source(c, a, g, from, k, NULL, srcp[s], sc_cpu_of(c)->peer[from] + slo * esz, len * esz, &got);
           }
           if (g->copy) memcpy(dst, srcp[0], len * esz);
           else sc_reduce_chain(a->acc, a->op, dst, acc, srcp, n, len);
