@@ -22,6 +22,15 @@ schedc_dtype sc_acc_type(schedc_dtype t);
  * min/max: NaN wins, -0 < +0. */
 void sc_reduce_chain(schedc_dtype t, schedc_op op, void *dst, const void *a, const void *const *s, int n,
                      size_t len);
+/* dst[i] = op(a[i], s[i]) as sc_reduce_chain with one source, taking in the same pass the CRC32C
+ * of s's bytes as they were used (*crc_s) and, with crc_d, of dst's as written: the checksum
+ * mode's check of a received slice and the CRC of the partial sum it publishes, without passes of
+ * their own. Only where sc_reduce1_crc_ok (f32 sum and avg, on a CPU with AVX2 and SSE4.2). */
+int sc_reduce1_crc_ok(schedc_dtype t, schedc_op op);
+void sc_reduce1_crc(schedc_dtype t, schedc_op op, void *dst, const void *a, const void *s, size_t len, uint32_t *crc_s,
+                    uint32_t *crc_d);
+/* memcpy for the runtime's slices (dst and src apart): AVX2 with a prefetch 2 KiB ahead. */
+void sc_copy(void *dst, const void *src, size_t n);
 /* Convert len elements of dtype `from` into its accumulation type (f16/bf16 -> f32; others copy). */
 void sc_to_acc(schedc_dtype from, void *dst, const void *src, size_t len);
 /* Convert back, rounding to nearest even once (f32 -> f16/bf16; others copy). */

@@ -245,7 +245,10 @@ static void gather_result(schedc_comm *c, const sc_call *k, char *W, const sc_ex
     if (chi > lo + len) chi = lo + len;
     if (chi <= clo || sp->loc[ch] == SC_LOC_OUT) continue;
     const char *from = sp->loc[ch] == SC_LOC_SEND ? sp->init + clo * esz : W + clo * esz;
-    if (to + (clo - to_lo) * esz != from) memmove(to + (clo - to_lo) * esz, from, (chi - clo) * esz);
+    char *dst = to + (clo - to_lo) * esz;
+    size_t bytes = (chi - clo) * esz;
+    if (dst + bytes <= from || from + bytes <= dst) sc_copy(dst, from, bytes);
+    else if (dst != from) memmove(dst, from, bytes);
   }
 }
 

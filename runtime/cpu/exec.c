@@ -85,7 +85,7 @@ void sc_exec_stage_inputs(schedc_comm *c, const sc_prog *p, size_t esz, size_t K
     for (size_t j = 0; j < nsl && lo + j * se < hi; j++) {
       size_t slo = lo + j * se, shi = slo + se < hi ? slo + se : hi;
       if (!check) {
-        if (src != W) memcpy(W + slo * esz, src + slo * esz, (shi - slo) * esz);
+        if (src != W) sc_copy(W + slo * esz, src + slo * esz, (shi - slo) * esz);
         continue;
       }
       atomic_store_explicit(&crc[(size_t)ch * nsl + j], sc_crc32c_copy(W + slo * esz, src + slo * esz, (shi - slo) * esz),
@@ -139,9 +139,12 @@ static const char *flipped(schedc_comm *c, const char *sp, size_t bytes, const s
  * mismatch, with repair, it is read (and copied) again from the sender (`again`: sent again);
  * otherwise the first mismatch of the call is recorded (every rank reports it after the call)
  * and the data is used as it came. Returns the source used; *crc: the CRC32C of what it holds. */
+static uint32_t crc_wanted(schedc_comm *c, const sc_execargs *a, uint32_t from, size_t k) {
+  return atomic_load_explicit(sc_ctr(sc_cpu_of(c)->sh, a->parity, SC_CRC, from) + k, memory_order_relaxed);
+}
 static const char *checked_source(schedc_comm *c, const sc_execargs *a, const sc_group *g, uint32_t from, size_t k,
                                   char *dst, const char *sp, const char *again, size_t bytes, uint32_t *crc) {
-  uint32_t want = atomic_load_explicit(sc_ctr(sc_cpu_of(c)->sh, a->parity, SC_CRC, from) + k, memory_order_relaxed);
+  uint32_t want = crc_wanted(c, a, from, k);
   for (int tries = 0;; tries++) {
     uint32_t got = *crc = dst ? sc_crc32c_copy(dst, sp, bytes) : sc_crc32c(sp, bytes);
     if (got == want) return sp;
@@ -154,6 +157,30 @@ static const char *checked_source(schedc_comm *c, const sc_execargs *a, const sc
     if (!c->bad.found) c->bad = b;
     return sp;
   }
+}
+
+/* Checksum mode without repair, a one-source reduce: the source's CRC32C taken by the reduce as
+ * it used the slice (sc_reduce1_crc), checked afterwards; without repair a corrupted slice is
+ * used as it came either way, so only the report is at stake, and it is the same. */
+static void checked_after(schedc_comm *c, const sc_execargs *a, const sc_group *g, uint32_t from, size_t k,
+                          uint32_t got) {
+  uint32_t want = crc_wanted(c, a, from, k);
+  if (got != want && !c->bad.found) c->bad = (sc_corrupt){1, g->step, g->chunk, from, (uint32_t)c->rank, g->line, got, want};
+}
+
+/* A checked one-source reduce in one pass (no repair, f32 sum: sc_reduce1_crc_ok): acc op sp into
+ * dst, the source's CRC32C checked after use, the result's into *out_crc when asked. 0: not
+ * applicable, nothing done. */
+static int reduce_checked(schedc_comm *c, const sc_execargs *a, const sc_group *g, uint32_t gidx, int flip_here,
+                          size_t k, const char *acc, const char *sp, char *dst, size_t len, uint32_t *out_crc) {
+  if (!sc_reduce1_crc_ok(a->acc, a->op)) return 0;
+  uint32_t from = a->prog->srcs[g->src_off].rank, got;
+  size_t esz = schedc_dtype_size(a->acc);
+  if (flip_here && sc_cpu_of(c)->flip.group == gidx && sc_cpu_of(c)->flip.src == 0)
+    sp = flipped(c, sp, len * esz, g, a->coll);
+  sc_reduce1_crc(a->acc, a->op, dst, acc, sp, len, &got, out_crc);
+  checked_after(c, a, g, from, k, got);
+  return 1;
 }
 
 schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
@@ -239,7 +266,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
       int has_crc = 0;
       if (g->phase == SC_PH_C) {
         if (in_out && a->dig) crc = sc_crc32c_copy(dst, tmp + (slo - lo) * esz, len * esz), has_crc = 1;
-        else memcpy(dst, tmp + (slo - lo) * esz, len * esz);
+        else sc_copy(dst, tmp + (slo - lo) * esz, len * esz);
       } else if (g->copy && (check || (in_out && a->dig))) {
         /* one pass: the copy, its CRC32C (the check against the sender's under checksums; the
          * published CRC; a slice of the sliced digest when it lands in the receive buffer) */
@@ -250,6 +277,11 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
         if (check) checked_source(c, a, g, from, k, dst, sp, again, len * esz, &crc);
         else crc = sc_crc32c_copy(dst, sp, len * esz);
         has_crc = 1;
+      } else if (check && !c->repair && !g->copy && g->nsrc == 1 &&
+                 reduce_checked(c, a, g, rp->g_off + gi, flip && j == 0, k, own_cell(a, W, g->chunk, slo, esz),
+                                sc_cpu_of(c)->peer[src[0].rank] + slo * esz, dst, len,
+                                (g->pub_read || in_out) ? &crc : NULL)) {
+        has_crc = g->pub_read || in_out; /* the reduce hashed the partial sum as it stored it */
       } else {
         const char *acc = own_cell(a, W, g->chunk, slo, esz);
         for (uint32_t s0 = 0; s0 < g->nsrc; s0 += MAX_CHAIN) {
@@ -263,7 +295,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
             if (check)
               srcp[s] = checked_source(c, a, g, from, k, NULL, srcp[s], sc_cpu_of(c)->peer[from] + slo * esz, len * esz, &got);
           }
-          if (g->copy) memcpy(dst, srcp[0], len * esz);
+          if (g->copy) sc_copy(dst, srcp[0], len * esz);
           else sc_reduce_chain(a->acc, a->op, dst, acc, srcp, n, len);
           acc = dst;
         }

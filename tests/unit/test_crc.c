@@ -2,8 +2,12 @@
  * test_crc.c — the per-transfer checksum: sc_crc32c (three SSE4.2 lanes joined by a polynomial
  * shift, or a table) must equal this file's own bit-at-a-time CRC32C for every length and
  * alignment around the lane boundaries, the standard check value, and the combine rule; and
- * the verification digest must be path-independent and catch every single-bit flip.
+ * the verification digest must be path-independent and catch every single-bit flip. The fused
+ * reduce-and-hash (sc_reduce1_crc, the checksum mode's one-source f32 step) must give the sum's
+ * bits (each element's IEEE sum, NaN as the default NaN, against this file's own loop) and the
+ * reference CRC32C of the source and of the result, for every length 0..300 and NaN/Inf inputs.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,5 +92,33 @@ int main(void) {
   CHECK(dmissed == 0);
   free(buf);
   free(copy);
+  /* sc_reduce1_crc: wherever sc_reduce1_crc_ok, one pass = the sum + the two CRCs */
+  if (sc_reduce1_crc_ok(SCHEDC_F32, SCHEDC_SUM)) {
+    enum { M = 300 };
+    float fa[M], fs[M], fd[M], want[M];
+    uint32_t xs = 12345;
+    int badsum = 0;
+    for (size_t len = 0; len <= M; len++) {
+      for (size_t i = 0; i < len; i++) {
+        xs ^= xs << 13; xs ^= xs >> 17; xs ^= xs << 5;
+        fa[i] = (float)(int)(xs % 2001) / 7.0f;
+        fs[i] = (float)(int)(xs >> 20) / 3.0f - 600.0f;
+        if (xs % 53 == 0) fs[i] = NAN;
+        if (xs % 59 == 0) fa[i] = INFINITY, fs[i] = -INFINITY; /* NaN from two infinities */
+      }
+      for (size_t i = 0; i < len; i++) {
+        float r = fa[i] + fs[i];
+        if (r != r) { uint32_t q = 0x7fc00000u; memcpy(&r, &q, 4); }
+        want[i] = r;
+      }
+      uint32_t cs = 0, cd = 0;
+      sc_reduce1_crc(SCHEDC_F32, SCHEDC_SUM, fd, fa, fs, len, &cs, &cd);
+      badsum += memcmp(fd, want, len * 4) != 0;
+      badsum += cs != ref_crc32c((const unsigned char *)fs, len * 4) || cd != ref_crc32c((const unsigned char *)fd, len * 4);
+      sc_reduce1_crc(SCHEDC_F32, SCHEDC_AVG, fa, fa, fs, len, &cs, NULL); /* in place, no result CRC */
+      badsum += memcmp(fa, want, len * 4) != 0 || cs != ref_crc32c((const unsigned char *)fs, len * 4);
+    }
+    CHECK(badsum == 0);
+  }
   return DONE();
 }
