@@ -35,9 +35,9 @@
   X(SCHEDC_REPAIR, ENUM, 0, 0, "0|1", "0", LIB, "1: repair what verification finds, integrity.md (opts.repair)") \
   X(SCHEDC_SPIN, ENUM, 0, 0, "auto|short", "auto", LIB,                                                          \
     "cpu waits: auto spins while the awaited rank may be running (also preempted); short sleeps after 100 us")   \
-  X(SCHEDC_SMALL, SIZE, 0, 8192, "", NULL, LIB,                                                                 \
-    "cpu: calls of at most this many bytes (accumulation type) take the small-message path (default 512 "       \
-    "per rank: 1 KiB at 2 ranks; 0: never; capped at 8 KiB, and at 512 KiB / ranks above 64), performance.md")   \
+  X(SCHEDC_SMALL, SIZE, 0, 8192, "", "8192", LIB,                                                               \
+    "cpu: calls of at most this many bytes (accumulation type) take the small-message path (0: never; above "   \
+    "64 ranks at most 512 KiB / ranks, an arrival line's data), performance.md")                                 \
   X(SCHEDC_INJECT, STR, 0, 0,                                                                                   \
     "comma-separated kill:RANK:STEP, delay:RANK:US, jitter:SEED:US, flip:RANK:STEP[:BIT], flipout:RANK", NULL,  \
     LIB, "testing: faults to inject, checked at communicator init (integrity.md)")                               \

@@ -72,9 +72,9 @@ schedc_status sc_cpu_new(const sc_backend *be, const sc_transport *tr, int rank,
     return st;
   }
   x->spin_short = spin == 1;
-  /* where the small-message path stops beating the plan: ~1 KiB at 2 ranks, ~3 KiB at 4 on the
-   * 2-core VM (docs/performance.md); the same on every rank, as it depends on the rank count */
-  x->small = (size_t)512 * (size_t)nranks < SC_SMALL_CAP ? (size_t)512 * (size_t)nranks : SC_SMALL_CAP;
+  /* the small-message path beats the plan up to 8 KiB at 2 and 4 ranks on the 2-core VM since the
+   * reduce loops are vectorised (docs/performance.md); above 64 ranks the line caps it lower */
+  x->small = SC_SMALL_CAP;
   if ((st = sc_param_size(SC_P_SCHEDC_SMALL, &x->small)) != SCHEDC_OK) {
     free(x->peer);
     free(x);

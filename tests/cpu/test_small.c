@@ -8,7 +8,7 @@
  *    all in place, and a small call needs nothing more from them: it once returned SCHEDC_OK), on
  *    the small path and for a count of 0; the peers' timeout names every rank not arrived.
  * The bits of the small path against each rank's proven order: the bitwise sweeps (cpu.bitwise.*,
- * with SCHEDC_SMALL=0 and =8192 variants so that every count runs on each path).
+ * by default and again with SCHEDC_SMALL=0, so that every count runs on each path).
  */
 #include <pthread.h>
 #include <stdint.h>
