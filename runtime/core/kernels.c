@@ -78,14 +78,14 @@ INT_OP(int64_t, uint64_t)
 /* The default NaN is a value taken once, outside the loop: written as f32_of(QNAN_F32) inside it
  * (a memcpy of an integer) it kept gcc from vectorising, and these loops ran one element at a
  * time (docs/performance.md). */
-SC_CLONES static void sum1_f32_blk(float *restrict d, const float *a, const float *restrict s, size_t n) {
+SC_CLONES static void sum1_f32_blk(float *d, const float *a, const float *restrict s, size_t n) {
   const float qnan = f32_of(QNAN_F32);
   for (size_t i = 0; i < n; i++) {
     float r = a[i] + s[i];
     d[i] = r != r ? qnan : r;
   }
 }
-SC_CLONES static void sum1_f64_blk(double *restrict d, const double *a, const double *restrict s, size_t n) {
+SC_CLONES static void sum1_f64_blk(double *d, const double *a, const double *restrict s, size_t n) {
   const double qnan = f64_of(QNAN_F64);
   for (size_t i = 0; i < n; i++) {
     double r = a[i] + s[i];
@@ -97,7 +97,7 @@ SC_CLONES static void sum1_f64_blk(double *restrict d, const double *a, const do
  * waiting (2 ranks, 64 MiB: -5%; 4 ranks: -6%; docs/performance.md). Arithmetic unchanged. */
 #define PF_BYTES 2048
 #define PREFETCHED_SUM(T, NAME, BLK)                                                           \
-  static void NAME(T *restrict d, const T *a, const T *restrict s, size_t n) {                \
+  static void NAME(T *d, const T *a, const T *restrict s, size_t n) {                         \
     const size_t B = PF_BYTES / sizeof(T);                                                     \
     for (size_t i = 0; i < n; i += B) {                                                        \
       for (size_t p = 0; p < PF_BYTES; p += 64) {                                              \

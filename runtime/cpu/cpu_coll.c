@@ -130,10 +130,11 @@ static schedc_status run_plan(schedc_comm *c, const sc_call *k, uint64_t seq, co
 /* The call's shortcuts around the working buffer W (sc_execargs: loc, init, out), when the caller's
  * buffers hold the working type: this rank's own cells that no peer reads at version 0 stay in
  * the send buffer (not copied in), and versions of result cells that no peer reads are written
- * straight into the receive buffer (not copied out) — except under digest verification, whose
- * digest is taken by the copy out of one contiguous W. Nothing changes for the peers: they read
- * W only, the cells and versions they read are there as before. 2 ranks, 64 MiB, ring: half the
- * copy in and half the copy out (docs/performance.md). */
+ * straight into the receive buffer (not copied out). Under digest verification the executor
+ * hashes what it writes there (sc_execargs.dig: the sliced digest), except for avg, whose
+ * division comes after. Nothing changes for the peers: they read W only, the cells and versions
+ * they read are there as before. 2 ranks, 64 MiB, ring: half the copy in and half the copy out
+ * (docs/performance.md). */
 static void plan_shortcuts(schedc_comm *c, const sc_call *k, char *W, int digest, sc_execargs *sp) {
   sc_cpu *x = sc_cpu_of(c);
   int coll = k->coll, me = c->rank;
@@ -210,12 +211,12 @@ static void digest_out(schedc_comm *c, const sc_call *k, char *W, const sc_execa
           if (avg) sc_divide(k->acc, from, n, c->nranks);
           sc_from_acc(k->dtype, dst, from, n);
           crc = sc_crc32c(dst, n * dsz);
+        } else if (avg) { /* copied, divided, then hashed once */
+          if (dst != from) sc_copy(dst, from, n * dsz);
+          sc_divide(k->acc, dst, n, c->nranks);
+          crc = sc_crc32c(dst, n * dsz);
         } else {
           crc = sc_crc32c_copy(dst, from, n * dsz);
-          if (avg) {
-            sc_divide(k->acc, dst, n, c->nranks);
-            crc = sc_crc32c(dst, n * dsz);
-          }
         }
       }
       if (flip >= 0 && (size_t)flip >= (slo - lo) * dsz && (size_t)flip < (shi - lo) * dsz) {

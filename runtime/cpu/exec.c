@@ -134,14 +134,16 @@ static const char *flipped(schedc_comm *c, const char *sp, size_t bytes, const s
   return sc_cpu_of(c)->flipbuf;
 }
 
+/* The CRC32C `from` published for slice k of this call's parity. */
+static uint32_t crc_wanted(schedc_comm *c, const sc_execargs *a, uint32_t from, size_t k) {
+  return atomic_load_explicit(sc_ctr(sc_cpu_of(c)->sh, a->parity, SC_CRC, from) + k, memory_order_relaxed);
+}
+
 /* Checksum mode: the source slice `sp` checked against its sender's CRC32C; with dst, as it is
  * copied there (one pass, checked after the copy: that only wrote this rank's own cell). On a
  * mismatch, with repair, it is read (and copied) again from the sender (`again`: sent again);
  * otherwise the first mismatch of the call is recorded (every rank reports it after the call)
  * and the data is used as it came. Returns the source used; *crc: the CRC32C of what it holds. */
-static uint32_t crc_wanted(schedc_comm *c, const sc_execargs *a, uint32_t from, size_t k) {
-  return atomic_load_explicit(sc_ctr(sc_cpu_of(c)->sh, a->parity, SC_CRC, from) + k, memory_order_relaxed);
-}
 static const char *checked_source(schedc_comm *c, const sc_execargs *a, const sc_group *g, uint32_t from, size_t k,
                                   char *dst, const char *sp, const char *again, size_t bytes, uint32_t *crc) {
   uint32_t want = crc_wanted(c, a, from, k);
@@ -265,7 +267,8 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
       uint32_t crc = 0;
       int has_crc = 0;
       if (g->phase == SC_PH_C) {
-        if (in_out && a->dig) crc = sc_crc32c_copy(dst, tmp + (slo - lo) * esz, len * esz), has_crc = 1;
+        if ((in_out && a->dig) || (check && g->pub_read)) /* hashed as written back: one pass */
+          crc = sc_crc32c_copy(dst, tmp + (slo - lo) * esz, len * esz), has_crc = 1;
         else sc_copy(dst, tmp + (slo - lo) * esz, len * esz);
       } else if (g->copy && (check || (in_out && a->dig))) {
         /* one pass: the copy, its CRC32C (the check against the sender's under checksums; the

@@ -116,6 +116,68 @@ static void *rs_rank(void *arg) {
   return NULL;
 }
 
+/* The sliced digest on the paths that compose it differently (threads, digest verification, the
+ * built-in ring, plan path): avg (copied out, divided, then hashed), f16/bf16 (rounded, then
+ * hashed), allgather and a broadcast's root and non-roots (no shortcuts), in and out of place,
+ * and a flipout landing in whatever slice: on every rank the digest the call took must be the
+ * sliced digest of its receive buffer, and the flipped rank's must differ (ECORRUPT everywhere). */
+typedef struct djob { schedc_comm *c; int coll; schedc_dtype dt; schedc_op op; void *send, *recv; size_t count; schedc_status st; } djob;
+static void *digest_rank(void *arg) {
+  djob *j = arg;
+  switch (j->coll) {
+  case SCHEDC_ALLGATHER: j->st = schedc_allgather(j->send, j->recv, j->count, j->dt, j->c, NULL); break;
+  case SCHEDC_BROADCAST: j->st = schedc_broadcast(j->send, j->recv, j->count, j->dt, 1, j->c, NULL); break;
+  default: j->st = schedc_allreduce(j->send, j->recv, j->count, j->dt, j->op, j->c, NULL); break;
+  }
+  return NULL;
+}
+static void digest_paths(void) {
+  const struct { int coll; schedc_dtype dt; schedc_op op; } cases[] = {
+      {SCHEDC_ALLREDUCE, SCHEDC_F32, SCHEDC_SUM}, {SCHEDC_ALLREDUCE, SCHEDC_F32, SCHEDC_AVG},
+      {SCHEDC_ALLREDUCE, SCHEDC_F16, SCHEDC_SUM}, {SCHEDC_ALLREDUCE, SCHEDC_BF16, SCHEDC_AVG},
+      {SCHEDC_ALLGATHER, SCHEDC_F32, SCHEDC_SUM}, {SCHEDC_BROADCAST, SCHEDC_F32, SCHEDC_SUM}};
+  const size_t count = 5000; /* 20 KB of f32: past the small-message path */
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+    for (int inplace = 0; inplace < 2; inplace++)
+      for (int flip = 0; flip < 2; flip++) {
+        schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+        co.slice_bytes = 4096;
+        co.timeout_s = 30;
+        co.verify = SCHEDC_VERIFY_DIGEST;
+        schedc_comm *comms[N];
+        CHECK(schedc_comm_init_threads(N, &co, comms) == SCHEDC_OK);
+        size_t es = schedc_dtype_size(cases[ci].dt), rn = cases[ci].coll == SCHEDC_ALLGATHER ? count * N : count;
+        djob jobs[N];
+        pthread_t th[N];
+        for (int r = 0; r < N; r++) {
+          if (flip) CHECK(sc_inject_parse("flipout:1", &comms[r]->inj) == SCHEDC_OK);
+          char *recv = calloc(rn, es), *send = inplace ? recv : calloc(count, es);
+          if (inplace && cases[ci].coll == SCHEDC_ALLGATHER) send = recv + (size_t)r * count * es;
+          for (size_t i = 0; i < count * es; i++) send[i] = (char)(i * 7 + (size_t)r * 13 + 1) & 0x3f; /* no NaN/Inf bytes */
+          jobs[r] = (djob){comms[r], cases[ci].coll, cases[ci].dt, cases[ci].op, send, recv, count, SCHEDC_OK};
+        }
+        for (int r = 0; r < N; r++) pthread_create(&th[r], NULL, digest_rank, &jobs[r]);
+        for (int r = 0; r < N; r++) pthread_join(th[r], NULL);
+        for (int r = 0; r < N; r++) {
+          schedc_comm *c = comms[r];
+          int ok = jobs[r].st == (flip ? SCHEDC_ECORRUPT : SCHEDC_OK) && c->dsl.K == rn && c->dsl.esz == es &&
+                   c->digest == sc_sliced_digest(jobs[r].recv, &c->dsl);
+          if (!ok)
+            fprintf(stderr, "digest paths: %s %s %s, %s, flipout %d, rank %d: status %d, digest %016llx vs sliced %016llx\n",
+                    schedc_collective_name((schedc_collective)cases[ci].coll), schedc_dtype_name(cases[ci].dt),
+                    schedc_op_name(cases[ci].op), inplace ? "in place" : "out of place", flip, r, (int)jobs[r].st,
+                    (unsigned long long)c->digest, (unsigned long long)sc_sliced_digest(jobs[r].recv, &c->dsl));
+          CHECK(ok);
+        }
+        if (flip) CHECK(comms[1]->digest != comms[0]->digest && comms[0]->digest == comms[2]->digest);
+        for (int r = 0; r < N; r++) {
+          if (!inplace) free(jobs[r].send);
+          free(jobs[r].recv);
+          schedc_comm_free(comms[r]);
+        }
+      }
+}
+
 /* reduce_scatter on threads: recv apart (0), recv == send (1), recv == send + rank * count (2) */
 static void rs_threads(const schedc_plan *plan, int layout) {
   const size_t count = 256;
@@ -162,6 +224,7 @@ int main(int argc, char **argv) {
   CHECK(moves && early && local);
   if (moves) shm_sweep(moves);
   if (local) shm_sweep(local);
+  digest_paths();
   for (int layout = 0; early && layout < 3; layout++) rs_threads(early, layout);
   schedc_plan_free(moves);
   schedc_plan_free(early);
