@@ -116,6 +116,6 @@ schedc_status sc_arrive(schedc_comm *c, const sc_call *k, uint64_t seq, const sc
   /* A peer that gave up on this call published its line before it did: a late rank would find
    * every line in place, and a small call needs nothing more from its peers, so it would succeed
    * where they failed. The failure decides for everyone. */
-  if (atomic_load_explicit(&sh->failed, memory_order_acquire)) return mismatch_seen(c, k, seq, fp, sc_peer_failure(&w));
+  if (sc_failure_now(c)) return mismatch_seen(c, k, seq, fp, sc_peer_failure(&w));
   return SCHEDC_OK;
 }

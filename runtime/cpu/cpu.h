@@ -52,6 +52,7 @@ typedef struct sc_slot {
   _Atomic uint32_t at_barrier; /* waiting at the init barrier: it is not what anyone waits for */
   _Atomic uint32_t entered;  /* low 32 bits of the sequence number of the last call it entered */
   _Atomic uint32_t fault;    /* SC_DEAD or SC_ABORTED once it failed (state becomes SC_LEFT when it frees) */
+  _Atomic uint64_t fail_seq; /* the call it failed in (before fault/state are set) */
   int32_t pid;
   uint64_t init_hash;
   sc_desc d[2];
@@ -64,6 +65,10 @@ typedef struct sc_shared {
   _Atomic uint32_t bar_count __attribute__((aligned(64)));
   _Atomic uint32_t bar_gen;
   _Atomic uint32_t failed __attribute__((aligned(64)));
+  /* The earliest call any rank failed in (UINT64_MAX: none), set before `failed`. Ranks need not
+   * be in the same call: a rank still finishing call s may see peers fail in call s + 1 (they
+   * compared their arrival lines without it), and that failure is not its call's. */
+  _Atomic uint64_t fail_seq;
   char fail_msg[SC_FAILMSG];
   uint32_t ctr_per_rank;     /* counters per rank per kind per parity */
   uint64_t ctr_off;          /* byte offset of the counters from the start of the block */
@@ -150,6 +155,12 @@ struct sc_cpu {
 };
 
 static inline sc_cpu *sc_cpu_of(const schedc_comm *c) { return (sc_cpu *)c->be_data; }
+/* Has some rank failed in this rank's current call or an earlier one (one that ends this call)? */
+static inline int sc_failure_now(const schedc_comm *c) {
+  sc_shared *sh = sc_cpu_of(c)->sh;
+  return atomic_load_explicit(&sh->failed, memory_order_acquire) &&
+         atomic_load_explicit(&sh->fail_seq, memory_order_acquire) <= c->seq;
+}
 
 /* cpu_coll.c: the backend tables, and the common part of making a CPU communicator. */
 extern const sc_backend sc_threads_backend;

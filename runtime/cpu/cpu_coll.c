@@ -41,6 +41,7 @@ void sc_shared_init(sc_shared *sh, uint32_t nranks, uint32_t ctr_per_rank) {
   sh->arr_off = arr_off(nranks, ctr_per_rank);
   sh->arr_stride = (uint32_t)arr_stride(nranks);
   sh->arr_data = (uint32_t)arr_data(nranks);
+  atomic_store(&sh->fail_seq, UINT64_MAX);
 }
 
 uint32_t sc_ctr_capacity(int nranks) {

@@ -226,7 +226,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
       if (inject && (st = inject_step(c, g->step, a->coll)) != SCHEDC_OK) break;
     }
     /* Another rank failed: stop before touching peers' buffers, which may be going away. */
-    if (atomic_load_explicit(&sh->failed, memory_order_acquire)) {
+    if (sc_failure_now(c)) {
       w.peer = -1;
       w.step = g->step;
       w.chunk = g->chunk;

@@ -76,6 +76,11 @@ void sc_fail(schedc_comm *c, int state, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  sc_shared *sh = sc_cpu_of(c)->sh;
+  uint64_t was = atomic_load(&sh->fail_seq);
+  while (c->seq < was && !atomic_compare_exchange_weak(&sh->fail_seq, &was, c->seq)) {
+  }
+  atomic_store(&sh->slots[c->rank].fail_seq, c->seq);
   uint32_t zero = 0;
   if (atomic_compare_exchange_strong(&sc_cpu_of(c)->sh->failed, &zero, 1u)) {
     memcpy(sc_cpu_of(c)->sh->fail_msg, msg, sizeof msg);
@@ -95,6 +100,8 @@ static const char *peer_down(schedc_comm *c, int r, int awaited) {
   sc_slot *s = &sc_cpu_of(c)->sh->slots[r];
   uint32_t st = atomic_load(&s->state);
   if (st == SC_LEFT && atomic_load(&s->fault)) st = atomic_load(&s->fault); /* it failed, then freed */
+  /* failed in a later call: it had finished this one (this rank read all it needed of it) */
+  if (st == SC_ABORTED && atomic_load(&s->fail_seq) > c->seq) return NULL;
   if (st == SC_ABORTED) return "failed";
   if (st == SC_DEAD) return "died";
   if (!awaited && (st == SC_LEFT || !atomic_load(&s->busy))) return NULL;
@@ -170,7 +177,7 @@ static schedc_status check_peers(sc_waitctx *w, double now, _Atomic uint32_t *ct
   if (w->peer >= 0 && (how = peer_down(c, w->peer, 1))) culprit = w->peer;
   /* Any failure anywhere ends the collective for everyone: name the rank that failed. */
   for (int r = 0; r < c->nranks && culprit < 0; r++)
-    if (r != c->rank && (w->peer < 0 || atomic_load(&sc_cpu_of(c)->sh->failed)) && (how = peer_down(c, r, 0)))
+    if (r != c->rank && (w->peer < 0 || sc_failure_now(c)) && (how = peer_down(c, r, 0)))
       culprit = r;
   /* What was awaited may have arrived just before its author left: then all is well. */
   if (ctr && passed(atomic_load(ctr), want, mode)) return SCHEDC_OK;
@@ -299,7 +306,7 @@ static int spin(schedc_comm *c, _Atomic uint32_t *ctr, uint32_t want, int mode, 
       if (sc_cpu_of(c)->spin_short || !may_run(c, peer)) return STALE;
       return LONG; /* preempted, not waiting: it comes back within a scheduler slice or so */
     }
-    if (t - t0 > SPIN_S || atomic_load_explicit(&sc_cpu_of(c)->sh->failed, memory_order_relaxed))
+    if (t - t0 > SPIN_S || sc_failure_now(c))
       return reached(ctr, want, mode) ? DONE : LONG;
   }
 }
@@ -313,7 +320,7 @@ static schedc_status wait_for(_Atomic uint32_t *ctr, uint32_t want, int mode, sc
     uint32_t v = atomic_load_explicit(ctr, memory_order_acquire);
     if (passed(v, want, mode)) return SCHEDC_OK;
     double now = sc_now();
-    if (now >= next_check || now > w->deadline || atomic_load(&sc_cpu_of(w->c)->sh->failed)) {
+    if (now >= next_check || now > w->deadline || sc_failure_now(w->c)) {
       schedc_status st = check_peers(w, now, ctr, want, mode);
       if (st != SCHEDC_OK) return st;
       next_check = now + CHECK_S;
