@@ -6,9 +6,13 @@
  * reduce-and-hash (sc_reduce1_crc, the checksum mode's one-source f32 step) must give the sum's
  * bits (each element's IEEE sum, NaN as the default NaN, against this file's own loop) and the
  * reference CRC32C of the source and of the result, for every length 0..300 and NaN/Inf inputs.
+ * The array conversions (sc_to_acc / sc_from_acc: vectorised bf16, F16C for f16) must give the
+ * scalar functions' bits for every f16 and bf16 value and, narrowing, for f32 values at and around
+ * every f16/bf16 value and rounding midpoint, NaNs with any payload (signalling too) and infinities.
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,6 +123,51 @@ int main(void) {
       badsum += memcmp(fa, want, len * 4) != 0 || cs != ref_crc32c((const unsigned char *)fs, len * 4);
     }
     CHECK(badsum == 0);
+  }
+  /* array conversions == the scalar functions, bit for bit */
+  {
+    enum { H = 65536 };
+    uint16_t *h = malloc(H * 2), *h2 = malloc(16 * H * 2);
+    uint32_t *w = malloc(16 * H * 4);
+    int badconv = 0;
+    for (uint32_t i = 0; i < H; i++) h[i] = (uint16_t)i;
+    for (int t = 0; t < 2; t++) { /* every f16 / bf16 value widened */
+      schedc_dtype dt = t ? SCHEDC_BF16 : SCHEDC_F16;
+      sc_to_acc(dt, w, h, H);
+      for (uint32_t i = 0; i < H; i++) {
+        float f = t ? sc_bf16_to_f32(h[i]) : sc_f16_to_f32(h[i]);
+        uint32_t want;
+        memcpy(&want, &f, 4);
+        badconv += w[i] != want;
+      }
+    }
+    size_t m = 0; /* f32 inputs: around every f16 and bf16 value and midpoint, NaNs, strides */
+    for (uint32_t i = 0; i < H; i++) {
+      float a = sc_f16_to_f32((uint16_t)i), b = sc_bf16_to_f32((uint16_t)i);
+      uint32_t ua, ub;
+      memcpy(&ua, &a, 4);
+      memcpy(&ub, &b, 4);
+      w[m++] = ua; w[m++] = ua + 1; w[m++] = ua - 1; w[m++] = ua + 0x1000; /* f16 midpoint above */
+      w[m++] = ua + 0xfff; w[m++] = ua + 0x1001;
+      w[m++] = ub; w[m++] = ub + 0x8000; w[m++] = ub + 0x7fff; w[m++] = ub + 0x8001; /* bf16 midpoints */
+      w[m++] = 0x7f800001u + i * 97u; w[m++] = 0xff800001u + i * 89u; /* NaNs, signalling too */
+      w[m++] = i * 65537u; w[m++] = ~(i * 65537u); w[m++] = 0x477ff000u + (i & 0xff) - 0x80; /* f16 overflow edge */
+      w[m++] = 0x33000000u + (i & 0xfff) - 0x800;                                          /* below the subnormals */
+    }
+    for (int t = 0; t < 2; t++) {
+      schedc_dtype dt = t ? SCHEDC_BF16 : SCHEDC_F16;
+      sc_from_acc(dt, h2, w, m);
+      for (size_t i = 0; i < m; i++) {
+        float f;
+        memcpy(&f, &w[i], 4);
+        badconv += h2[i] != (t ? sc_f32_to_bf16(f) : sc_f32_to_f16(f));
+      }
+    }
+    if (badconv) fprintf(stderr, "conversions: %d values differ from the scalar functions\n", badconv);
+    CHECK(badconv == 0);
+    free(h);
+    free(h2);
+    free(w);
   }
   return DONE();
 }
