@@ -158,6 +158,7 @@ CHAIN(int64_t, op_int64_t)
 #undef SUMF
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 /* The f32 sum of sum1_f32 (the same IEEE additions, NaN made the default NaN) with two CRC32C chains
  * in the loop: over the source words as loaded, and over the results as stored. Each chain waits
@@ -375,7 +376,11 @@ __attribute__((target("avx2,f16c"))) static void f32_to_f16_f16c(uint16_t *d, co
   }
   for (; i < n; i++) d[i] = sc_f32_to_f16(f32_of(s[i]));
 }
-static int have_f16c(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"); }
+/* F16C from cpuid (leaf 1, ecx bit 29): clang's __builtin_cpu_supports does not know "f16c" */
+static int have_f16c(void) {
+  unsigned a, b, c, d;
+  return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
 #endif
 
 void sc_to_acc(schedc_dtype from, void *dst, const void *src, size_t len) {
