@@ -376,45 +376,48 @@ __attribute__((target("avx2,f16c"))) static void f32_to_f16_f16c(uint16_t *d, co
   }
   for (; i < n; i++) d[i] = sc_f32_to_f16(f32_of(s[i]));
 }
-/* F16C from cpuid (leaf 1, ecx bit 29): clang's __builtin_cpu_supports does not know "f16c" */
-static int have_f16c(void) {
+/* F16C from cpuid (leaf 1, ecx bit 29; clang's __builtin_cpu_supports does not know "f16c"), asked
+ * once before any thread runs: cpuid traps to the hypervisor in a VM, too dear for every call. */
+static int have_f16c;
+__attribute__((constructor)) static void detect_f16c(void) {
   unsigned a, b, c, d;
-  return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+  __builtin_cpu_init();
+  have_f16c = __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
 }
 #endif
 
-void sc_to_acc(schedc_dtype from, void *dst, const void *src, size_t len) {
-  if (from == SCHEDC_BF16) {
-    bf16_to_f32_n(dst, src, len);
-  } else if (from == SCHEDC_F16) {
+/* f16 <-> f32 over arrays: F16C where the CPU has it, else the scalar functions. */
+static void f16_to_f32_n(float *d, const uint16_t *s, size_t n) {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (have_f16c()) {
-      f16_to_f32_f16c(dst, src, len);
-      return;
-    }
+  if (have_f16c) {
+    f16_to_f32_f16c((uint32_t *)(void *)d, s, n);
+    return;
+  }
 #endif
-    const uint16_t *s = src;
-    float *d = dst;
-    for (size_t i = 0; i < len; i++) d[i] = sc_f16_to_f32(s[i]);
-  } else if (dst != src && len) {
+  for (size_t i = 0; i < n; i++) d[i] = sc_f16_to_f32(s[i]);
+}
+static void f32_to_f16_n(uint16_t *d, const float *s, size_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (have_f16c) {
+    f32_to_f16_f16c(d, (const uint32_t *)(const void *)s, n);
+    return;
+  }
+#endif
+  for (size_t i = 0; i < n; i++) d[i] = sc_f32_to_f16(s[i]);
+}
+
+void sc_to_acc(schedc_dtype from, void *dst, const void *src, size_t len) {
+  if (from == SCHEDC_BF16) bf16_to_f32_n(dst, src, len);
+  else if (from == SCHEDC_F16) f16_to_f32_n(dst, src, len);
+  else if (dst != src && len) {
     memmove(dst, src, len * schedc_dtype_size(from));
   }
 }
 
 void sc_from_acc(schedc_dtype to, void *dst, const void *src, size_t len) {
-  if (to == SCHEDC_BF16) {
-    f32_to_bf16_n(dst, src, len);
-  } else if (to == SCHEDC_F16) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (have_f16c()) {
-      f32_to_f16_f16c(dst, src, len);
-      return;
-    }
-#endif
-    const float *s = src;
-    uint16_t *d = dst;
-    for (size_t i = 0; i < len; i++) d[i] = sc_f32_to_f16(s[i]);
-  } else if (dst != src && len) {
+  if (to == SCHEDC_BF16) f32_to_bf16_n(dst, src, len);
+  else if (to == SCHEDC_F16) f32_to_f16_n(dst, src, len);
+  else if (dst != src && len) {
     memmove(dst, src, len * schedc_dtype_size(to));
   }
 }

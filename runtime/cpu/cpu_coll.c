@@ -73,9 +73,8 @@ schedc_status sc_cpu_new(const sc_backend *be, const sc_transport *tr, int rank,
     return st;
   }
   x->spin_short = spin == 1;
-  /* the small-message path beats the plan up to 8 KiB at 2 and 4 ranks on the 2-core VM since the
-   * reduce loops are vectorised (docs/performance.md); above 64 ranks the line caps it lower */
-  x->small = SC_SMALL_CAP;
+  /* SCHEDC_SMALL, default 8 KiB (SC_SMALL_CAP): the small-message path beats the plan up to there at
+   * 2 and 4 ranks on the 2-core VM (docs/performance.md); above 64 ranks the line caps it lower */
   if ((st = sc_param_size(SC_P_SCHEDC_SMALL, &x->small)) != SCHEDC_OK) {
     free(x->peer);
     free(x);

@@ -134,6 +134,14 @@ static const char *flipped(schedc_comm *c, const char *sp, size_t bytes, const s
   return sc_cpu_of(c)->flipbuf;
 }
 
+/* Source si of group gidx, slice sp, as this rank uses it: the peer's cell, or the corrupted copy
+ * when a flip:RANK:STEP injection lands there (flip_first: it may land in this call's slice 0). */
+static const char *source_slice(schedc_comm *c, const sc_group *g, uint32_t gidx, uint32_t si, int flip_first,
+                                const char *sp, size_t bytes, const char *coll) {
+  const sc_fliptarget *f = &sc_cpu_of(c)->flip;
+  return flip_first && f->group == gidx && f->src == si ? flipped(c, sp, bytes, g, coll) : sp;
+}
+
 /* The CRC32C `from` published for slice k of this call's parity. */
 static uint32_t crc_wanted(schedc_comm *c, const sc_execargs *a, uint32_t from, size_t k) {
   return atomic_load_explicit(sc_ctr(sc_cpu_of(c)->sh, a->parity, SC_CRC, from) + k, memory_order_relaxed);
@@ -173,13 +181,11 @@ static void checked_after(schedc_comm *c, const sc_execargs *a, const sc_group *
 /* A checked one-source reduce in one pass (no repair, f32 sum: sc_reduce1_crc_ok): acc op sp into
  * dst, the source's CRC32C checked after use, the result's into *out_crc when asked. 0: not
  * applicable, nothing done. */
-static int reduce_checked(schedc_comm *c, const sc_execargs *a, const sc_group *g, uint32_t gidx, int flip_here,
+static int reduce_checked(schedc_comm *c, const sc_execargs *a, const sc_group *g, uint32_t gidx, int flip_first,
                           size_t k, const char *acc, const char *sp, char *dst, size_t len, uint32_t *out_crc) {
-  if (!sc_reduce1_crc_ok(a->acc, a->op)) return 0;
+  if (!sc_reduce1_crc_ok(a->acc, a->op)) return 0; /* before the flip: the usual path would flip again */
   uint32_t from = a->prog->srcs[g->src_off].rank, got;
-  size_t esz = schedc_dtype_size(a->acc);
-  if (flip_here && sc_cpu_of(c)->flip.group == gidx && sc_cpu_of(c)->flip.src == 0)
-    sp = flipped(c, sp, len * esz, g, a->coll);
+  sp = source_slice(c, g, gidx, 0, flip_first, sp, len * schedc_dtype_size(a->acc), a->coll);
   sc_reduce1_crc(a->acc, a->op, dst, acc, sp, len, &got, out_crc);
   checked_after(c, a, g, from, k, got);
   return 1;
@@ -247,6 +253,8 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
     /* it writes into the receive buffer: an unread version sent there, or W is the receive buffer */
     int in_out = to_out || (a->out && g->phase != SC_PH_A && lo >= a->out_lo && hi <= a->out_hi &&
                             cell == a->out + (lo - a->out_lo) * esz);
+    /* the CRC32C of each written slice is needed: peers check it, or the sliced digest folds it */
+    int want_crc = (check && g->pub_read) || (in_out && a->dig);
     for (size_t j = 0; j < nsl && st == SCHEDC_OK; j++) {
       size_t slo = lo + j * se, shi = slo + se < hi ? slo + se : hi;
       if (slo >= hi) break; /* both sides skip empty slices alike */
@@ -267,33 +275,31 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
       uint32_t crc = 0;
       int has_crc = 0;
       if (g->phase == SC_PH_C) {
-        if ((in_out && a->dig) || (check && g->pub_read)) /* hashed as written back: one pass */
+        if (want_crc) /* hashed as written back: one pass */
           crc = sc_crc32c_copy(dst, tmp + (slo - lo) * esz, len * esz), has_crc = 1;
         else sc_copy(dst, tmp + (slo - lo) * esz, len * esz);
       } else if (g->copy && (check || (in_out && a->dig))) {
         /* one pass: the copy, its CRC32C (the check against the sender's under checksums; the
          * published CRC; a slice of the sliced digest when it lands in the receive buffer) */
         uint32_t from = src[0].rank;
-        const char *sp = sc_cpu_of(c)->peer[from] + slo * esz, *again = sp;
-        if (flip && j == 0 && sc_cpu_of(c)->flip.group == rp->g_off + gi && sc_cpu_of(c)->flip.src == 0)
-          sp = flipped(c, sp, len * esz, g, a->coll);
+        const char *again = sc_cpu_of(c)->peer[from] + slo * esz;
+        const char *sp = source_slice(c, g, rp->g_off + gi, 0, flip && j == 0, again, len * esz, a->coll);
         if (check) checked_source(c, a, g, from, k, dst, sp, again, len * esz, &crc);
         else crc = sc_crc32c_copy(dst, sp, len * esz);
         has_crc = 1;
       } else if (check && !c->repair && !g->copy && g->nsrc == 1 &&
                  reduce_checked(c, a, g, rp->g_off + gi, flip && j == 0, k, own_cell(a, W, g->chunk, slo, esz),
                                 sc_cpu_of(c)->peer[src[0].rank] + slo * esz, dst, len,
-                                (g->pub_read || in_out) ? &crc : NULL)) {
-        has_crc = g->pub_read || in_out; /* the reduce hashed the partial sum as it stored it */
+                                want_crc ? &crc : NULL)) {
+        has_crc = want_crc; /* the reduce hashed the partial sum as it stored it */
       } else {
         const char *acc = own_cell(a, W, g->chunk, slo, esz);
         for (uint32_t s0 = 0; s0 < g->nsrc; s0 += MAX_CHAIN) {
           int n = (int)(g->nsrc - s0 < MAX_CHAIN ? g->nsrc - s0 : MAX_CHAIN);
           for (int s = 0; s < n; s++) {
             uint32_t si = s0 + (uint32_t)s, from = src[si].rank;
-            srcp[s] = sc_cpu_of(c)->peer[from] + slo * esz;
-            if (flip && j == 0 && sc_cpu_of(c)->flip.group == rp->g_off + gi && sc_cpu_of(c)->flip.src == si)
-              srcp[s] = flipped(c, srcp[s], len * esz, g, a->coll);
+            srcp[s] = source_slice(c, g, rp->g_off + gi, si, flip && j == 0, sc_cpu_of(c)->peer[from] + slo * esz,
+                                   len * esz, a->coll);
             uint32_t got;
             if (check)
               srcp[s] = checked_source(c, a, g, from, k, NULL, srcp[s], sc_cpu_of(c)->peer[from] + slo * esz, len * esz, &got);
@@ -306,7 +312,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
       if (g->phase != SC_PH_C)
         for (uint32_t s = 0; s < g->nsrc; s++) sc_bump(sc_ctr(sh, a->parity, SC_READS, src[s].rank) + k);
       /* the CRC of what was written (from cache), once for both: peers check it, the digest folds it */
-      if (!has_crc && ((check && g->pub_read) || (in_out && a->dig))) crc = sc_crc32c(dst, len * esz), has_crc = 1;
+      if (!has_crc && want_crc) crc = sc_crc32c(dst, len * esz), has_crc = 1;
       if (check && g->pub_read) /* before the version that peers wait for (dst is W's slice) */
         atomic_store_explicit(&mycrc[k], crc, memory_order_relaxed);
       if (in_out && a->dig) a->dig[k] = crc;
