@@ -5,6 +5,7 @@
  * performs exactly the scalar IEEE operations, element by element.
  */
 #include "kernels.h"
+#include "hash.h"
 #include "opreg.h"
 
 #include <math.h>
@@ -447,10 +448,5 @@ uint64_t sc_digest64(const void *p, size_t n) {
       h[k] = (h[k] << 31 | h[k] >> 33) * 0x94d049bb133111ebull;
     }
   uint64_t x = h[0] ^ (h[1] << 1 | h[1] >> 63) ^ (h[2] << 2 | h[2] >> 62) ^ (h[3] << 3 | h[3] >> 61);
-  for (; i < n; i++) x = (x ^ b[i]) * 0x100000001b3ull;
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
+  return sc_mix64(sc_fnv(x, b + i, n - i)); /* the tail (under 32 bytes) byte by byte */
 }

@@ -46,6 +46,7 @@
 
 #include "cpu.h"
 #include "err.h"
+#include "hash.h"
 
 #define SHM_TAIL_MAGIC 0x53434d54u /* "SCMT" */
 
@@ -333,19 +334,14 @@ static int valid_job(const char *job) {
 /* The token of a job given by name: 128 bits of two independent 64-bit hashes of the string.
  * Not a secret of its own (the string is): it tells this job's block from anything else that
  * could sit under the same name. */
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27; x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 static void job_token(const char *job, uint8_t tok[16]) {
-  uint64_t h[2] = {0xcbf29ce484222325ull, 0x6a09e667f3bcc909ull};
+  uint64_t h[2] = {SC_FNV_INIT, 0x6a09e667f3bcc909ull};
   for (const unsigned char *p = (const unsigned char *)job; *p; p++) {
-    h[0] = (h[0] ^ *p) * 0x100000001b3ull;
-    h[1] = mix64(h[1] ^ *p);
+    h[0] = sc_fnv_step(h[0], *p);
+    h[1] = sc_mix64(h[1] ^ *p);
   }
-  h[0] = mix64(h[0] ^ 0x7363686564632d31ull); /* "schedc-1" */
-  h[1] = mix64(h[1] + h[0]);
+  h[0] = sc_mix64(h[0] ^ 0x7363686564632d31ull); /* "schedc-1" */
+  h[1] = sc_mix64(h[1] + h[0]);
   memcpy(tok, h, 16);
 }
 
