@@ -17,12 +17,13 @@
 
 #include "backend.h"
 #include "inject.h"
+#include "log.h"
 #include "err.h"
 
 void sc_inject_flip(const sc_inject *in, void *buf, size_t bytes, const char *coll, int dst, uint32_t step) {
   size_t bit = in->flip_bit >= 0 ? (size_t)in->flip_bit % (bytes * 8) : bytes * 4 + 3;
   ((unsigned char *)buf)[bit / 8] ^= (unsigned char)(1u << (bit % 8));
-  fprintf(stderr, "schedc: inject: %s: flipped bit %zu of the payload rank %d sends to rank %d at step %u\n", coll,
+  sc_log(SCHEDC_LOG_WARN, "inject: %s: flipped bit %zu of the payload rank %d sends to rank %d at step %u", coll,
           bit, in->flip_rank, dst, step);
 }
 

@@ -24,7 +24,7 @@ schedc_status sc_inject_parse(const char *spec, sc_inject *out);
 /* The parsed faults against the communicator: every rank named exists, and the backend (its
  * name and SC_CAP_* caps) can inject each kind. SCHEDC_EINVAL / SCHEDC_EUNAVAIL with a message. */
 schedc_status sc_inject_check(const sc_inject *in, int nranks, const char *backend, unsigned caps);
-/* flip:RANK:STEP: flip the chosen bit of a copy of the payload (bytes > 0) and say so on stderr. */
+/* flip:RANK:STEP: flip the chosen bit of a copy of the payload (bytes > 0) and say so (a warning, log.h). */
 void sc_inject_flip(const sc_inject *in, void *buf, size_t bytes, const char *coll, int dst, uint32_t step);
 
 #endif

@@ -14,6 +14,7 @@
 #include "integrity.h"
 #include "err.h"
 #include "kernels.h"
+#include "log.h"
 
 /* The ranks' words[n] each, gathered by an internal call (never verified itself). */
 static schedc_status exchange(schedc_comm *c, const uint64_t *mine, uint64_t *all, size_t n) {
@@ -64,8 +65,8 @@ schedc_status sc_digest_outcome(const char *cn, const uint64_t *dg, int n, int m
   list_bad(dg, n, dg[root], bad, sizeof bad);
   if (repaired) {
     if (me == root || me < 0)
-      fprintf(stderr, "schedc: warning: %s: rank(s) %s held a result differing from the majority (digest %016llx); "
-              "repaired from rank %d\n", cn, bad, (unsigned long long)dg[root], root);
+      sc_log(SCHEDC_LOG_WARN, "%s: rank(s) %s held a result differing from the majority (digest %016llx); "
+             "repaired from rank %d", cn, bad, (unsigned long long)dg[root], root);
     return SCHEDC_OK;
   }
   char mine[48] = "";
@@ -113,7 +114,7 @@ schedc_status sc_corrupt_error(const char *cn, const sc_corrupt *b, const char *
 void sc_corrupt_warn(const char *cn, const sc_corrupt *b, const char *file, const char *action) {
   char what[512];
   describe(what, sizeof what, b, file);
-  fprintf(stderr, "schedc: warning: %s: %s; %s\n", cn, what, action);
+  sc_log(SCHEDC_LOG_WARN, "%s: %s; %s", cn, what, action);
 }
 
 void sc_vrec_pack(uint64_t w[SC_VREC_WORDS], uint64_t digest, const sc_corrupt *b) {

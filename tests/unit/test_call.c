@@ -5,6 +5,7 @@
  * zeroed, the one agreement check names each field, and the one verdict decides alike for every
  * caller (corrupted transfer, digest majority, repair root).
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "../check.h"
@@ -130,8 +131,54 @@ static void verdict(void) {
                                   "check (0x0000aaaa, sent 0x0000bbbb)");
 }
 
+/* A repaired digest mismatch warns through the log hook (schedc_set_log), not straight to stderr:
+ * 2 thread ranks, digest verification with repair, rank 1's result flipped after the call. */
+static int nwarn, nother;
+static char lastwarn[512];
+static void hook(void *ctx, schedc_log_level level, const char *msg) {
+  (void)ctx;
+  if (level == SCHEDC_LOG_WARN) {
+    nwarn++;
+    snprintf(lastwarn, sizeof lastwarn, "%s", msg);
+  } else {
+    nother++;
+  }
+}
+typedef struct job { schedc_comm *c; float x[64]; schedc_status st; } job;
+static void *rank_main(void *arg) {
+  job *j = arg;
+  j->st = schedc_allreduce(j->x, j->x, 64, SCHEDC_F32, SCHEDC_SUM, j->c, NULL);
+  return NULL;
+}
+static void warning_through_hook(void) {
+  schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
+  o.verify = SCHEDC_VERIFY_DIGEST;
+  o.repair = 1;
+  o.timeout_s = 30;
+  schedc_comm *c[2];
+  CHECK(schedc_comm_init_threads(2, &o, c) == SCHEDC_OK);
+  job j[2];
+  pthread_t t[2];
+  for (int r = 0; r < 2; r++) {
+    CHECK(sc_inject_parse("flipout:1", &c[r]->inj) == SCHEDC_OK);
+    j[r].c = c[r];
+    for (int i = 0; i < 64; i++) j[r].x[i] = (float)(i + r);
+  }
+  schedc_set_log(hook, NULL);
+  for (int r = 0; r < 2; r++) pthread_create(&t[r], NULL, rank_main, &j[r]);
+  for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
+  schedc_set_log(NULL, NULL);
+  CHECK(j[0].st == SCHEDC_OK && j[1].st == SCHEDC_OK);
+  CHECK(nwarn == 1 && nother == 0); /* told once, by the rank that repaired from (rank 0) */
+  CHECK_CONTAINS(lastwarn, "allreduce: rank(s) 1 held a result differing from the majority");
+  CHECK_CONTAINS(lastwarn, "repaired from rank 0");
+  CHECK(memcmp(j[0].x, j[1].x, sizeof j[0].x) == 0);
+  for (int r = 0; r < 2; r++) schedc_comm_free(c[r]);
+}
+
 int main(void) {
   numbering();
+  warning_through_hook();
   agreement();
   verdict();
   return DONE();
