@@ -3,6 +3,7 @@
  * must be a new name or a regular file and none of the inputs (by inode); an output folder is
  * created with its parents (cli.h).
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
