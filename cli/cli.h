@@ -60,13 +60,18 @@ int cli_opt_seconds(const cli_args *a, const char *v, double hi, const char *wha
 int cli_opt_sizes(const cli_args *a, const char *v, size_t *sizes, int cap, int *n);
 /* -D key=value appended to defines[*n] (room for one per argument). 0, or -1 after saying why. */
 int cli_opt_define(const cli_args *a, const char *v, const char **defines, int *n);
+/* The parsers under those (and SCHEDC_TIMEOUT's reader, ranks.c). A count: digits with an
+ * optional K/M/G suffix (and B) in [lo, hi]; 0, or -1 if malformed (a sign, blank, empty, other
+ * suffix, overflow). */
+int cli_parse_count(const char *s, long long lo, long long hi, long long *out);
+/* Seconds: a finite decimal number > 0 and <= hi (no nan, inf, sign or unit); 0, or -1. */
+int cli_parse_seconds(const char *s, double hi, double *out);
 /* A comma-separated size list (K/M/G suffixes) into sizes[cap]: the count; -1 with the
  * offending item in bad[64]; -2 when there are more than cap. */
 int cli_parse_sizes(const char *v, size_t *sizes, int cap, char bad[64]);
 
 /* sbuf.c: a growing NUL-terminated string; zero-initialise ({0}), append, read, free. Out of
- * memory is sticky (oom), appends then do nothing. cli_sb_reserve: room for n more bytes (and a
- * terminator) at the end, for a callee to write into (len unchanged), or NULL. */
+ * memory is sticky (oom), appends then do nothing. */
 typedef struct cli_sbuf {
   char *p;
   size_t len, cap;
@@ -74,7 +79,9 @@ typedef struct cli_sbuf {
 } cli_sbuf;
 void cli_sb_printf(cli_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_sb_puts(cli_sbuf *b, const char *s);
-char *cli_sb_reserve(cli_sbuf *b, size_t n);
+/* b := DIR/rank<R>EXT (run's --inputs/--outputs files, emit-cuda's kernels), of any length: its
+ * text, or NULL when out of memory. */
+const char *cli_sb_rank_file(cli_sbuf *b, const char *dir, int rank, const char *ext);
 const char *cli_sb_str(const cli_sbuf *b);
 void cli_sb_free(cli_sbuf *b);
 
@@ -115,11 +122,6 @@ typedef struct cli_supervisor {
 } cli_supervisor;
 int cli_supervise(pid_t *pids, int n, const cli_supervisor *w);
 
-/* args.c: a count: digits with an optional K/M/G suffix (and B) in [lo, hi]; 0, or -1 if malformed (a
- * sign, blank, other suffix, overflow). */
-int cli_parse_count(const char *s, long long lo, long long hi, long long *out);
-/* Seconds: a finite decimal number > 0 and <= hi (no nan, inf, sign or unit); 0, or -1. */
-int cli_parse_seconds(const char *s, double hi, double *out);
 /* paths.c: before anything is written: the path an option (opt, "-o") of command cmd writes must be a
  * new name or a regular file, and none of the ninputs input paths (NULLs skipped) by inode, so
  * a hard link or symbolic link to the input counts. 0, or -1 after printing why. */

@@ -80,19 +80,25 @@ static void gen_input(const runctx *x, int rank, void *buf) {
 
 static int load_input(const runctx *x, int rank, void *buf, char *err, size_t cap) {
   if (!x->o->inputs) { gen_input(x, rank, buf); return 0; }
-  char path[4096];
-  snprintf(path, sizeof path, "%s/rank%d.bin", x->o->inputs, rank);
-  FILE *f = fopen(path, "rb");
-  if (!f) { snprintf(err, cap, "cannot open %.300s: %s", path, strerror(errno)); return -1; }
-  size_t want = x->K * x->esz, got = fread(buf, 1, want, f);
-  int extra = fgetc(f) != EOF;
-  fclose(f);
-  if (got != want || extra) {
-    snprintf(err, cap, "%.300s: expected %zu bytes (%zu %s elements), got %s%zu", path, want, x->K,
-             schedc_dtype_name(x->o->dtype), extra ? "more than " : "", got);
-    return -1;
+  cli_sbuf sb = {0};
+  const char *path = cli_sb_rank_file(&sb, x->o->inputs, rank, ".bin");
+  FILE *f = path ? fopen(path, "rb") : NULL;
+  int rc = 0;
+  if (!f) {
+    snprintf(err, cap, "cannot open %.300s: %s", path ? path : x->o->inputs, path ? strerror(errno) : "out of memory");
+    rc = -1;
+  } else {
+    size_t want = x->K * x->esz, got = fread(buf, 1, want, f);
+    int extra = fgetc(f) != EOF;
+    fclose(f);
+    if (got != want || extra) {
+      snprintf(err, cap, "%.300s: expected %zu bytes (%zu %s elements), got %s%zu", path, want, x->K,
+               schedc_dtype_name(x->o->dtype), extra ? "more than " : "", got);
+      rc = -1;
+    }
   }
-  return 0;
+  cli_sb_free(&sb);
+  return rc;
 }
 
 static double elem(schedc_dtype t, const void *b, size_t i) {
@@ -112,10 +118,10 @@ static double elem(schedc_dtype t, const void *b, size_t i) {
  * for it until the timeout); every --outputs file is a new name or a regular file, and not an
  * input; the outputs folder exists (created with its parents). quiet: checks without messages
  * (the MPI ranks other than 0). 0, or -1 (after printing why). */
-static int check_io(const runopts *o, int n, size_t K, size_t esz, int quiet) {
-  char in[4096], out[4096];
+static int check_io_paths(const runopts *o, int n, size_t K, size_t esz, int quiet, cli_sbuf *inb, cli_sbuf *outb) {
+  const char *in, *out;
   for (int r = 0; o->inputs && r < n; r++) {
-    snprintf(in, sizeof in, "%s/rank%d.bin", o->inputs, r);
+    if (!(in = cli_sb_rank_file(inb, o->inputs, r, ".bin"))) { fprintf(stderr, "schedc run: out of memory\n"); return -1; }
     int fd = open(in, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY); /* O_NONBLOCK: a FIFO must not block */
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
@@ -144,8 +150,9 @@ static int check_io(const runopts *o, int n, size_t K, size_t esz, int quiet) {
     }
   }
   for (int r = 0; r < n; r++) {
-    snprintf(out, sizeof out, "%s/rank%d.bin", o->outputs, r);
-    snprintf(in, sizeof in, "%s/rank%d.bin", o->inputs ? o->inputs : "", r);
+    out = cli_sb_rank_file(outb, o->outputs, r, ".bin");
+    in = cli_sb_rank_file(inb, o->inputs ? o->inputs : "", r, ".bin");
+    if (!out || !in) { fprintf(stderr, "schedc run: out of memory\n"); return -1; }
     const char *ins[1] = {o->inputs ? in : NULL};
     if (quiet) {
       struct stat st;
@@ -155,6 +162,14 @@ static int check_io(const runopts *o, int n, size_t K, size_t esz, int quiet) {
     }
   }
   return cli_output_dir("run", "--outputs", o->outputs); /* every MPI rank: its host may not share the folder */
+}
+
+static int check_io(const runopts *o, int n, size_t K, size_t esz, int quiet) {
+  cli_sbuf inb = {0}, outb = {0};
+  int rc = check_io_paths(o, n, K, esz, quiet, &inb, &outb);
+  cli_sb_free(&inb);
+  cli_sb_free(&outb);
+  return rc;
 }
 
 /* SCHEDC_INJECT's kill:RANK:STEP and flip:RANK:STEP[:BIT] at a step the plan does not have
@@ -275,14 +290,17 @@ static void rank_results(runctx *x, int rank, const char *buf) {
   int n = x->info.nranks;
   size_t K = x->K, es = x->esz;
   if (o->outputs) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/rank%d.bin", o->outputs, rank);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(buf, 1, K * es, f) != K * es || fclose(f)) {
-      snprintf(rr->err, sizeof rr->err, "cannot write %.300s: %s", path, strerror(errno));
+    cli_sbuf sb = {0};
+    const char *path = cli_sb_rank_file(&sb, o->outputs, rank, ".bin");
+    FILE *f = path ? fopen(path, "wb") : NULL;
+    int failed = !f || fwrite(buf, 1, K * es, f) != K * es;
+    if (f && fclose(f)) failed = 1;
+    if (failed) {
+      snprintf(rr->err, sizeof rr->err, "cannot write %.300s: %s", path ? path : o->outputs, path ? strerror(errno) : "out of memory");
       rr->status = SCHEDC_EIO;
-      return;
     }
+    cli_sb_free(&sb);
+    if (failed) return;
   }
   if (o->check) {
     void **ins = calloc((size_t)n, sizeof *ins);

@@ -50,9 +50,11 @@ void cli_sb_puts(cli_sbuf *b, const char *s) {
   b->len += n;
 }
 
-char *cli_sb_reserve(cli_sbuf *b, size_t n) {
-  if (grow(b, n)) return NULL;
-  return b->p + b->len;
+const char *cli_sb_rank_file(cli_sbuf *b, const char *dir, int rank, const char *ext) {
+  b->len = 0;
+  if (b->p) b->p[0] = 0;
+  cli_sb_printf(b, "%s/rank%d%s", dir, rank, ext);
+  return b->oom ? NULL : b->p;
 }
 
 const char *cli_sb_str(const cli_sbuf *b) { return b->p ? b->p : ""; }

@@ -210,6 +210,58 @@ static int show_steps(const schedc_plan *plan) {
   return EXIT_OK;
 }
 
+/* emit-cuda: every rank's kernel source (and PTX) into dir, path the buffer for the file names.
+ * An exit status. */
+static int emit_files(const schedc_plan *plan, const opts *o, schedc_dtype dt, schedc_op op, const char *arch,
+                      const char *dir, int nranks, cli_sbuf *path) {
+  const char *inputs[2] = {o->file, o->topology};
+  for (int r = 0; r < nranks; r++) { /* every file first: a refused run writes none */
+    if (!cli_sb_rank_file(path, dir, r, ".cu")) { fprintf(stderr, "schedc emit-cuda: out of memory\n"); return EXIT_REJECTED; }
+    if (cli_check_output("emit-cuda", "-o", path->p, inputs, 2)) return EXIT_USAGE;
+    if (!cli_sb_rank_file(path, dir, r, ".ptx")) { fprintf(stderr, "schedc emit-cuda: out of memory\n"); return EXIT_REJECTED; }
+    if (o->ptx && cli_check_output("emit-cuda", "-o", path->p, inputs, 2)) return EXIT_USAGE;
+  }
+  if (cli_output_dir("emit-cuda", "-o", dir)) return EXIT_REJECTED;
+  for (int r = 0; r < nranks; r++) {
+    char *src;
+    if (schedc_cuda_source_v2(plan, r, dt, op, o->checksums, &src)) { fprintf(stderr, "%s\n", schedc_errmsg()); return EXIT_REJECTED; }
+    if (!cli_sb_rank_file(path, dir, r, ".cu")) { fprintf(stderr, "schedc emit-cuda: out of memory\n"); schedc_free(src); return EXIT_REJECTED; }
+    FILE *f = fopen(path->p, "w");
+    int bad = !f || fputs(src, f) < 0;
+    if (f && fclose(f)) bad = 1;
+    if (bad) {
+      fprintf(stderr, "schedc emit-cuda: cannot write %s: %s\n", path->p, strerror(errno));
+      schedc_free(src);
+      return EXIT_REJECTED;
+    }
+    printf("wrote %s\n", path->p);
+    if (o->ptx) {
+      void *img;
+      size_t len;
+      schedc_cuda_compile_info ci = SCHEDC_CUDA_COMPILE_INFO_INIT;
+      if (schedc_cuda_compile(src, arch, 1, &img, &len, &ci)) {
+        fprintf(stderr, "%s\n", schedc_errmsg());
+        schedc_free(src);
+        return EXIT_REJECTED;
+      }
+      if (len && ((const char *)img)[len - 1] == '\0') len--; /* the text, not its terminator: ptxas stops at a NUL */
+      f = cli_sb_rank_file(path, dir, r, ".ptx") ? fopen(path->p, "w") : NULL;
+      bad = !f || fwrite(img, 1, len, f) != len;
+      if (f && fclose(f)) bad = 1;
+      if (bad) {
+        fprintf(stderr, "schedc emit-cuda: cannot write %s: %s\n", cli_sb_str(path), strerror(errno));
+        schedc_free(img);
+        schedc_free(src);
+        return EXIT_REJECTED;
+      }
+      printf("wrote %s (%s, %.3f s)\n", path->p, ci.cache_hit ? "cache hit" : "NVRTC", ci.seconds);
+      schedc_free(img);
+    }
+    schedc_free(src);
+  }
+  return EXIT_OK;
+}
+
 /* Emit (into dir, per rank) and/or compile the plan's CUDA kernels. */
 static int cuda_build(const schedc_plan *plan, const opts *o, const char *dir) {
   schedc_dtype dt = SCHEDC_F32;
@@ -242,50 +294,10 @@ static int cuda_build(const schedc_plan *plan, const opts *o, const char *dir) {
     schedc_free(img);
     return EXIT_OK;
   }
-  const char *inputs[2] = {o->file, o->topology};
-  for (int r = 0; r < in.nranks; r++) { /* every file first: a refused run writes none */
-    char path[4096];
-    snprintf(path, sizeof path, "%s/rank%d.cu", dir, r);
-    if (cli_check_output("emit-cuda", "-o", path, inputs, 2)) return EXIT_USAGE;
-    snprintf(path, sizeof path, "%s/rank%d.ptx", dir, r);
-    if (o->ptx && cli_check_output("emit-cuda", "-o", path, inputs, 2)) return EXIT_USAGE;
-  }
-  if (cli_output_dir("emit-cuda", "-o", dir)) return EXIT_REJECTED;
-  for (int r = 0; r < in.nranks; r++) {
-    char *src, path[4096];
-    if (schedc_cuda_source_v2(plan, r, dt, op, o->checksums, &src)) { fprintf(stderr, "%s\n", schedc_errmsg()); return EXIT_REJECTED; }
-    snprintf(path, sizeof path, "%s/rank%d.cu", dir, r);
-    FILE *f = fopen(path, "w");
-    if (!f || fputs(src, f) < 0 || fclose(f)) {
-      fprintf(stderr, "schedc emit-cuda: cannot write %s: %s\n", path, strerror(errno));
-      schedc_free(src);
-      return EXIT_REJECTED;
-    }
-    printf("wrote %s\n", path);
-    if (o->ptx) {
-      void *img;
-      size_t len;
-      schedc_cuda_compile_info ci = SCHEDC_CUDA_COMPILE_INFO_INIT;
-      if (schedc_cuda_compile(src, arch, 1, &img, &len, &ci)) {
-        fprintf(stderr, "%s\n", schedc_errmsg());
-        schedc_free(src);
-        return EXIT_REJECTED;
-      }
-      snprintf(path, sizeof path, "%s/rank%d.ptx", dir, r);
-      if (len && ((const char *)img)[len - 1] == '\0') len--; /* the text, not its terminator: ptxas stops at a NUL */
-      f = fopen(path, "w");
-      if (!f || fwrite(img, 1, len, f) != len || fclose(f)) {
-        fprintf(stderr, "schedc emit-cuda: cannot write %s: %s\n", path, strerror(errno));
-        schedc_free(img);
-        schedc_free(src);
-        return EXIT_REJECTED;
-      }
-      printf("wrote %s (%s, %.3f s)\n", path, ci.cache_hit ? "cache hit" : "NVRTC", ci.seconds);
-      schedc_free(img);
-    }
-    schedc_free(src);
-  }
-  return EXIT_OK;
+  cli_sbuf path = {0}; /* DIR/rank<R>.cu and .ptx, of any length */
+  int rc = emit_files(plan, o, dt, op, arch, dir, in.nranks, &path);
+  cli_sb_free(&path);
+  return rc;
 }
 
 static int cmd_plan(const char *cmd, int argc, char **argv) {
