@@ -58,6 +58,12 @@ ok launch 0 "" "$S" launch -n 2 -- sh -c 'test "$SCHEDC_RANK" -lt 2 && test "$SC
 # what follows CMD is CMD's: launch does not read it (a bad --grace there is sh's argument)
 ok launch-cmd-options 0 "" "$S" launch -n 2 -- sh -c 'test "$1" = --grace' sh --grace x
 ok launch-fails 3 "a rank exited with status 3; stopping the others in 0.5 s" "$S" launch -n 2 --grace 0.5 -- sh -c 'exit 3'
+# SIGINT to launch: the ranks get SIGTERM at once (they exit 0 here), launch exits 128 + 2
+"$S" launch -n 2 -- sh -c 'trap "touch term.$SCHEDC_RANK; kill \$!; exit 0" TERM; touch up.$SCHEDC_RANK; sleep 30 & wait' &
+P=$!
+for _ in $(seq 100); do [ -e up.0 ] && [ -e up.1 ] && break; sleep 0.05; done
+kill -INT $P; wait $P; rc=$?
+[ $rc = 130 ] && [ -e term.0 ] && [ -e term.1 ] && pass=$((pass + 1)) || bad "launch SIGINT: exit $rc, $(ls)"
 for c in check show compile viz emit-cuda run launch bench cost tune check-op; do
   ok "help-$c" 0 "usage: schedc $c" "$S" $c --help
   ok "help-h-$c" 0 "usage: schedc $c" "$S" $c -h
