@@ -17,7 +17,7 @@ missing=0
 ok() { echo "check_tools: ok      $1"; }
 miss() { # TOOL INSTALL DETAIL
   echo "check_tools: MISSING $1: install $2"
-  if [ -n "${3:-}" ]; then printf '      %s\n' "$(head -c 400 <<<"$3")"; fi
+  if [ -n "${3:-}" ]; then head -c 400 <<<"$3" | sed 's/^/      /'; fi
   missing=$((missing + 1))
 }
 cache() { sed -n "s|^$1:[A-Z]*=||p" "$B/CMakeCache.txt"; } # a configure-time finding
