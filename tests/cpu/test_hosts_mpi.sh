@@ -4,7 +4,8 @@
 # 2 hosts interleaved (a, b, a, b) and 1 host get the ring; every layout sums right.
 set -u
 P=$1
-command -v mpirun >/dev/null || { echo "no mpirun"; exit 77; }
+. "$(dirname "$0")/../skip.sh"
+command -v mpirun >/dev/null || sc_skip_tool mpirun "the mpi backend's host exchange"
 M="mpirun --allow-run-as-root --oversubscribe"
 pass=0; fail=0
 run() { # name want hostids...
