@@ -16,6 +16,15 @@ typedef struct sc_topo {
   uint32_t *local_rank;  /* [nranks] */
   uint32_t *node_first;  /* [nnodes + 1]: offsets into by_node */
   uint32_t *by_node;     /* ranks grouped by node, ascending within a node */
+  /* levels (docs/topology.md), outermost ("host") first. A file with `ranks` and `levels` gives
+   * them; otherwise two levels, "host" (the nodes) and "rank", and located == 0. */
+  uint32_t nlevels;
+  int located;
+  struct sc_topo_level { char name[16], kind[8]; double gbps, alpha_us; } *levels; /* gbps < 0: unknown */
+  uint32_t *order;       /* [nranks]: locality order (the groups' ids, then the rank) */
+  uint32_t *gid;         /* [nranks * nlevels]: rank r's group at level l, groups numbered in locality order */
+  uint32_t *ngroups;     /* [nlevels] */
+  char **nic;            /* [nranks]: nearest NIC's name or NULL */
 } sc_topo;
 
 typedef struct sc_builder {
