@@ -118,18 +118,29 @@ static schedc_status from_hwloc(sc_tp *t, hwloc_topology_t topo, int live) {
   if (H->ncores <= 0) H->ncores = H->npus;
   caches(topo, H->caches, sizeof H->caches);
   int first = t->nnuma;
-  int nn = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+  /* CPU domains: each NUMA node's part of each package (one package spanning several NUMA
+   * nodes gives one per node; one NUMA node over two packages, two: the socket link is the
+   * boundary either way) */
+  int nn = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE), np = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE);
+  hwloc_bitmap_t both = hwloc_bitmap_alloc();
+  if (!both) return sc_err(SCHEDC_ENOMEM, "out of memory");
   for (int i = 0; i < nn; i++) {
     hwloc_obj_t n = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)i);
     if (!n || !n->cpuset) continue;
-    int cores = count_inside(topo, n->cpuset, HWLOC_OBJ_CORE);
-    if (!cores) cores = count_inside(topo, n->cpuset, HWLOC_OBJ_PU);
-    hwloc_obj_t pk = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, n);
-    if (!pk && hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE) > 0) /* a NUMA node inside a package */
-      pk = hwloc_get_next_obj_covering_cpuset_by_type(topo, n->cpuset, HWLOC_OBJ_PACKAGE, NULL);
-    if (sc_tp_add_numa(t, h, (int)n->os_index, pk ? (int)pk->logical_index : -1, cores) < 0)
-      return sc_err(SCHEDC_ENOMEM, "out of memory");
+    for (int k = 0; k < (np > 0 ? np : 1); k++) {
+      hwloc_obj_t pk = np > 0 ? hwloc_get_obj_by_type(topo, HWLOC_OBJ_PACKAGE, (unsigned)k) : NULL;
+      if (pk && pk->cpuset) hwloc_bitmap_and(both, n->cpuset, pk->cpuset);
+      else hwloc_bitmap_copy(both, n->cpuset);
+      if (hwloc_bitmap_iszero(both) && (np > 0 || !hwloc_bitmap_iszero(n->cpuset))) continue;
+      int cores = count_inside(topo, both, HWLOC_OBJ_CORE);
+      if (!cores) cores = count_inside(topo, both, HWLOC_OBJ_PU);
+      if (sc_tp_add_numa(t, h, (int)n->os_index, pk ? (int)pk->logical_index : -1, cores) < 0) {
+        hwloc_bitmap_free(both);
+        return sc_err(SCHEDC_ENOMEM, "out of memory");
+      }
+    }
   }
+  hwloc_bitmap_free(both);
   /* GPUs and NICs in bus order (hwloc lists PCI devices in bus order) */
   for (hwloc_obj_t o = NULL; (o = hwloc_get_next_pcidev(topo, o));) {
     unsigned cls = o->attr->pcidev.class_id;

@@ -177,15 +177,25 @@ static void set_level(sc_tp *t, const char *name, const char *kind, double gbps,
   l->alpha_us = alpha;
 }
 
-/* GB/s per GPU on the network: its nearest NIC's speed shared by the GPUs that use it. */
+/* The NIC GPU i sends through (its rail): GPUs with the same nearest NICs take them in turn,
+ * in bus order, so two GPUs and two NICs under one switch use one NIC each. -1: none. */
+static int rail_nic(const sc_tp *t, int i) {
+  const sc_tp_gpu *g = &t->gpu[i];
+  if (!g->nnics) return -1;
+  int k = 0;
+  for (int j = 0; j < i; j++)
+    k += t->gpu[j].host == g->host && t->gpu[j].nnics == g->nnics && !memcmp(t->gpu[j].nics, g->nics, (size_t)g->nnics * sizeof *g->nics);
+  return g->nics[k % g->nnics];
+}
+
+/* GB/s per GPU on the network: its rail NIC's speed shared by the GPUs that use it. */
 static double net_gbps(const sc_tp *t) {
   double best = 0;
   for (int i = 0; i < t->ngpu; i++) {
-    const sc_tp_gpu *g = &t->gpu[i];
-    if (!g->nnics || t->nic[g->nics[0]].speed_mbps <= 0) continue;
-    int share = 0;
-    for (int j = 0; j < t->ngpu; j++) share += t->gpu[j].nnics && t->gpu[j].nics[0] == g->nics[0];
-    double v = t->nic[g->nics[0]].speed_mbps / 8000.0 / (share ? share : 1);
+    int n = rail_nic(t, i), share = 0;
+    if (n < 0 || t->nic[n].speed_mbps <= 0) continue;
+    for (int j = 0; j < t->ngpu; j++) share += rail_nic(t, j) == n;
+    double v = t->nic[n].speed_mbps / 8000.0 / (share ? share : 1);
     if (best == 0 || v < best) best = v;
   }
   return best > 0 ? best : 12.5; /* unknown: a 100 Gb/s port */
@@ -269,7 +279,7 @@ schedc_status sc_tp_finish(sc_tp *t) {
     }
     double pcie = 0;
     for (int i = 0; i < t->ngpu; i++) if (t->gpu[i].pcie_gbps > 0 && (pcie == 0 || t->gpu[i].pcie_gbps < pcie)) pcie = t->gpu[i].pcie_gbps;
-    if (pcie == 0) pcie = 12; /* PCIe gen3 x16 achieved */
+    pcie = pcie > 0 ? pcie * 0.75 : 12; /* achieved: NCCL's 24 GB/s of gen4 x16's 31.5; unknown: gen3 x16 */
     set_level(t, "host", "net", net_gbps(t), 8.0);
     if (all_sw) {
       set_level(t, "gpu", "nvlink", nvl > 0 ? nvl : 20, 3.0);
@@ -283,7 +293,7 @@ schedc_status sc_tp_finish(sc_tp *t) {
     }
     for (int r = 0; r < n; r++) {
       const sc_tp_gpu *g = &t->gpu[t->gpu_of[r]];
-      t->nic_of[r] = g->nnics ? g->nics[0] : -1;
+      t->nic_of[r] = rail_nic(t, t->gpu_of[r]);
       for (int l = 0; l < t->nlevels; l++) {
         const char *nm = t->level[l].name;
         int v = !strcmp(nm, "host") ? g->host : !strcmp(nm, "numa") ? g->at.numa

@@ -70,7 +70,11 @@ char *sc_tp_summary(const sc_tp *t) {
   for (int h = 0; h < t->nhost; h++) {
     const sc_tp_host *H = &t->host[h];
     int nn = 0, ng = 0, nc = 0;
-    for (int k = 0; k < t->nnuma; k++) nn += t->numa[k].host == h;
+    for (int k = 0; k < t->nnuma; k++) { /* NUMA nodes, not their parts in each package */
+      int seen = 0;
+      for (int j = 0; j < k; j++) seen |= t->numa[j].host == h && t->numa[j].id == t->numa[k].id;
+      nn += t->numa[k].host == h && !seen;
+    }
     for (int i = 0; i < t->ngpu; i++) ng += t->gpu[i].host == h;
     for (int i = 0; i < t->nnic; i++) nc += t->nic[i].host == h;
     put(&b, "host %d (%s): %d package%s, %d NUMA node%s, %d core%s", h, H->name, H->npackages, H->npackages == 1 ? "" : "s",
@@ -79,7 +83,11 @@ char *sc_tp_summary(const sc_tp *t) {
     put(&b, ", %d GPU%s, %d NIC%s, NVLink %s\n", ng, ng == 1 ? "" : "s", nc, nc == 1 ? "" : "s", nvkind(H->nvlink));
     if (H->caches[0]) put(&b, "  caches: %s\n", H->caches);
     for (int k = 0; k < t->nnuma; k++)
-      if (t->numa[k].host == h) put(&b, "  NUMA node %d: %d core%s\n", t->numa[k].id, t->numa[k].cpus, t->numa[k].cpus == 1 ? "" : "s");
+      if (t->numa[k].host == h) {
+        put(&b, "  NUMA node %d", t->numa[k].id);
+        if (t->numa[k].package >= 0) put(&b, " (package %d)", t->numa[k].package);
+        put(&b, ": %d core%s\n", t->numa[k].cpus, t->numa[k].cpus == 1 ? "" : "s");
+      }
     for (int i = 0; i < t->ngpu; i++) {
       const sc_tp_gpu *g = &t->gpu[i];
       if (g->host != h) continue;
@@ -121,7 +129,7 @@ char *sc_tp_json(const sc_tp *t) {
     int first = 1;
     for (int k = 0; k < t->nnuma; k++) {
       if (t->numa[k].host != h) continue;
-      put(&b, "%s{\"id\": %d, \"cpus\": %d}", first ? "" : ", ", t->numa[k].id, t->numa[k].cpus);
+      put(&b, "%s{\"id\": %d, \"package\": %d, \"cpus\": %d}", first ? "" : ", ", t->numa[k].id, t->numa[k].package, t->numa[k].cpus);
       first = 0;
     }
     put(&b, "],\n   \"gpus\": [");
@@ -167,12 +175,20 @@ char *sc_tp_lua(const sc_tp *t) {
   for (int l = 0; l < t->nlevels; l++)
     put(&b, "    { name = \"%s\", kind = \"%s\", gbps = %.17g, alpha_us = %.17g },\n", t->level[l].name, t->level[l].kind,
         t->level[l].gbps, t->level[l].alpha_us);
-  put(&b, "  },\n  ranks = {\n");
+  put(&b, "  },\n");
+  if (t->ngpu) /* the cost model's device numbers: HBM3 (docs/topology.md "Predicted numbers") */
+    put(&b, "  reduce_gbps = 1000, copy_gbps = 1300, call_us = 5,\n");
+  else { /* a rank per core: the cores are the CPU time (cost model) */
+    int cores = 0;
+    for (int h = 0; h < t->nhost; h++) if (t->host[h].ncores > cores) cores = t->host[h].ncores;
+    put(&b, "  cores_per_node = %d,\n", cores);
+  }
+  put(&b, "  ranks = {\n");
   for (int r = 0; r < t->nranks; r++) {
     put(&b, "    {");
     for (int l = 0; l < t->nlevels; l++)
       put(&b, "%s %s = %d", l ? "," : "", t->level[l].name, t->group[(size_t)r * SC_TP_MAX_LEVELS + l]);
-    if (t->gpu_of[r] >= 0) put(&b, ", gpu = \"%s\"", t->gpu[t->gpu_of[r]].busid);
+    if (t->gpu_of[r] >= 0) put(&b, ", busid = \"%s\"", t->gpu[t->gpu_of[r]].busid);
     if (t->nic_of[r] >= 0) { put(&b, ", nic = "); lua_str(&b, t->nic[t->nic_of[r]].name); }
     put(&b, " }, -- rank %d\n", r);
   }
@@ -185,7 +201,7 @@ char *sc_tp_lua(const sc_tp *t) {
     lua_str(&b, H->caches);
     put(&b, ",\n      numa = {");
     for (int k = 0; k < t->nnuma; k++)
-      if (t->numa[k].host == h) put(&b, " { id = %d, cpus = %d },", t->numa[k].id, t->numa[k].cpus);
+      if (t->numa[k].host == h) put(&b, " { id = %d, package = %d, cpus = %d },", t->numa[k].id, t->numa[k].package, t->numa[k].cpus);
     put(&b, " },\n      gpus = {");
     for (int i = 0; i < t->ngpu; i++) {
       const sc_tp_gpu *g = &t->gpu[i];
