@@ -134,6 +134,16 @@ int sc_xml_parse(const char *name, const char *text, size_t len, const sc_xml_cb
       if (skip_past(&r, "?>")) { r.line = line; fail(&r, "'<?' not closed by '?>'"); goto out; }
       continue;
     }
+    if (!depth && r.end - r.p >= 9 && !memcmp(r.p, "<!DOCTYPE", 9)) {
+      /* lstopo writes <!DOCTYPE topology SYSTEM "hwloc2.dtd">: an external name only is
+       * harmless; an internal subset ('[') could declare entities, and is refused */
+      const char *q = r.p;
+      while (q < r.end && *q != '>' && *q != '[') q++;
+      if (q >= r.end || *q == '[') { fail(&r, "a <!DOCTYPE with an internal subset is not accepted (no entities in a topology file)"); goto out; }
+      for (const char *c = r.p; c < q; c++) r.line += *c == '\n';
+      r.p = q + 1;
+      continue;
+    }
     if (r.end - r.p >= 2 && r.p[1] == '!') {
       fail(&r, "%s is not accepted here (no DTD, entity or CDATA in a topology file)",
            r.end - r.p >= 9 && !memcmp(r.p, "<!DOCTYPE", 9) ? "<!DOCTYPE" : "'<!'");
