@@ -20,7 +20,7 @@ static void topo_usage(FILE *f) {
              "                   instead of discovering this machine with hwloc and NVML\n"
              "  --synthetic DESC an hwloc synthetic machine, e.g. \"pack:2 core:4\"\n"
              "  --json           print JSON instead of the summary\n"
-             "  -o TOPOLOGY      also write schedc's topology file (for --topology and SCHEDC_TOPOLOGY)\n"
+             "  -o TOPOLOGY      also write schedc's topology file (for --topology)\n"
              "  -h, --help       this help\n");
 }
 

@@ -264,8 +264,8 @@ SCHEDC_API schedc_status schedc_plan_cost(const schedc_plan *plan, const schedc_
  * A machine's structure: hosts; per host packages, NUMA nodes, cores, PCIe switches, GPUs, NICs
  * and NVLink links; derived from them the ranks (one per GPU, else one per core), each GPU's
  * nearest NICs, the NVLink kind and the levels (host, numa, switch, nvlink, gpu/core) with a
- * bandwidth and latency each. Written as schedc's topology file, it is what `--topology`,
- * schedc_load_opts.topology and SCHEDC_TOPOLOGY accept. Immutable once made; any thread. */
+ * bandwidth and latency each. Written as schedc's topology file, it is what `--topology` and
+ * schedc_load_opts.topology accept. Immutable once made; any thread. */
 typedef struct schedc_topology schedc_topology;
 typedef enum schedc_topology_format {
   SCHEDC_TOPOLOGY_SUMMARY = 0, /* readable lines (schedc topo) */
