@@ -5,6 +5,7 @@
  * clean error with a message and no topology — a crash, leak, sanitizer report or hang is a
  * finding. Seeds: tests/topo (the NCCL and hwloc fixtures).
  */
+#define _GNU_SOURCE /* memfd_create */
 #include <string.h>
 
 #include "fuzz_input.h"

@@ -126,6 +126,13 @@ static void test_synthetic(void) {
     CHECK(level_of(t, "numa") == 1 && level_of(t, "switch") == 2);
   }
   sc_tp_free(t);
+  /* well-formed but inconsistent (found by fuzz.topo: hwloc 2.9's loader dies on it): refused,
+   * and this process lives (the loader's first run is in a child) */
+  snprintf(p, sizeof p, "%s/hwloc_crash.xml", dir);
+  t = sc_tp_new();
+  CHECK(sc_tp_import_hwloc_xml(t, p) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "hwloc_crash.xml: hwloc's XML loader crashed on it in a child process");
+  sc_tp_free(t);
   /* not well-formed: our reader's line before hwloc sees it */
   snprintf(p, sizeof p, "%s/bad_hwloc.xml", work);
   FILE *f = fopen(p, "w");
