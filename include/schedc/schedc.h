@@ -253,7 +253,8 @@ typedef struct schedc_cost_model {
     {SCHEDC_LINK_NET, 10.0, 10.0, 0.0}, 4.0, 5.0, 2.0, 1.0, 0}
 
 /* Read the `links` table of a topology file (docs/tuning.md) into *m (fields it does not name
- * keep their values). SCHEDC_EIO, SCHEDC_ESCRIPT or SCHEDC_EINVAL with "file:line: ..." */
+ * keep their values); a file without one but with levels (`schedc topo -o`, docs/topology.md)
+ * gives inter = its "host" level, intra = its slowest inner level. SCHEDC_EIO, SCHEDC_ESCRIPT or SCHEDC_EINVAL with "file:line: ..." */
 SCHEDC_API schedc_status schedc_cost_model_load(const char *topology_path, schedc_cost_model *m);
 /* Predicted time of one call of `plan` on a buffer of `bytes` (the whole buffer: for
  * reduce_scatter and allgather all ranks' blocks together), in microseconds. SCHEDC_EINVAL. */

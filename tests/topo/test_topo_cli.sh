@@ -50,6 +50,23 @@ expect 1 "bad XML" "$S" topo --from "$W/bad.xml"
 grep -q "^schedc topo: $W/bad.xml:4: closing tag </cpu> does not match <pci>" "$W/err" && ok || bad "bad XML message: $(cat "$W/err")"
 expect 1 "missing file" "$S" topo --from "$W/none.xml"
 expect 1 "a FIFO" bash -c "mkfifo '$W/fifo' && timeout 10 '$S' topo --from '$W/fifo'"
+# topology files with levels: mistakes named; a level the topology lacks, at the user's line
+topo_err() { # WHAT EXPECTED-TEXT LUA-BODY
+  printf '%s\n' "$3" >"$W/t.lua"
+  expect 2 "$1" "$S" check "$SRC/schedules/ring.lua" --topology "$W/t.lua" # a bad topology is a usage error
+  grep -qF "$2" "$W/err" && ok || bad "$1: wanted '$2', got: $(head -2 "$W/err")"
+}
+topo_err "first level not host" 'levels[1] must be "host" (the outermost level), not "numa"' \
+  'return { levels = { { name = "numa" } }, ranks = { { numa = 0 } } }'
+topo_err "rank without a level id" "ranks[2] (rank 1) needs an integer 'core'" \
+  'return { levels = { { name = "host" }, { name = "core" } }, ranks = { { host = 0, core = 0 }, { host = 0 } } }'
+topo_err "nodes and ranks" "give either 'ranks' (with 'levels') or 'nodes'" \
+  'return { nodes = { { 0 } }, levels = { { name = "host" } }, ranks = { { host = 0 } } }'
+topo_err "bad gbps" "levels[1].gbps must be a number > 0" \
+  'return { levels = { { name = "host", gbps = 0 } }, ranks = { { host = 0 } } }'
+printf 'local g = topo.groups("host")\nlocal x = topo.group_of(0, "rack")\n' >"$W/uses.lua"
+expect 1 "unknown level in a schedule" "$S" check "$W/uses.lua" --topology "$W/nvs.lua"
+grep -qF "uses.lua:2: bad argument #2 to 'group_of' (no level 'rack' in this topology (levels: host, gpu))" "$W/err" && ok || bad "unknown level: $(head -2 "$W/err")"
 expect 2 "unknown option" "$S" topo --bogus
 expect 2 "missing value" "$S" topo --from
 expect 2 "stray argument" "$S" topo extra
