@@ -56,7 +56,7 @@ static double pcie_gbps(const char *speed, const char *width) {
   if (!speed || !width) return 0;
   double gt = strtod(speed, NULL);
   long w;
-  if (gt <= 0 || to_long(width, 0, 64, &w) || w == 0) return 0;
+  if (!(gt > 0 && gt <= 1000) || to_long(width, 0, 64, &w) || w == 0) return 0; /* NaN, inf, nonsense: unknown */
   double per_lane = gt < 8 ? gt * 0.8 / 8 : gt * 128.0 / 130 / 8;
   return per_lane * (double)w;
 }

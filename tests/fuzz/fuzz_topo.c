@@ -1,7 +1,8 @@
 /*
  * fuzz_topo.c — libFuzzer target for the topology importer (schedc_topology_import: the strict
  * XML reader, NCCL topology XML, hwloc XML through hwloc's loader after our reader accepted it).
- * Every input must end in SCHEDC_OK with a topology whose three written forms are produced, or a
+ * Every input must end in SCHEDC_OK with a topology whose three written forms are produced (and
+ * whose topology file the cost model reads back), or a
  * clean error with a message and no topology — a crash, leak, sanitizer report or hang is a
  * finding. Seeds: tests/topo (the NCCL and hwloc fixtures).
  */
@@ -26,6 +27,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (n < 0) abort();
       char *buf = malloc((size_t)n + 1);
       if (!buf || schedc_topology_write(t, (schedc_topology_format)f, buf, (size_t)n + 1) != n || strlen(buf) != (size_t)n) abort();
+      if (f == SCHEDC_TOPOLOGY_FILE) { /* what we write, we read: the cost model loads it */
+        int fd2 = sc_fuzz_file((const uint8_t *)buf, (size_t)n, path, sizeof path);
+        schedc_cost_model m = SCHEDC_COST_MODEL_INIT;
+        if (schedc_cost_model_load(path, &m) != SCHEDC_OK) { fprintf(stderr, "%s\n", schedc_errmsg()); abort(); }
+        close(fd2);
+      }
       free(buf);
     }
     schedc_topology_free(t);
