@@ -87,6 +87,16 @@ void sc_dsl_open_builtins(lua_State *L);
 /* topo.c: build the topology (file, --nodes or one node) and install `topo`. Errors raise. */
 void sc_dsl_open_topo(lua_State *L);
 void sc_dsl_topo_free(sc_topo *t);
+/* Allocate t's per-rank and per-node arrays for n ranks on m nodes (raises on OOM). */
+void sc_dsl_topo_alloc(lua_State *L, sc_topo *t, uint32_t n, uint32_t m);
+/* Argument 1 as an integer in [0, limit) ("rank", "node"), else an argument error. */
+uint32_t sc_dsl_check_index(lua_State *L, uint32_t limit, const char *what);
+/* levels.c: read `levels` and `ranks` (the file's table on top; nodes from the host level,
+ * located = 1), or make the default levels host (the nodes) and rank; then install the level
+ * functions and `levels` in the `topo` table on top of the stack. Errors raise. */
+void sc_dsl_topo_read_ranks(lua_State *L, sc_topo *t, const char *path, uint32_t want_n);
+void sc_dsl_topo_default_levels(lua_State *L, sc_topo *t);
+void sc_dsl_topo_open_levels(lua_State *L, const sc_topo *t);
 /* Install `params` from the -D defines. */
 void sc_dsl_open_params(lua_State *L);
 
