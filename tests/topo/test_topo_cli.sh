@@ -29,6 +29,14 @@ if "$S" topo >"$W/sum" 2>"$W/err"; then
   grep -q "intra shm" "$W/out" && ok || bad "cost does not read the levels: $(head -2 "$W/out")"
   expect 0 "topo --json" "$S" topo --json
   /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); h=d["hosts"][0]; assert sum(n["cpus"] for n in h["numa"]) == int(sys.argv[2]), h; assert h["nvlink"] in ("none","unknown","mesh","nvswitch")' "$W/out" "$cores" && ok || bad "JSON shape"
+  # a tuning table names the machine it was measured on; another machine's is refused
+  fp=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["fingerprint"])' "$W/out")
+  expect 0 "compile ring for the table" "$S" compile "$SRC/schedules/ring.lua" --ranks 2 -o "$W/ring.plan"
+  printf 'schedc-tuning 1\ntopology %s\nentry allreduce 2 0 inf 0 ring.plan\n' "$fp" >"$W/here.txt"
+  expect 0 "tuning table of this machine" "$S" bench --ranks 2 --sizes 8 --tuning "$W/here.txt" --iters 2 --warmup 1
+  printf 'schedc-tuning 1\ntopology 0123456789abcdef\nentry allreduce 2 0 inf 0 ring.plan\n' >"$W/other.txt"
+  expect 1 "tuning table of another machine" "$S" bench --ranks 2 --sizes 8 --tuning "$W/other.txt" --iters 2 --warmup 1
+  grep -qF "other.txt:2: this tuning table was measured on a machine whose topology fingerprint is 0123456789abcdef; this machine's is $fp" "$W/err" "$W/out" && ok || bad "other machine's table: $(cat "$W/err" "$W/out" | head -3)"
   expect 0 "topo --synthetic" "$S" topo --synthetic "pack:2 core:4"
   grep -q "ranks: 8 (one per core); levels, outermost first: host .*, numa .*, core" "$W/out" && ok || bad "synthetic: $(tail -1 "$W/out")"
 else
