@@ -47,7 +47,9 @@ def _op_name(op: Any) -> str:
     for attr, name in (("SUM", "sum"), ("AVG", "avg"), ("PRODUCT", "prod"), ("MIN", "min"), ("MAX", "max")):
         if hasattr(R, attr) and op == getattr(R, attr):
             return name
-    raise RuntimeError("schedc backend: reduce op %s is not supported (SUM, AVG, PRODUCT, MIN, MAX)" % (op,))
+    shown = next((a for a in ("BAND", "BOR", "BXOR", "PREMUL_SUM") if hasattr(R, a) and op == getattr(R, a)),
+                 str(getattr(op, "op", op)))
+    raise RuntimeError("schedc backend: reduce op %s is not supported (SUM, AVG, PRODUCT, MIN, MAX)" % shown)
 
 
 def _check_dtype(dtype: torch.dtype, what: str, op: str) -> None:
@@ -305,6 +307,20 @@ class ProcessGroupSchedc(dist.ProcessGroup):
     def _get_backend_name(self) -> str:
         return "schedc"
 
+    # torch 2.x keeps a group's name on its C++ backends, which a Python group has none of: the
+    # trampoline asks these (DeviceMesh, hence FSDP2, resolves groups by name)
+    def _set_group_name(self, name: str) -> None:
+        self._group_name = name
+
+    def getGroupName(self) -> str:  # noqa: N802
+        return getattr(self, "_group_name", "")
+
+    def _set_group_desc(self, desc: str) -> None:
+        self._group_desc = desc
+
+    def getGroupDesc(self) -> str:  # noqa: N802
+        return getattr(self, "_group_desc", "")
+
     # -- plumbing
     def _plan(self, coll: str, root: int = 0) -> Optional[Plan]:
         if self.order != "canonical" or coll not in ("allreduce", "reduce_scatter", "reduce"):
@@ -544,8 +560,11 @@ def set_order(group: Any = None, order: str = "canonical") -> None:
 def _create(opts: Any, pg_options: Any = None) -> ProcessGroupSchedc:
     """Backend creator (extended API): torch calls it on each member of a new group."""
     ranks = list(getattr(opts, "global_ranks_in_group", None) or []) or None
-    return ProcessGroupSchedc(opts.store, opts.group_rank, opts.group_size, opts.timeout, ranks,
-                              pg_options if isinstance(pg_options, Options) else None)
+    pg = ProcessGroupSchedc(opts.store, opts.group_rank, opts.group_size, opts.timeout, ranks,
+                            pg_options if isinstance(pg_options, Options) else None)
+    if getattr(opts, "group_id", None) is not None:
+        pg._set_group_name(opts.group_id)
+    return pg
 
 
 def register() -> None:
