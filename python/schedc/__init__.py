@@ -204,7 +204,7 @@ _TORCH_DTYPES: Dict[str, int] = {"float32": 0, "float64": 1, "float16": 2, "bflo
 _FMT_DTYPES = {("f", 4): 0, ("d", 8): 1, ("e", 2): 2, ("i", 4): 4, ("l", 4): 4, ("q", 8): 5, ("l", 8): 5,
                ("n", 8): 5}
 _DTYPE_FMT = {0: "f", 1: "d", 2: "e", 4: "i", 5: "q"}
-_ESIZE = {0: 4, 1: 8, 2: 2, 3: 2, 4: 4, 5: 8}
+_ESIZE = dict(enumerate(_lib.DTYPE_SIZES))  # checked against the library at import (_lib.check_abi)
 
 
 # __cuda_array_interface__ type strings (little-endian; "|" where the size makes order moot)

@@ -167,3 +167,30 @@ def test_cuda_future_completed_inside_the_stream_block(monkeypatch):
     state._run()
     assert inside == [True]
     state.comm.close()
+
+
+def test_abi_check_catches_a_wrong_copy(monkeypatch):
+    """The binding hand-copies C tables and structs (issue 29): at import they are compared with
+    the library; a wrong copy raises AbiError naming the difference."""
+    import ctypes
+    from schedc import _lib
+    _lib.check_abi()  # the real copies agree
+    monkeypatch.setattr(_lib, "OP_NAMES", ["sum", "prod", "max", "min", "avg"])
+    with pytest.raises(_lib.AbiError, match=r"value 2 is 'min' in the library, 'max' here"):
+        _lib.check_abi()
+    monkeypatch.undo()
+    monkeypatch.setattr(_lib, "DTYPE_SIZES", [4, 8, 2, 4, 4, 8])
+    with pytest.raises(_lib.AbiError, match=r"dtype bf16 has 2 bytes in the library, 4 here"):
+        _lib.check_abi()
+    monkeypatch.undo()
+    monkeypatch.setattr(_lib, "STATUS_NAMES", _lib.STATUS_NAMES[:-1])
+    with pytest.raises(_lib.AbiError, match=r"number of statuses"):
+        _lib.check_abi()
+    monkeypatch.undo()
+    fields = [f for f in _lib.PlanInfoC._fields_ if f[0] != "source"]  # a field lost: the rest shift
+
+    class Shifted(ctypes.Structure):
+        _fields_ = fields
+    monkeypatch.setattr(_lib, "PlanInfoC", Shifted)
+    with pytest.raises(_lib.AbiError, match=r"PlanInfoC|sizeof"):
+        _lib.check_abi()
