@@ -567,8 +567,31 @@ def _create(opts: Any, pg_options: Any = None) -> ProcessGroupSchedc:
     return pg
 
 
+def _refuse_ddp_on_torch1() -> None:
+    """torch 1.13's DDP calls the process group from C++, which cannot reach a Python group's
+    methods (no trampoline before torch 2.0): its constructor would wait forever. Say so instead."""
+    try:
+        import torch.nn.parallel.distributed as ddp_mod
+    except Exception:
+        return
+    orig = getattr(ddp_mod, "_verify_param_shape_across_processes", None)
+    if orig is None or getattr(orig, "_schedc", False):
+        return
+
+    def verify(process_group: Any, *a: Any, **k: Any) -> Any:
+        if isinstance(process_group, ProcessGroupSchedc):
+            raise RuntimeError("schedc backend: DistributedDataParallel over the schedc process group needs torch >= 2.0 "
+                               "(this is %s); on it use init_process_group('gloo') with schedc.torch's "
+                               "allreduce_hook or CanonicalGrads (docs/python.md)" % torch.__version__)
+        return orig(process_group, *a, **k)
+    verify._schedc = True  # type: ignore[attr-defined]
+    ddp_mod._verify_param_shape_across_processes = verify
+
+
 def register() -> None:
     """Register the name "schedc" with torch.distributed (idempotent; done by ``import schedc.torch``)."""
+    if int(torch.__version__.split(".")[0]) < 2:
+        _refuse_ddp_on_torch1()
     if "SCHEDC" in dist.Backend._plugins:  # type: ignore[attr-defined]
         return
     try:

@@ -238,3 +238,11 @@ def test_concurrent_jobs_and_repeated_launches(tmp_path):
         for out, v in ((a, 1.0), (b, 1000.0)):
             for x in results(out, range(2)):
                 assert torch.equal(x["value"], torch.full((1000,), v * 3))
+
+
+@pytest.mark.skipif(TORCH2, reason="torch 1.13 only")
+def test_ddp_over_schedc_group_refused_on_torch1(tmp_path):
+    """1.13's DDP calls the group from C++, which cannot reach a Python group: its constructor
+    waited forever. Now an error saying what to use instead."""
+    out = finish(launch(1, ["train"], tmp_path), codes=[1])[0]
+    assert "DistributedDataParallel over the schedc process group needs torch >= 2.0" in out, out[-2000:]
