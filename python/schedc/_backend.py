@@ -109,42 +109,71 @@ _workers: "weakref.WeakSet[_Worker]" = weakref.WeakSet()
 class _Worker:
     """Runs a group's schedc operations one at a time in the order they were issued (the same on
     every rank, as for any collective), completing each op's future with its result or its
-    exception. A daemon thread, stopped at interpreter exit before any communicator is freed."""
+    exception. A daemon thread, stopped at interpreter exit before any communicator is freed.
+    A synchronous call (torch 2.x passes opts.asyncOp False) with nothing pending runs in the
+    caller's thread instead: the same order, without the hand-off (docs/performance.md)."""
 
     def __init__(self, name: str) -> None:
         self._q: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
         self._name = name
         self._thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()
+        # _st: what the thread shares (not the group, which it must not keep alive):
+        # [pending op count, lock of that count, lock held while an op runs]
+        self._st = [0, threading.Lock(), threading.Lock()]
         _workers.add(self)
 
     def put(self, fn: Callable[[], Any], fut: Any, result: Any, stream: Any) -> None:
         with self._lock:
             if self._thread is None:
-                self._thread = threading.Thread(target=_Worker._run, args=(self._q,), name=self._name,
+                self._thread = threading.Thread(target=_Worker._run, args=(self._q, self._st), name=self._name,
                                                 daemon=True)
                 self._thread.start()
+        with self._st[1]:
+            self._st[0] += 1
         self._q.put((fn, fut, result, stream))
 
+    def run_inline(self, fn: Callable[[], Any], fut: Any, result: Any) -> bool:
+        """Run the op now in this thread if nothing issued before it is pending; False otherwise."""
+        st = self._st
+        with st[1]:
+            if st[0]:
+                return False
+            st[0] += 1
+            st[2].acquire()  # free: nothing pending means the thread is not running an op
+        try:
+            _Worker._run_one(fn, fut, result, None)
+        finally:
+            st[2].release()
+            with st[1]:
+                st[0] -= 1
+        return True
+
     @staticmethod
-    def _run(q: "queue.SimpleQueue[Any]") -> None:
+    def _run(q: "queue.SimpleQueue[Any]", st: List[Any]) -> None:
         while True:
             item = q.get()
             if item is None:
                 return
-            fn, fut, result, stream = item
-            try:
-                if stream is not None:  # CUDA: enqueue on the issuer's stream; the future records it there
-                    with torch.cuda.stream(stream):
-                        fn()
-                        fut.set_result(result)
-                else:
+            with st[2]:
+                _Worker._run_one(*item)
+            with st[1]:
+                st[0] -= 1
+            del item
+
+    @staticmethod
+    def _run_one(fn: Callable[[], Any], fut: Any, result: Any, stream: Any) -> None:
+        try:
+            if stream is not None:  # CUDA: enqueue on the issuer's stream; the future records it there
+                with torch.cuda.stream(stream):
                     fn()
                     fut.set_result(result)
-            except BaseException as e:  # noqa: B902 — every failure goes to wait(), on every rank
-                if not fut.done():
-                    fut.set_exception(e)
-            del item, fn, fut, result, stream
+            else:
+                fn()
+                fut.set_result(result)
+        except BaseException as e:  # noqa: B902 — every failure goes to wait(), on every rank
+            if not fut.done():
+                fut.set_exception(e)
 
     def stop(self, timeout: Optional[float] = None) -> None:
         with self._lock:
@@ -332,7 +361,7 @@ class ProcessGroupSchedc(dist.ProcessGroup):
             self._plans[key] = p
         return p
 
-    def _submit(self, fn: Callable[[], Any], result: Any, tensors: List[torch.Tensor]) -> _Work:
+    def _submit(self, fn: Callable[[], Any], result: Any, tensors: List[torch.Tensor], opts: Any = None) -> _Work:
         cuda = [t for t in tensors if t.is_cuda]
         if cuda:
             dev = cuda[0].device
@@ -340,6 +369,8 @@ class ProcessGroupSchedc(dist.ProcessGroup):
             stream = torch.cuda.current_stream(dev)
         else:
             fut, stream = torch.futures.Future(), None
+            if getattr(opts, "asyncOp", True) is False and self._worker.run_inline(fn, fut, result):
+                return _Work(fut)
         self._worker.put(fn, fut, result, stream)
         return _Work(fut)
 
@@ -359,7 +390,7 @@ class ProcessGroupSchedc(dist.ProcessGroup):
 
         def run() -> None:
             self._reduce_into(t, op, "allreduce", lambda b: self.comm.allreduce(b, op=op, plan=plan))
-        return self._submit(run, tensors, tensors)
+        return self._submit(run, tensors, tensors, opts)
 
     def allreduce_coalesced(self, tensors: List[torch.Tensor], opts: Any = None) -> _Work:
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
@@ -380,7 +411,7 @@ class ProcessGroupSchedc(dist.ProcessGroup):
                 k = t.numel()
                 t.copy_(flat[off:off + k].view(t.shape))
                 off += k
-        return self._submit(run, tensors, tensors)
+        return self._submit(run, tensors, tensors, opts)
 
     def reduce(self, tensors: List[torch.Tensor], opts: Any = None) -> _Work:
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
@@ -391,7 +422,7 @@ class ProcessGroupSchedc(dist.ProcessGroup):
 
         def run() -> None:
             self._reduce_into(t, op, "reduce", lambda b: self.comm.reduce(b, root=root, op=op, plan=plan))
-        return self._submit(run, tensors, tensors)
+        return self._submit(run, tensors, tensors, opts)
 
     def _rs(self, out: torch.Tensor, inp: torch.Tensor, op: str, what: str) -> None:
         """reduce_scatter of the flat ``inp`` (n blocks) into ``out`` (one block)."""
@@ -415,7 +446,7 @@ class ProcessGroupSchedc(dist.ProcessGroup):
 
         def run() -> None:
             self._rs(out, torch.cat([x.reshape(-1) for x in ins]), op, "reduce_scatter")
-        return self._submit(run, output_tensors, [out])
+        return self._submit(run, output_tensors, [out], opts)
 
     def _reduce_scatter_base(self, output: torch.Tensor, inp: torch.Tensor, opts: Any = None) -> _Work:
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
@@ -424,7 +455,7 @@ class ProcessGroupSchedc(dist.ProcessGroup):
         def run() -> None:
             self._rs(output, inp.reshape(-1) if inp.is_contiguous() else inp.contiguous().reshape(-1), op,
                      "reduce_scatter_tensor")
-        return self._submit(run, output, [output])
+        return self._submit(run, output, [output], opts)
 
     reduce_scatter_single = _reduce_scatter_base  # torch >= 2.12's name
 
@@ -435,7 +466,7 @@ class ProcessGroupSchedc(dist.ProcessGroup):
         def run() -> None:
             for o, i in zip(outputs, inputs):
                 self._rs(o, i.contiguous().reshape(-1), op, "reduce_scatter_tensor_coalesced")
-        return self._submit(run, outputs, outputs)
+        return self._submit(run, outputs, outputs, opts)
 
     reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
 
@@ -450,7 +481,7 @@ class ProcessGroupSchedc(dist.ProcessGroup):
             p = _Prepared(t, "broadcast", False)
             self.comm.broadcast(p.buf, root=root)
             p.finish()
-        return self._submit(run, tensors, tensors)
+        return self._submit(run, tensors, tensors, opts)
 
     def _ag(self, out: torch.Tensor, inp: torch.Tensor, what: str) -> None:
         if out.numel() != inp.numel() * self._n or out.dtype != inp.dtype:
@@ -487,12 +518,12 @@ class ProcessGroupSchedc(dist.ProcessGroup):
             k = inp.numel()
             for r, o in enumerate(outs):
                 o.copy_(flat[r * k:(r + 1) * k].view(o.shape))
-        return self._submit(run, output_tensors, [inp])
+        return self._submit(run, output_tensors, [inp], opts)
 
     def _allgather_base(self, output: torch.Tensor, inp: torch.Tensor, opts: Any = None) -> _Work:
         def run() -> None:
             self._ag(output, inp, "all_gather_into_tensor")
-        return self._submit(run, output, [output])
+        return self._submit(run, output, [output], opts)
 
     all_gather_single = _allgather_base  # torch >= 2.12's name
 
@@ -501,7 +532,7 @@ class ProcessGroupSchedc(dist.ProcessGroup):
         def run() -> None:
             for o, i in zip(outputs, inputs):
                 self._ag(o, i, "allgather_into_tensor_coalesced")
-        return self._submit(run, outputs, outputs)
+        return self._submit(run, outputs, outputs, opts)
 
     all_gather_single_coalesced = allgather_into_tensor_coalesced
 
@@ -510,7 +541,7 @@ class ProcessGroupSchedc(dist.ProcessGroup):
 
         def run() -> None:
             self.comm.allreduce(t)
-        return self._submit(run, [], [])
+        return self._submit(run, [], [], opts)
 
     # -- no arithmetic, not on schedc: gloo over the same store (see _GLOO_OPS)
     def shutdown(self) -> None:
