@@ -112,6 +112,12 @@ if mode == "ops":
         y = x.clone()
         dist.all_reduce(y, group=sub)
         res["subgroup"] = (x, y)
+    # another plan per group: pg_options (torch 2.x passes them to the creator) or set_order
+    if int(torch.__version__.split(".")[0]) >= 2:
+        ring = dist.new_group(list(range(n)), pg_options=schedc.torch.Options(order="ring"))
+        t = torch.arange(10, dtype=torch.int64) * (rank + 1)
+        dist.all_reduce(t, group=ring)
+        res["ring"] = (ring.order, ring._plan("allreduce"), t)
     # unsupported: an error naming the op
     try:
         dist.all_reduce(torch.ones(2), op=R.BAND)

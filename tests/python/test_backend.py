@@ -202,6 +202,17 @@ def test_gloo_ops_and_subgroup(ops):
         same_bits(res[g]["subgroup"][1], by_plan(plan, i, ins, torch.float32))
 
 
+@pytest.mark.skipif(not TORCH2, reason="pg_options reach third-party backends on torch 2.x")
+def test_group_with_ring_order(ops):
+    """Options(order="ring"): the group's all-reduces use the communicator's default plan (no
+    canonical plan object), ints still exact."""
+    n, res = ops
+    for r in range(n):
+        order, plan, t = res[r]["ring"]
+        assert order == "ring" and plan is None
+        assert torch.equal(t, torch.arange(10, dtype=torch.int64) * (n * (n + 1) // 2))
+
+
 @pytest.mark.skipif(not TORCH2, reason="DDP and FSDP2 over a Python process group need torch 2.x")
 def test_ddp_buckets_and_fsdp2_same_weights(tmp_path):
     """DDP with bucket_cap_mb 1, 25 and 0.001 gives the same weights (canonical plans: the bucket
