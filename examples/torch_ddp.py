@@ -6,13 +6,17 @@
 
     python3 examples/torch_ddp.py --nprocs 4 --reduce schedc --microbatches 8 --order canonical
     python3 examples/torch_ddp.py --nprocs 2 --reduce gloo --microbatches 8
+    python3 examples/torch_ddp.py --nprocs 2 --backend schedc --reduce gloo --accumulate grad
 
 Each step runs L = --microbatches micro-batches of --mb-size rows (fixed), L/N per rank.
 --reduce gloo: DDP's own allreduce (.grad accumulation under no_sync). --reduce schedc
 --accumulate grad: DDP with schedc.torch.allreduce_hook (plan: --order). --reduce schedc
 --accumulate leaves (the default with --order canonical): schedc.torch.CanonicalGrads, the
 same weights for N = 1, 2, 4, 8 processes. Under an external launcher (RANK, WORLD_SIZE,
-MASTER_ADDR, MASTER_PORT set) leave out --nprocs.
+MASTER_ADDR, MASTER_PORT set) leave out --nprocs. --backend schedc: the process group itself
+is schedc's (`import schedc.torch; init_process_group("schedc")`): DDP's own bucket all-reduce
+(--reduce gloo, no hook) then runs canonical plans; torch 2.x (DDP calls a Python process group
+through a trampoline 1.13 lacks).
 """
 import argparse
 import os
@@ -56,7 +60,10 @@ def launch(args, argv):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nprocs", type=int, default=0, help="launch this many ranks here (else: from RANK/WORLD_SIZE)")
-    ap.add_argument("--reduce", choices=["schedc", "gloo"], default="schedc")
+    ap.add_argument("--backend", choices=["gloo", "schedc"], default="gloo",
+                    help="the process group: gloo, or schedc's torch.distributed backend")
+    ap.add_argument("--reduce", choices=["schedc", "gloo"], default="schedc",
+                    help="gloo: DDP's own all-reduce (on --backend); schedc: the hook or CanonicalGrads")
     ap.add_argument("--order", choices=["canonical", "ring"], default="canonical", help="schedc's plan order")
     ap.add_argument("--accumulate", choices=["grad", "leaves"], default=None,
                     help="per-rank micro-batches: .grad fold under DDP, or CanonicalGrads leaves "
@@ -79,7 +86,7 @@ def main():
     import schedc.torch as st
 
     torch.set_num_threads(1)  # fewer threads, same kernels: the bits do not depend on it here
-    dist.init_process_group("gloo")
+    dist.init_process_group(args.backend)  # "schedc": registered by `import schedc.torch`
     rank, n = dist.get_rank(), dist.get_world_size()
     L, B = args.microbatches, args.mb_size
     if L % n:

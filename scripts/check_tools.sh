@@ -54,6 +54,11 @@ done
 if [ -n "$py" ]; then ok "torch, numpy, pytest ($py)"
 else miss "torch, numpy and pytest" "python3-torch python3-numpy python3-pytest (Debian's torch, for /usr/bin/python3)" \
   "tried: ${SCHEDC_TEST_PYTHON:-/usr/bin/python3 python3}"; fi
+# PyPI's torch 2.x venv (tests/python/venv.sh, made by scripts/setup.sh): python.torch2
+venv=${SCHEDC_TORCH2_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/schedc/venv-torch2}
+if "$venv/bin/python" -c 'import torch, expecttest, numpy, pytest, sys; sys.exit(int(torch.__version__.split(".")[0]) < 2)' 2>/dev/null; then
+  ok "torch 2.x venv ($venv)"
+else miss "torch 2.x venv" "tests/python/venv.sh (PyPI's torch 2.x and expecttest; scripts/setup.sh runs it)" "looked in $venv"; fi
 
 if [ $missing != 0 ]; then
   echo "check_tools: $missing missing: the suite would skip what needs them (SCHEDC_REQUIRE_TOOLS=${SCHEDC_REQUIRE_TOOLS:-unset})"

@@ -182,10 +182,14 @@ def check(path_or_name: str, ranks: int = 0, nodes: Optional[int] = None,
     return info
 
 
-def canonical_plan(ranks: int, collective: str = "allreduce") -> Plan:
+def canonical_plan(ranks: int, collective: str = "allreduce", root: int = 0) -> Plan:
     """A shipped plan proven canonical for any rank count: direct.lua -D order=canonical (allreduce,
-    reduce_scatter). Its sums are the balanced tree over ranks, whatever the buffer layout."""
-    return Plan("direct", ranks=ranks, defines={"order": "canonical", "collective": collective})
+    reduce_scatter, reduce with ``root``). Its sums are the balanced tree over ranks, whatever the
+    buffer layout."""
+    d = {"order": "canonical", "collective": collective}
+    if collective == "reduce":
+        d["root"] = int(root)
+    return Plan("direct", ranks=ranks, defines=d)
 
 
 def unique_id() -> bytes:
@@ -200,7 +204,7 @@ _TORCH_DTYPES: Dict[str, int] = {"float32": 0, "float64": 1, "float16": 2, "bflo
 _FMT_DTYPES = {("f", 4): 0, ("d", 8): 1, ("e", 2): 2, ("i", 4): 4, ("l", 4): 4, ("q", 8): 5, ("l", 8): 5,
                ("n", 8): 5}
 _DTYPE_FMT = {0: "f", 1: "d", 2: "e", 4: "i", 5: "q"}
-_ESIZE = {0: 4, 1: 8, 2: 2, 3: 2, 4: 4, 5: 8}
+_ESIZE = dict(enumerate(_lib.DTYPE_SIZES))  # checked against the library at import (_lib.check_abi)
 
 
 # __cuda_array_interface__ type strings (little-endian; "|" where the size makes order moot)
@@ -398,8 +402,11 @@ class Comm:
     must be called by every rank in the same order with matching arguments: a mismatch (another
     size, dtype, op, plan) raises schedc.Error SCHEDC_EMISMATCH on every rank instead of hanging.
     A dead peer raises SCHEDC_EPEER / SCHEDC_ETIMEOUT (the communicator is then broken).
-    One thread at a time per communicator. ``close()`` (or ``with``) frees it; any still open are
-    closed at interpreter exit, which removes their shared-memory segments.
+    Calls from several threads are serialised by a lock (each C call holds it), so a DDP hook's
+    background thread and the main thread may share one communicator; the *order* of the calls
+    must still be the same on every rank. ``close()`` (or ``with``) frees it (after the call in
+    flight, if any); any still open are closed at interpreter exit, which removes their
+    shared-memory segments.
     """
 
     def __init__(self, handle: ctypes.c_void_p, plans: Optional[list] = None, backend: str = "",
@@ -417,6 +424,9 @@ class Comm:
         self.cuda_device: Optional[int] = None
         self._plans = plans or []  # plans referenced by opts must outlive the communicator
         self._default: Dict[str, Plan] = {}
+        # held by every C call on this communicator and by close(): the library allows one thread
+        # at a time per communicator, and close() must not free it under a call in flight
+        self._lock = threading.RLock()
         with _open_lock:
             _open_comms.add(self)
 
@@ -514,8 +524,9 @@ class Comm:
         once its work is enqueued on the buffer's stream, torch's current stream for a CUDA tensor);
         raises schedc.Error if a kernel failed (schedc_cuda_sync). No-op without device calls."""
         self._h()  # closed: say so (close() freed the cuda communicator too; nothing left to wait for)
-        if self._cuda:
-            _check(lib.schedc_cuda_sync(self._cuda), "synchronize")
+        with self._lock:
+            if self._cuda:
+                _check(lib.schedc_cuda_sync(self._cuda), "synchronize")
 
     @staticmethod
     def _plan(plan: Optional[Plan]) -> Optional[int]:
@@ -530,8 +541,20 @@ class Comm:
         division); every rank gets the plan's proven bits. Returns ``tensor``."""
         b = _Buf(tensor, "allreduce")
         o = _parse_op(op)
-        h = self._handle_for(b, "allreduce")
-        _check(lib.schedc_allreduce(b.ptr, b.ptr, b.count, b.dtype, o, h, self._plan(plan)), "allreduce")
+        with self._lock:
+            h = self._handle_for(b, "allreduce")
+            _check(lib.schedc_allreduce(b.ptr, b.ptr, b.count, b.dtype, o, h, self._plan(plan)), "allreduce")
+        return tensor
+
+    def reduce(self, tensor: Any, root: int = 0, op: str = "sum", plan: Optional[Plan] = None) -> Any:
+        """Reduce ``tensor`` across ranks into ``root``'s tensor, in place (schedc_reduce); the other
+        ranks' tensors are left as they were. A plan must be a reduce plan for this root
+        (``canonical_plan(n, "reduce", root)``). Returns ``tensor``."""
+        b = _Buf(tensor, "reduce")
+        o = _parse_op(op)
+        with self._lock:
+            h = self._handle_for(b, "reduce")
+            _check(lib.schedc_reduce(b.ptr, b.ptr, b.count, b.dtype, o, int(root), h, self._plan(plan)), "reduce")
         return tensor
 
     def reduce_scatter(self, tensor: Any, output: Any = None, op: str = "sum", plan: Optional[Plan] = None) -> Any:
@@ -548,8 +571,9 @@ class Comm:
         if out.dtype != b.dtype or out.count != k:
             raise ValueError("schedc.reduce_scatter: output must have %d elements of the input's dtype" % k)
         _same_memory(b, out, "reduce_scatter")
-        _check(lib.schedc_reduce_scatter(b.ptr, out.ptr, k, b.dtype, o, self._handle_for(b, "reduce_scatter"),
-                                         self._plan(plan)), "reduce_scatter")
+        with self._lock:
+            _check(lib.schedc_reduce_scatter(b.ptr, out.ptr, k, b.dtype, o, self._handle_for(b, "reduce_scatter"),
+                                             self._plan(plan)), "reduce_scatter")
         if output is not None:
             return output
         if b.kind == "cuda":  # a torch tensor: the copy is stream-ordered after the collective
@@ -571,32 +595,43 @@ class Comm:
                 raise ValueError("schedc.allgather: %d elements do not split into %d equal blocks" % (b.count, n))
             k = b.count // n
             es = _ESIZE[b.dtype]
-            _check(lib.schedc_allgather((b.ptr + self.rank * k * es) if k else b.ptr, b.ptr, k, b.dtype,
-                                        self._handle_for(b, "allgather"), self._plan(plan)), "allgather")
+            with self._lock:
+                _check(lib.schedc_allgather((b.ptr + self.rank * k * es) if k else b.ptr, b.ptr, k, b.dtype,
+                                            self._handle_for(b, "allgather"), self._plan(plan)), "allgather")
             return tensor
         out = _Buf(output, "allgather")
         if out.dtype != b.dtype or out.count != b.count * n:
             raise ValueError("schedc.allgather: output must have %d elements of the input's dtype" % (b.count * n))
         _same_memory(b, out, "allgather")
-        _check(lib.schedc_allgather(b.ptr, out.ptr, b.count, b.dtype, self._handle_for(b, "allgather"),
-                                    self._plan(plan)), "allgather")
+        with self._lock:
+            _check(lib.schedc_allgather(b.ptr, out.ptr, b.count, b.dtype, self._handle_for(b, "allgather"),
+                                        self._plan(plan)), "allgather")
         return output
 
     def broadcast(self, tensor: Any, root: int = 0, plan: Optional[Plan] = None) -> Any:
         """``root``'s tensor to every rank's, in place. Returns ``tensor``."""
         b = _Buf(tensor, "broadcast")
-        _check(lib.schedc_broadcast(b.ptr, b.ptr, b.count, b.dtype, int(root), self._handle_for(b, "broadcast"),
-                                    self._plan(plan)), "broadcast")
+        with self._lock:
+            _check(lib.schedc_broadcast(b.ptr, b.ptr, b.count, b.dtype, int(root), self._handle_for(b, "broadcast"),
+                                        self._plan(plan)), "broadcast")
         return tensor
 
-    def close(self) -> None:
-        """Free the communicator (removes its shared-memory segments); idempotent."""
-        if self._cuda:  # it borrows this one: first
-            lib.schedc_comm_free(self._cuda)
-            self._cuda = ctypes.c_void_p()
-        if self._c:
-            lib.schedc_comm_free(self._c)
-            self._c = ctypes.c_void_p()
+    def close(self, wait: Optional[float] = None) -> None:
+        """Free the communicator (removes its shared-memory segments); idempotent. Waits for a call
+        another thread has in flight on it; ``wait`` (seconds) bounds that wait: past it the
+        communicator is left open (returns False) rather than freed under the call."""
+        if not self._lock.acquire(timeout=-1 if wait is None else max(0.0, wait)):
+            return False
+        try:
+            if self._cuda:  # it borrows this one: first
+                lib.schedc_comm_free(self._cuda)
+                self._cuda = ctypes.c_void_p()
+            if self._c:
+                lib.schedc_comm_free(self._c)
+                self._c = ctypes.c_void_p()
+        finally:
+            self._lock.release()
+        return True
 
     def __enter__(self) -> "Comm":
         return self
@@ -639,6 +674,10 @@ def _close_all() -> None:
         comms = list(_open_comms)
     for c in comms:
         try:
-            c.close()
+            # a daemon thread may still be inside a call on it (a DDP hook's worker, a process
+            # group's): freeing it under that call would be a use after free. Wait for the call
+            # (bounded by its timeout anyway), and past 10 s leave it: the process is
+            # ending, and the shm rendezvous segment was already unlinked at init.
+            c.close(wait=10.0)
         except Exception:
             pass

@@ -96,6 +96,7 @@ _proto("schedc_allreduce", c_int, P, P, c_size_t, c_int, c_int, P, P)
 _proto("schedc_reduce_scatter", c_int, P, P, c_size_t, c_int, c_int, P, P)
 _proto("schedc_allgather", c_int, P, P, c_size_t, c_int, P, P)
 _proto("schedc_broadcast", c_int, P, P, c_size_t, c_int, c_int, P, P)
+_proto("schedc_reduce", c_int, P, P, c_size_t, c_int, c_int, c_int, P, P)
 _proto("schedc_digest", c_uint64, P, c_size_t)
 _proto("schedc_accum_create", c_int, c_size_t, c_int, c_int, c_int, c_int, ctypes.POINTER(P))
 _proto("schedc_accumulate", c_int, P, c_int, P)
@@ -109,6 +110,95 @@ STATUS_NAMES = ["SCHEDC_OK", "SCHEDC_EINVAL", "SCHEDC_ENOMEM", "SCHEDC_EIO", "SC
 COLLECTIVES = ["allreduce", "reduce_scatter", "allgather", "broadcast", "reduce"]
 
 
+_proto("schedc_dtype_name", c_char_p, c_int)
+_proto("schedc_op_name", c_char_p, c_int)
+_proto("schedc_collective_name", c_char_p, c_int)
+_proto("schedc_plan_builtin", c_int, c_int, c_int, c_int, ctypes.POINTER(P))
+
+# The tables the package copies by hand, as the library spells them (checked by check_abi)
+DTYPE_NAMES = ["f32", "f64", "f16", "bf16", "i32", "i64"]
+DTYPE_SIZES = [4, 8, 2, 2, 4, 8]
+OP_NAMES = ["sum", "prod", "min", "max", "avg"]
+
+
+class AbiError(ImportError):
+    """The package's copy of a C table or struct disagrees with the loaded libschedc.so."""
+
+
+def check_abi() -> None:
+    """Compare the hand-copied tables and PlanInfoC with the loaded library (at import): a library
+    of another version, or a copy that drifted from schedc.h, is refused with the first
+    difference named, instead of misreading memory or mislabelling a status."""
+    where = getattr(lib, "_name", "libschedc.so")
+
+    def fail(what: str) -> None:
+        raise AbiError("schedc: the Python binding does not match %s: %s (reinstall the package and the library "
+                       "from one checkout)" % (where, what))
+    for table, fn in ((DTYPE_NAMES, lib.schedc_dtype_name), (OP_NAMES, lib.schedc_op_name),
+                      (COLLECTIVES, lib.schedc_collective_name)):
+        for i, want in enumerate(table + [None]):
+            got = fn(i)
+            got = got.decode() if got is not None else None
+            if got != want:
+                fail("value %d is %r in the library, %r here" % (i, got, want))
+    for i, sz in enumerate(DTYPE_SIZES):
+        if lib.schedc_dtype_size(i) != sz:
+            fail("dtype %s has %d bytes in the library, %d here" % (DTYPE_NAMES[i], lib.schedc_dtype_size(i), sz))
+    # statuses: the messages are the library's; the names are checked against schedc.h where the
+    # checkout has it, and their count against the library's out-of-range message
+    unknown = lib.schedc_status_str(len(STATUS_NAMES) + 100)
+    if lib.schedc_status_str(len(STATUS_NAMES)) != unknown or lib.schedc_status_str(len(STATUS_NAMES) - 1) == unknown:
+        fail("the library has another number of statuses than the %d here" % len(STATUS_NAMES))
+    hdr = _HERE.parent.parent / "include" / "schedc" / "schedc.h"
+    if hdr.exists():
+        import re
+        text = hdr.read_text()
+        names = re.findall(r"X\((SCHEDC_E\w+|SCHEDC_OK), (\d+),", text[text.find("SCHEDC_STATUS_LIST"):
+                                                                   text.find("typedef enum schedc_status")])
+        if [n for n, _ in sorted(names, key=lambda x: int(x[1]))] != STATUS_NAMES:
+            fail("status names differ from %s" % hdr)
+    # PlanInfoC's layout: every field read back from a plan whose values are known
+    p = ctypes.c_void_p()
+    if lib.schedc_plan_builtin(3, 3, 2, ctypes.byref(p)) != 0:  # broadcast, 3 ranks, root 2
+        fail("schedc_plan_builtin failed: %s" % errmsg())
+    try:
+        i = PlanInfoC()
+        i.size = ctypes.sizeof(PlanInfoC)
+        if lib.schedc_plan_get_info(p, ctypes.cast(ctypes.pointer(i), lib.schedc_plan_get_info.argtypes[1])) != 0:
+            fail("schedc_plan_get_info refused sizeof(PlanInfoC) = %d: %s" % (i.size, errmsg()))
+        if (i.collective, i.nranks, i.root, i.canonical) != (3, 3, 2, 0) or not i.name or not 0 < i.nchunks < 1000 \
+                or not 0 <= i.max_sent <= 16 or not 0 <= i.max_recv <= 16 or i.ntransfers <= 0:
+            fail("PlanInfoC read a broadcast plan on 3 ranks, root 2, as collective %d, %d ranks, root %d, %d chunks, "
+                 "max_sent %g: the struct's fields are not the library's" % (i.collective, i.nranks, i.root,
+                                                                             i.nchunks, i.max_sent))
+    finally:
+        lib.schedc_plan_free(p)
+
+
 def errmsg() -> str:
     m: Optional[bytes] = lib.schedc_errmsg()
     return m.decode(errors="replace") if m else ""
+
+
+check_abi()
+
+# Library log messages to Python's logging (logger "schedc"), where the library can route them
+# (schedc_set_log; older libraries print to stderr). The callback object lives as long as the
+# process: the library keeps its pointer.
+if hasattr(lib, "schedc_set_log"):
+    import logging as _logging
+
+    _LOG_LEVELS = {0: _logging.ERROR, 1: _logging.WARNING, 2: _logging.INFO, 3: _logging.DEBUG}
+    _LOG_FN = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_char_p)
+
+    def _on_log(ctx: Optional[int], level: int, msg: Optional[bytes]) -> None:
+        try:
+            _logging.getLogger("schedc").log(_LOG_LEVELS.get(level, _logging.INFO),
+                                             (msg or b"").decode(errors="replace").rstrip("\n"))
+        except Exception:  # never let an exception cross into C
+            pass
+
+    _log_callback = _LOG_FN(_on_log)
+    lib.schedc_set_log.restype = None
+    lib.schedc_set_log.argtypes = [_LOG_FN, c_void_p]
+    lib.schedc_set_log(_log_callback, None)

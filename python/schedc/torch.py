@@ -1,8 +1,10 @@
 # schedc.torch — schedc inside a torch.distributed job: a communicator bootstrapped through the
 # process group (a random job id from rank 0, never from the environment), a DDP communication
 # hook reducing buckets in a canonical order, and canonical micro-batch gradient accumulation.
-"""PyTorch integration: ``init_comm``, ``HookState`` + ``allreduce_hook`` for
-``DistributedDataParallel.register_comm_hook``, and ``CanonicalGrads`` (docs/python.md)."""
+"""PyTorch integration: the ``"schedc"`` torch.distributed backend (registered by importing this
+module: ``dist.init_process_group("schedc")``), ``init_comm``, ``HookState`` + ``allreduce_hook``
+for ``DistributedDataParallel.register_comm_hook``, and ``CanonicalGrads`` (docs/python.md)."""
+import atexit
 import ctypes
 import os
 import queue
@@ -15,9 +17,13 @@ import torch
 import torch.distributed as dist
 
 from . import Comm, Plan, _check, canonical_plan, unique_id
+from ._backend import Options, ProcessGroupSchedc, register, set_order
 from ._lib import lib
 
-__all__ = ["init_comm", "HookState", "allreduce_hook", "CanonicalGrads"]
+__all__ = ["init_comm", "HookState", "allreduce_hook", "CanonicalGrads", "ProcessGroupSchedc", "Options",
+           "set_order"]
+
+register()  # dist.init_process_group("schedc")
 
 
 def _host_id() -> str:
@@ -151,6 +157,7 @@ class HookState:
         self._queue: "queue.Queue[Any]" = queue.Queue()
         self._worker: Optional[threading.Thread] = None
         self._lock = threading.Lock()
+        _hook_states.add(self)
 
     def _reduce(self, t: torch.Tensor) -> None:
         self.comm.allreduce(t, op=self.op, plan=self.plan)
@@ -170,12 +177,16 @@ class HookState:
                 if stream is not None:  # a CUDA bucket: enqueue behind the work that produced it
                     with torch.cuda.stream(stream):
                         self._reduce(t)
+                        # inside the block: set_result records the future's CUDA event on the
+                        # current stream, which must be the one the reduction was enqueued on
+                        fut.set_result(t)
                 else:
                     self._reduce(t)
+                    fut.set_result(t)
             except BaseException as e:  # handed to DDP through the future, which raises it in backward
-                fut.set_exception(e)
-            else:
-                fut.set_result(t)
+                if not fut.done():
+                    fut.set_exception(e)
+            del item, t, fut, stream
 
     def _submit(self, t: torch.Tensor, fut: "torch.futures.Future[torch.Tensor]") -> None:
         with self._lock:
@@ -185,13 +196,30 @@ class HookState:
         # the stream backward produced the bucket on, current in the hook's thread, not this one's
         self._queue.put((t, fut, torch.cuda.current_stream(t.device) if t.is_cuda else None))
 
-    def close(self) -> None:
+    def close(self, timeout: Optional[float] = None) -> None:
         """Finish the buckets already handed over, then stop the background thread."""
         with self._lock:
             w, self._worker = self._worker, None
         if w is not None:
             self._queue.put(None)
-            w.join()
+            w.join(timeout)
+
+
+_hook_states: "weakref.WeakSet[HookState]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_hook_states() -> None:
+    # Stop every hook's thread before the interpreter finalises. A daemon thread completing a
+    # future releases the GIL inside torch's C++ (markCompleted) while DDP's main thread, woken by
+    # it, runs to exit; taking the GIL back during finalisation kills the thread inside a C++
+    # destructor: "terminate called without an active exception", exit 134 (torch 1.13, 3 runs
+    # in 8). Registered after schedc's at-exit close of the communicators, so it runs before it.
+    for s in list(_hook_states):
+        try:
+            s.close(timeout=30.0)
+        except Exception:
+            pass
 
 
 def _bucket_tensor(bucket: dist.GradBucket) -> torch.Tensor:
@@ -260,7 +288,14 @@ class CanonicalGrads:
         _check(lib.schedc_accum_create(self.count, _ACC_DTYPES[self.dtype], 0, self.first, m,
                                        ctypes.byref(self._acc)), "CanonicalGrads")
         self.added: List[int] = []
-        self._given: Optional[List[Any]] = None  # the p.grad tensors the last reduce() set (weak refs)
+        # What the last reduce() set: each p.grad (a weak ref) and its version counter then. A
+        # backward after it adds into that tensor in place; whether it was cleared first is told by
+        # the version when the backward reaches the parameter (a hook, before the accumulation): a
+        # zero_() (opt.zero_grad() on torch 1.13, model.zero_grad()) bumps it, a stale one has it.
+        self._given: Optional[List[Any]] = None
+        self._versions: List[int] = []
+        self._hooks: List[Any] = []
+        self._stale: List[int] = []
 
     @property
     def my_leaves(self) -> range:
@@ -274,11 +309,12 @@ class CanonicalGrads:
             # A backward after reduce() and opt.step() without clearing .grad adds into reduce()'s
             # result in place (same tensor): that leaf would carry the previous step's gradient, and
             # the weights would silently differ from one rank count to another (which leaves are a
-            # rank's first depends on it).
-            if any(p.grad is not None and p.grad is ref() for p, ref in zip(self.params, self._given)):
+            # rank's first depends on it). Zeroed in place is fine: only an untouched one is stale.
+            stale = bool(self._stale) or any(self._is_stale(i) for i in range(len(self.params)))
+            self._unhook()
+            if stale:
                 raise RuntimeError("schedc.torch.CanonicalGrads.add: p.grad still holds the previous reduce()'s "
-                                   "gradient; clear it after opt.step(): opt.zero_grad(set_to_none=True)")
-            self._given = None
+                                   "gradient; clear it after opt.step(): opt.zero_grad() or p.grad = None")
         off = 0
         with torch.no_grad():
             for p in self.params:
@@ -292,6 +328,17 @@ class CanonicalGrads:
         for p in self.params:
             p.grad = None
         self.added.append(int(leaf))
+
+    def _is_stale(self, i: int) -> bool:
+        """Parameter i's .grad is still reduce()'s tensor, unchanged since (not cleared)."""
+        assert self._given is not None
+        g = self.params[i].grad
+        return g is not None and g is self._given[i]() and g._version == self._versions[i]
+
+    def _unhook(self) -> None:
+        for h in self._hooks:
+            h.remove()
+        self._hooks, self._given, self._versions, self._stale = [], None, [], []
 
     def reduce(self) -> None:
         """Canonical sum (or average) of all leaves across ranks into every ``p.grad``; resets the
@@ -308,9 +355,19 @@ class CanonicalGrads:
             k = p.numel()
             p.grad = out[off:off + k].view_as(p).to(p.device, copy=True)  # CUDA parameters: copied back
             off += k
+        self._unhook()
         self._given = [weakref.ref(p.grad) for p in self.params]
+        self._versions = [p.grad._version for p in self.params]
+
+        def hook(i: int) -> Any:
+            def check(grad: torch.Tensor) -> None:  # runs before the backward accumulates into p.grad
+                if self._given is not None and self._is_stale(i):
+                    self._stale.append(i)
+            return check
+        self._hooks = [p.register_hook(hook(i)) for i, p in enumerate(self.params)]
 
     def close(self) -> None:
+        self._unhook()
         if self._acc:
             lib.schedc_accum_free(self._acc)
             self._acc = ctypes.c_void_p()

@@ -1,0 +1,631 @@
+# _backend.py — the "schedc" torch.distributed backend: ProcessGroupSchedc, a Python ProcessGroup
+# over one schedc communicator per group. Collectives with arithmetic run verified plans (canonical
+# by default); broadcast, all_gather and barrier run on schedc too; point-to-point and the other
+# arithmetic-free ops go to an inner gloo group made over the same store (docs/python.md lists
+# which op goes where). A group's schedc ops run one at a time, in issue order, on its worker thread.
+import atexit
+import datetime
+import os
+import queue
+import socket
+import threading
+import weakref
+from typing import Any, Callable, Dict, List, Optional
+
+import torch
+import torch.distributed as dist
+
+from . import Comm, Plan, canonical_plan, unique_id
+
+__all__ = ["ProcessGroupSchedc", "Options", "set_order", "register"]
+
+# dtypes the C library takes as they are; the rest: see _Prepared
+_NATIVE = {torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64}
+# small integer and bool types, reduced exactly in int64 and cast back: MIN/MAX exact, SUM/PRODUCT
+# wrap modulo 2^bits as the narrow type's own arithmetic would; bool: SUM/MAX = or, PRODUCT/MIN = and
+_WIDEN = {torch.int8, torch.uint8, torch.int16, torch.bool} | {getattr(torch, n) for n in ("uint16", "uint32")
+                                                                 if hasattr(torch, n)}
+_MPI_LAUNCHER_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
+ORDERS = ("canonical", "ring")
+
+
+class Options:
+    """Per-group options: ``order="canonical"`` (default: the bits do not depend on message size,
+    bucket layout or coalescing) or ``"ring"`` (the communicator's default plan — the built-in
+    ring, or the tuning table's choice: faster on some sizes, bits depend on the layout). Pass as
+    ``dist.new_group(ranks, pg_options=schedc.torch.Options(order="ring"))`` or change a group
+    later with ``schedc.torch.set_order(group, "ring")`` (every rank, at the same point)."""
+
+    def __init__(self, order: str = "canonical") -> None:
+        if order not in ORDERS:
+            raise ValueError("schedc.torch.Options: order must be one of %s, not %r" % (ORDERS, order))
+        self.order = order
+
+
+def _op_name(op: Any) -> str:
+    R = dist.ReduceOp
+    for attr, name in (("SUM", "sum"), ("AVG", "avg"), ("PRODUCT", "prod"), ("MIN", "min"), ("MAX", "max")):
+        if hasattr(R, attr) and op == getattr(R, attr):
+            return name
+    shown = next((a for a in ("BAND", "BOR", "BXOR", "PREMUL_SUM") if hasattr(R, a) and op == getattr(R, a)),
+                 str(getattr(op, "op", op)))
+    raise RuntimeError("schedc backend: reduce op %s is not supported (SUM, AVG, PRODUCT, MIN, MAX)" % shown)
+
+
+def _check_dtype(dtype: torch.dtype, what: str, op: str) -> None:
+    """Refuse, in the caller's thread, a dtype an arithmetic op cannot take."""
+    if dtype in _NATIVE:
+        return
+    if dtype in _WIDEN:
+        if op == "avg":
+            raise TypeError("schedc backend: %s: AVG of %s tensors is not supported (SUM, PRODUCT, MIN, MAX are)"
+                            % (what, dtype))
+        return
+    raise TypeError("schedc backend: %s: dtype %s is not supported (float32, float64, float16, bfloat16, int32, "
+                    "int64; int8, uint8, int16, bool with SUM/PRODUCT/MIN/MAX)" % (what, dtype))
+
+
+class _Prepared:
+    """A tensor as the C library can take it: itself (contiguous, a native dtype), a contiguous
+    copy, a widened int64 copy (small ints, bool), or for data movement its raw bytes as int32
+    words; ``finish()`` writes the result back into the caller's tensor."""
+
+    def __init__(self, t: torch.Tensor, what: str, arith: bool, op: str = "") -> None:
+        self.t = t
+        self.raw = 0
+        if t.dtype in _NATIVE:
+            self.buf = t if t.is_contiguous() else t.contiguous()
+        elif arith:
+            _check_dtype(t.dtype, what, op)
+            self.buf = t.to(torch.int64, memory_format=torch.contiguous_format).reshape(-1)
+        else:
+            # no arithmetic: move the bytes, padded to whole int32 words (copies; bit-exact)
+            n = t.numel() * t.element_size()
+            self.raw = n
+            b = torch.zeros((n + 3) // 4 * 4, dtype=torch.uint8, device=t.device)
+            if n:
+                b[:n].copy_(t.contiguous().reshape(-1).view(torch.uint8))
+            self.buf = b.view(torch.int32)
+
+    def finish(self) -> None:
+        if self.buf is self.t:
+            return
+        if self.raw:
+            self.t.copy_(self.buf.view(torch.uint8)[:self.raw].view(self.t.dtype).reshape(self.t.shape))
+        elif self.t.numel():
+            self.t.copy_(self.buf.reshape(self.t.shape))  # int64 -> narrow type: wraps; -> bool: nonzero
+
+
+def _one(tensors: List[torch.Tensor], what: str) -> torch.Tensor:
+    if len(tensors) != 1:
+        raise RuntimeError("schedc backend: %s takes one tensor per process, got %d" % (what, len(tensors)))
+    return tensors[0]
+
+
+# ---- the worker: one thread per group, its schedc ops in issue order ---------------------------
+_workers: "weakref.WeakSet[_Worker]" = weakref.WeakSet()
+
+
+class _Worker:
+    """Runs a group's schedc operations one at a time in the order they were issued (the same on
+    every rank, as for any collective), completing each op's future with its result or its
+    exception. A daemon thread, stopped at interpreter exit before any communicator is freed.
+    A synchronous call (torch 2.x passes opts.asyncOp False) with nothing pending runs in the
+    caller's thread instead: the same order, without the hand-off (docs/performance.md)."""
+
+    def __init__(self, name: str) -> None:
+        self._q: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
+        self._name = name
+        self._thread: Optional[threading.Thread] = None
+        self._lock = threading.Lock()
+        # _st: what the thread shares (not the group, which it must not keep alive):
+        # [pending op count, lock of that count, lock held while an op runs]
+        self._st = [0, threading.Lock(), threading.Lock()]
+        _workers.add(self)
+
+    def put(self, fn: Callable[[], Any], fut: Any, result: Any, stream: Any) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=_Worker._run, args=(self._q, self._st), name=self._name,
+                                                daemon=True)
+                self._thread.start()
+        with self._st[1]:
+            self._st[0] += 1
+        self._q.put((fn, fut, result, stream))
+
+    def run_inline(self, fn: Callable[[], Any], fut: Any, result: Any) -> bool:
+        """Run the op now in this thread if nothing issued before it is pending; False otherwise."""
+        st = self._st
+        with st[1]:
+            if st[0]:
+                return False
+            st[0] += 1
+            st[2].acquire()  # free: nothing pending means the thread is not running an op
+        try:
+            _Worker._run_one(fn, fut, result, None)
+        finally:
+            st[2].release()
+            with st[1]:
+                st[0] -= 1
+        return True
+
+    @staticmethod
+    def _run(q: "queue.SimpleQueue[Any]", st: List[Any]) -> None:
+        while True:
+            item = q.get()
+            if item is None:
+                return
+            with st[2]:
+                _Worker._run_one(*item)
+            with st[1]:
+                st[0] -= 1
+            del item
+
+    @staticmethod
+    def _run_one(fn: Callable[[], Any], fut: Any, result: Any, stream: Any) -> None:
+        try:
+            if stream is not None:  # CUDA: enqueue on the issuer's stream; the future records it there
+                with torch.cuda.stream(stream):
+                    fn()
+                    fut.set_result(result)
+            else:
+                fn()
+                fut.set_result(result)
+        except BaseException as e:  # noqa: B902 — every failure goes to wait(), on every rank
+            if not fut.done():
+                fut.set_exception(e)
+
+    def stop(self, timeout: Optional[float] = None) -> None:
+        with self._lock:
+            t, self._thread = self._thread, None
+        if t is not None:
+            self._q.put(None)
+            t.join(timeout)
+
+
+@atexit.register
+def _stop_workers() -> None:
+    # Before the interpreter finalises: a daemon thread still completing a future (its C++ code
+    # released the GIL) would be killed when it takes the GIL back, inside C++ — "terminate called
+    # without an active exception". Registered after schedc's own at-exit close, so it runs first.
+    for w in list(_workers):
+        w.stop(timeout=30.0)
+
+
+_WorkBase = getattr(dist, "_Work", None) or dist.Work
+
+
+class _Work(_WorkBase):  # type: ignore[misc, valid-type]
+    """gloo-like Work over a torch future: ``wait()`` raises the op's failure, ``get_future()``."""
+
+    def __init__(self, fut: Any) -> None:
+        super().__init__()
+        self._fut = fut
+
+    def wait(self, timeout: Any = None) -> bool:
+        self._fut.wait()  # raises the op's exception
+        return True
+
+    def is_completed(self) -> bool:
+        return self._fut.done()
+
+    def is_success(self) -> bool:
+        if not self._fut.done():
+            return False
+        try:
+            self._fut.wait()
+        except Exception:
+            return False
+        return True
+
+    def exception(self) -> Any:
+        if not self._fut.done():
+            return None
+        try:
+            self._fut.wait()
+        except Exception as e:
+            return e
+        return None
+
+    def get_future(self) -> Any:
+        return self._fut
+
+    def result(self) -> Any:
+        return self._fut.wait()
+
+    def synchronize(self) -> None:
+        self.wait()
+
+
+# ---- bootstrap ----------------------------------------------------------------------------------
+def _host_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+    except OSError:
+        boot = ""
+    return socket.gethostname() + "/" + boot
+
+
+def _gather(store: Any, key: str, rank: int, size: int, value: str) -> List[str]:
+    store.set("schedc/%s/%d" % (key, rank), value)
+    return [store.get("schedc/%s/%d" % (key, r)).decode() for r in range(size)]
+
+
+def _make_comm(store: Any, rank: int, size: int, timeout_s: float, global_ranks: Optional[List[int]]) -> Comm:
+    """A schedc communicator for the group, through the group's own store (a prefix store per
+    group): shm when every rank is on one host, with a 128-bit id drawn by the group's rank 0;
+    MPI_COMM_WORLD's communicator across hosts (a job started by an MPI launcher, the whole world)."""
+    facts = [f.split("|") for f in _gather(store, "host", rank, size,
+                                           "%s|%d" % (_host_id(), any(v in os.environ for v in _MPI_LAUNCHER_VARS)))]
+    hosts = set(f[0] for f in facts)
+    if len(hosts) == 1:
+        if rank == 0:
+            store.set("schedc/uid", unique_id().hex())
+        uid = bytes.fromhex(store.get("schedc/uid").decode())
+        return Comm.shm(rank, size, uid=uid, timeout=timeout_s)
+    # across hosts: MPI; every precondition is the same answer on every rank (from the same facts)
+    world = dist.get_world_size() if dist.is_initialized() else None
+    whole = (global_ranks is None or list(global_ranks) == list(range(size))) and (world in (None, size))
+    if not all(f[1] == "1" for f in facts):
+        raise RuntimeError("schedc backend: the group spans %d hosts: schedc needs MPI there, and on some rank none "
+                           "of %s is set: launch the job with mpirun or srun" % (len(hosts), ", ".join(_MPI_LAUNCHER_VARS)))
+    if not whole:
+        raise RuntimeError("schedc backend: a group spanning %d hosts must be the whole world (MPI_COMM_WORLD); "
+                           "this one has ranks %s" % (len(hosts), global_ranks))
+    err = ""
+    comm: Optional[Comm] = None
+    try:
+        comm = Comm.mpi(timeout=timeout_s)
+        if comm.rank != rank or comm.nranks != size:
+            err = ("torch rank %d of %d is MPI rank %d of %d: set RANK=$OMPI_COMM_WORLD_RANK and WORLD_SIZE="
+                   "$OMPI_COMM_WORLD_SIZE" % (rank, size, comm.rank, comm.nranks))
+    except Exception as e:
+        err = str(e) or type(e).__name__
+    errs = _gather(store, "mpi_err", rank, size, err)
+    bad = [(r, e) for r, e in enumerate(errs) if e]
+    if bad:
+        if comm is not None:
+            comm.close()
+        raise RuntimeError("schedc backend (mpi): " + "; ".join("rank %d: %s" % (r, e) for r, e in bad[:4]))
+    assert comm is not None
+    return comm
+
+
+def _timeout_s(timeout: Any) -> float:
+    if isinstance(timeout, datetime.timedelta):
+        return max(timeout.total_seconds(), 0.001)
+    return float(timeout) if timeout else 0.0
+
+
+# ---- the process group --------------------------------------------------------------------------
+class ProcessGroupSchedc(dist.ProcessGroup):
+    """A torch.distributed process group whose collectives run on schedc (docs/python.md):
+    all_reduce, reduce, reduce_scatter (list and tensor forms), coalesced all-reduce, broadcast,
+    all_gather (list and tensor forms), barrier. send/recv, all_to_all, gather, scatter and
+    monitored_barrier go to ``self.gloo``, a gloo group over the same store (no arithmetic)."""
+
+    def __init__(self, store: Any, rank: int, size: int, timeout: Any, global_ranks: Optional[List[int]] = None,
+                 options: Optional[Options] = None) -> None:
+        super().__init__(rank, size)
+        self._r, self._n = int(rank), int(size)
+        self._timeout = timeout
+        self.order = (options.order if isinstance(options, Options) else "canonical")
+        self.comm = _make_comm(store, self._r, self._n, _timeout_s(timeout), global_ranks)
+        try:
+            self.gloo = dist.ProcessGroupGloo(dist.PrefixStore("schedc-gloo/", store), self._r, self._n, timeout)
+        except Exception:
+            self.comm.close()
+            raise
+        self._worker = _Worker("schedc-pg-%d" % id(self))
+        self._plans: Dict[Any, Optional[Plan]] = {}
+
+    # -- identity
+    def rank(self) -> int:
+        return self._r
+
+    def size(self) -> int:
+        return self._n
+
+    def getBackendName(self) -> str:  # noqa: N802 — torch's name
+        return "schedc"
+
+    def name(self) -> str:
+        return "schedc"
+
+    def _get_backend_name(self) -> str:
+        return "schedc"
+
+    # torch 2.x keeps a group's name on its C++ backends, which a Python group has none of: the
+    # trampoline asks these (DeviceMesh, hence FSDP2, resolves groups by name)
+    def _set_group_name(self, name: str) -> None:
+        self._group_name = name
+
+    def getGroupName(self) -> str:  # noqa: N802
+        return getattr(self, "_group_name", "")
+
+    def _set_group_desc(self, desc: str) -> None:
+        self._group_desc = desc
+
+    def getGroupDesc(self) -> str:  # noqa: N802
+        return getattr(self, "_group_desc", "")
+
+    # -- plumbing
+    def _plan(self, coll: str, root: int = 0) -> Optional[Plan]:
+        if self.order != "canonical" or coll not in ("allreduce", "reduce_scatter", "reduce"):
+            return None  # the communicator's default plan (ring / tuning table); no arithmetic: any plan
+        key = (coll, root if coll == "reduce" else 0)
+        p = self._plans.get(key)
+        if p is None:
+            p = canonical_plan(self._n, coll, root)
+            self._plans[key] = p
+        return p
+
+    def _submit(self, fn: Callable[[], Any], result: Any, tensors: List[torch.Tensor], opts: Any = None) -> _Work:
+        cuda = [t for t in tensors if t.is_cuda]
+        if cuda:
+            dev = cuda[0].device
+            fut = torch.futures.Future(devices=[dev])
+            stream = torch.cuda.current_stream(dev)
+        else:
+            fut, stream = torch.futures.Future(), None
+            if getattr(opts, "asyncOp", True) is False and self._worker.run_inline(fn, fut, result):
+                return _Work(fut)
+        self._worker.put(fn, fut, result, stream)
+        return _Work(fut)
+
+    def _reduce_into(self, t: torch.Tensor, op: str, what: str, call: Callable[[torch.Tensor], Any]) -> None:
+        p = _Prepared(t, what, True, op)
+        call(p.buf)
+        p.finish()
+
+    # -- collectives with arithmetic
+    def allreduce(self, tensors: Any, opts: Any = None) -> _Work:
+        if isinstance(tensors, torch.Tensor):
+            tensors = [tensors]
+        op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        t = _one(tensors, "allreduce")
+        _check_dtype(t.dtype, "allreduce", op)  # refused now, in the caller
+        plan = self._plan("allreduce")
+
+        def run() -> None:
+            self._reduce_into(t, op, "allreduce", lambda b: self.comm.allreduce(b, op=op, plan=plan))
+        return self._submit(run, tensors, tensors, opts)
+
+    def allreduce_coalesced(self, tensors: List[torch.Tensor], opts: Any = None) -> _Work:
+        op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        if len({t.dtype for t in tensors}) > 1:
+            raise RuntimeError("schedc backend: allreduce_coalesced: the tensors must have one dtype, got %s"
+                               % sorted(str(t.dtype) for t in tensors))
+        if tensors:
+            _check_dtype(tensors[0].dtype, "allreduce_coalesced", op)
+        plan = self._plan("allreduce")
+
+        def run() -> None:
+            if not tensors:
+                return
+            flat = torch.cat([t.reshape(-1) for t in tensors])  # canonical: layout cannot change the bits
+            self._reduce_into(flat, op, "allreduce_coalesced", lambda b: self.comm.allreduce(b, op=op, plan=plan))
+            off = 0
+            for t in tensors:
+                k = t.numel()
+                t.copy_(flat[off:off + k].view(t.shape))
+                off += k
+        return self._submit(run, tensors, tensors, opts)
+
+    def reduce(self, tensors: List[torch.Tensor], opts: Any = None) -> _Work:
+        op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        root = int(opts.rootRank) if opts is not None else 0
+        t = _one(tensors, "reduce")
+        _check_dtype(t.dtype, "reduce", op)
+        plan = self._plan("reduce", root)
+
+        def run() -> None:
+            self._reduce_into(t, op, "reduce", lambda b: self.comm.reduce(b, root=root, op=op, plan=plan))
+        return self._submit(run, tensors, tensors, opts)
+
+    def _rs(self, out: torch.Tensor, inp: torch.Tensor, op: str, what: str) -> None:
+        """reduce_scatter of the flat ``inp`` (n blocks) into ``out`` (one block)."""
+        if inp.numel() != out.numel() * self._n or inp.dtype != out.dtype:
+            raise RuntimeError("schedc backend: %s: the input must hold %d x the output's %d elements of its dtype "
+                               "(got %d of %s)" % (what, self._n, out.numel(), inp.numel(), inp.dtype))
+        pi = _Prepared(inp, what, True, op)
+        po = _Prepared(out, what, True, op)
+        self.comm.reduce_scatter(pi.buf, po.buf, op=op, plan=self._plan("reduce_scatter"))
+        po.finish()
+
+    def reduce_scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]],
+                       opts: Any = None) -> _Work:
+        op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        out = _one(output_tensors, "reduce_scatter")
+        ins = _one(input_tensors, "reduce_scatter")
+        if len(ins) != self._n or any(x.numel() != out.numel() or x.dtype != out.dtype for x in ins):
+            raise RuntimeError("schedc backend: reduce_scatter: %d input tensors of the output's size and dtype needed"
+                               % self._n)
+        _check_dtype(out.dtype, "reduce_scatter", op)
+
+        def run() -> None:
+            self._rs(out, torch.cat([x.reshape(-1) for x in ins]), op, "reduce_scatter")
+        return self._submit(run, output_tensors, [out], opts)
+
+    def _reduce_scatter_base(self, output: torch.Tensor, inp: torch.Tensor, opts: Any = None) -> _Work:
+        op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        _check_dtype(output.dtype, "reduce_scatter_tensor", op)
+
+        def run() -> None:
+            self._rs(output, inp.reshape(-1) if inp.is_contiguous() else inp.contiguous().reshape(-1), op,
+                     "reduce_scatter_tensor")
+        return self._submit(run, output, [output], opts)
+
+    reduce_scatter_single = _reduce_scatter_base  # torch >= 2.12's name
+
+    def reduce_scatter_tensor_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor],
+                                        opts: Any = None) -> _Work:
+        op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+
+        def run() -> None:
+            for o, i in zip(outputs, inputs):
+                self._rs(o, i.contiguous().reshape(-1), op, "reduce_scatter_tensor_coalesced")
+        return self._submit(run, outputs, outputs, opts)
+
+    reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
+
+    # -- data movement on schedc
+    def broadcast(self, tensors: Any, opts: Any = None) -> _Work:
+        if isinstance(tensors, torch.Tensor):
+            tensors = [tensors]
+        root = int(opts.rootRank) if opts is not None else 0
+        t = _one(tensors, "broadcast")
+
+        def run() -> None:
+            p = _Prepared(t, "broadcast", False)
+            self.comm.broadcast(p.buf, root=root)
+            p.finish()
+        return self._submit(run, tensors, tensors, opts)
+
+    def _ag(self, out: torch.Tensor, inp: torch.Tensor, what: str) -> None:
+        if out.numel() != inp.numel() * self._n or out.dtype != inp.dtype:
+            raise RuntimeError("schedc backend: %s: the output must hold %d x the input's %d elements of its dtype "
+                               "(got %d of %s)" % (what, self._n, inp.numel(), out.numel(), out.dtype))
+        if inp.dtype in _NATIVE:
+            pi = _Prepared(inp, what, False)
+            po = _Prepared(out, what, False)
+            self.comm.allgather(pi.buf, po.buf)
+            po.finish()
+            return
+        # other dtypes: each rank's bytes padded to whole int32 words, block by block
+        kb = inp.numel() * inp.element_size()
+        w = (kb + 3) // 4
+        ib = torch.zeros(w * 4, dtype=torch.uint8, device=inp.device)
+        if kb:
+            ib[:kb].copy_(inp.contiguous().reshape(-1).view(torch.uint8))
+        ob = torch.empty(self._n * w * 4, dtype=torch.uint8, device=inp.device)
+        self.comm.allgather(ib.view(torch.int32), ob.view(torch.int32))
+        if kb:
+            out.copy_(ob.view(self._n, w * 4)[:, :kb].reshape(-1).view(out.dtype).reshape(out.shape))
+
+    def allgather(self, output_tensors: List[List[torch.Tensor]], input_tensors: List[torch.Tensor],
+                  opts: Any = None) -> _Work:
+        inp = _one(input_tensors, "allgather")
+        outs = _one(output_tensors, "allgather")
+        if len(outs) != self._n or any(o.numel() != inp.numel() or o.dtype != inp.dtype for o in outs):
+            raise RuntimeError("schedc backend: allgather: %d output tensors of the input's size and dtype needed"
+                               % self._n)
+
+        def run() -> None:
+            flat = inp.new_empty(inp.numel() * self._n)
+            self._ag(flat, inp.reshape(-1) if inp.is_contiguous() else inp.contiguous().reshape(-1), "allgather")
+            k = inp.numel()
+            for r, o in enumerate(outs):
+                o.copy_(flat[r * k:(r + 1) * k].view(o.shape))
+        return self._submit(run, output_tensors, [inp], opts)
+
+    def _allgather_base(self, output: torch.Tensor, inp: torch.Tensor, opts: Any = None) -> _Work:
+        def run() -> None:
+            self._ag(output, inp, "all_gather_into_tensor")
+        return self._submit(run, output, [output], opts)
+
+    all_gather_single = _allgather_base  # torch >= 2.12's name
+
+    def allgather_into_tensor_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor],
+                                        opts: Any = None) -> _Work:
+        def run() -> None:
+            for o, i in zip(outputs, inputs):
+                self._ag(o, i, "allgather_into_tensor_coalesced")
+        return self._submit(run, outputs, outputs, opts)
+
+    all_gather_single_coalesced = allgather_into_tensor_coalesced
+
+    def barrier(self, opts: Any = None) -> _Work:
+        t = torch.zeros(1, dtype=torch.int32)
+
+        def run() -> None:
+            self.comm.allreduce(t)
+        return self._submit(run, [], [], opts)
+
+    # -- no arithmetic, not on schedc: gloo over the same store (see _GLOO_OPS)
+    def shutdown(self) -> None:
+        """Stop the worker (after the ops issued) and free the communicator; destroy_process_group
+        calls it on torch 2.x."""
+        self._worker.stop(timeout=_timeout_s(self._timeout) + 10.0)
+        self.comm.close(wait=10.0)
+
+    def abort(self) -> None:
+        self.shutdown()
+
+
+# send/recv, all_to_all, gather, scatter, ...: data movement schedc does not implement. They
+# reach the same peers through gloo; no arithmetic, so the bits are the inputs' whichever way.
+_GLOO_OPS = ("send", "recv", "recv_anysource", "alltoall", "alltoall_base", "all_to_all_single", "gather",
+             "gather_single", "gather_into_tensor", "scatter", "allgather_coalesced", "monitored_barrier")
+
+
+def _delegate(name: str) -> Callable[..., Any]:
+    def op(self: ProcessGroupSchedc, *args: Any, **kw: Any) -> Any:
+        f = getattr(self.gloo, name, None)
+        if f is None:
+            raise RuntimeError("schedc backend: %s is not supported (neither schedc nor this torch's gloo has it)"
+                               % name)
+        return f(*args, **kw)
+    op.__name__ = name
+    op.__doc__ = "%s on the inner gloo group (no arithmetic)." % name
+    return op
+
+
+for _n in _GLOO_OPS:
+    setattr(ProcessGroupSchedc, _n, _delegate(_n))
+
+
+def set_order(group: Any = None, order: str = "canonical") -> None:
+    """Choose the plans of a schedc group's arithmetic collectives from now on: "canonical" (the
+    default) or "ring" (the communicator's default plan). Call it on every rank of the group at
+    the same point in the op sequence."""
+    if order not in ORDERS:
+        raise ValueError("schedc.torch.set_order: order must be one of %s, not %r" % (ORDERS, order))
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    if not isinstance(pg, ProcessGroupSchedc):
+        raise TypeError("schedc.torch.set_order: %r is not a schedc process group" % (pg,))
+    pg.order = order
+
+
+def _create(opts: Any, pg_options: Any = None) -> ProcessGroupSchedc:
+    """Backend creator (extended API): torch calls it on each member of a new group."""
+    ranks = list(getattr(opts, "global_ranks_in_group", None) or []) or None
+    pg = ProcessGroupSchedc(opts.store, opts.group_rank, opts.group_size, opts.timeout, ranks,
+                            pg_options if isinstance(pg_options, Options) else None)
+    if getattr(opts, "group_id", None) is not None:
+        pg._set_group_name(opts.group_id)
+    return pg
+
+
+def _refuse_ddp_on_torch1() -> None:
+    """torch 1.13's DDP calls the process group from C++, which cannot reach a Python group's
+    methods (no trampoline before torch 2.0): its constructor would wait forever. Say so instead."""
+    try:
+        import torch.nn.parallel.distributed as ddp_mod
+    except Exception:
+        return
+    orig = getattr(ddp_mod, "_verify_param_shape_across_processes", None)
+    if orig is None or getattr(orig, "_schedc", False):
+        return
+
+    def verify(process_group: Any, *a: Any, **k: Any) -> Any:
+        if isinstance(process_group, ProcessGroupSchedc):
+            raise RuntimeError("schedc backend: DistributedDataParallel over the schedc process group needs torch >= 2.0 "
+                               "(this is %s); on it use init_process_group('gloo') with schedc.torch's "
+                               "allreduce_hook or CanonicalGrads (docs/python.md)" % torch.__version__)
+        return orig(process_group, *a, **k)
+    verify._schedc = True  # type: ignore[attr-defined]
+    ddp_mod._verify_param_shape_across_processes = verify
+
+
+def register() -> None:
+    """Register the name "schedc" with torch.distributed (idempotent; done by ``import schedc.torch``)."""
+    if int(torch.__version__.split(".")[0]) < 2:
+        _refuse_ddp_on_torch1()
+    if "SCHEDC" in dist.Backend._plugins:  # type: ignore[attr-defined]
+        return
+    try:
+        dist.Backend.register_backend("schedc", _create, extended_api=True, devices=["cpu", "cuda"])
+    except TypeError:  # torch 1.13: no devices=
+        dist.Backend.register_backend("schedc", _create, extended_api=True)

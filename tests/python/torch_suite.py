@@ -1,0 +1,34 @@
+# torch_suite.py — PyTorch's own distributed test suite (shipped in the torch package:
+# torch.testing._internal.distributed.distributed_test) against the "schedc" backend, as
+# PyTorch's test/distributed/test_distributed_spawn.py runs it for gloo: each test spawns
+# WORLD_SIZE processes, each of which imports this file, hence schedc.torch, first.
+# Usage: BACKEND=schedc WORLD_SIZE=2 TEMP_DIR=$(mktemp -d) python torch_suite.py [unittest args, -k ...]
+# Needs expecttest (PyPI). Results recorded in docs/python.md.
+import os
+import sys
+
+import schedc.torch  # noqa: F401 — registers "schedc" in every spawned rank
+
+os.environ.setdefault("BACKEND", "schedc")
+os.environ.setdefault("WORLD_SIZE", "2")
+if "TEMP_DIR" not in os.environ:
+    import tempfile
+    os.environ["TEMP_DIR"] = tempfile.mkdtemp(prefix="schedc-torch-suite-")
+
+from torch.testing._internal.common_distributed import DistTestCases  # noqa: E402
+from torch.testing._internal.common_utils import run_tests  # noqa: E402
+from torch.testing._internal.distributed.distributed_test import DistributedTest, TestDistBackend  # noqa: E402
+
+# what the suite lets a backend claim: the DDP and subgroup tests gloo runs on the CPU
+for feature in ("ddp", "subgroup"):
+    DistTestCases.backend_feature[feature].add("schedc")
+
+
+class TestDistBackendWithSpawn(TestDistBackend, DistributedTest._DistTestBase):
+    def setUp(self):
+        super().setUp()
+        self._spawn_processes()
+
+
+if __name__ == "__main__":
+    run_tests()
