@@ -21,7 +21,6 @@ schedc_dtype sc_acc_type(schedc_dtype t) { return t == SCHEDC_F16 || t == SCHEDC
 static inline float f32_of(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static inline uint32_t bits32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline double f64_of(uint64_t u) { double f; memcpy(&f, &u, 8); return f; }
-static inline uint64_t bits64(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }
 
 /* Hot paths: plain sum of f32 / f64 with one to four sources, vectorised. */
 /* The default NaN is a value taken once, outside the loop: written as f32_of(QNAN_F32) inside it
