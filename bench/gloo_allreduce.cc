@@ -13,21 +13,35 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <getopt.h>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
 
-static size_t parse(const char *s) {
+// digits with an optional K/M/G suffix, in [lo, hi] (no sign, blank, other suffix or overflow:
+// `--iters 5x` is an error, not 5): true, with the value in out
+static bool parse(const char *s, unsigned long long lo, unsigned long long hi, unsigned long long &out) {
+  if (!s || *s < '0' || *s > '9') return false;
   char *e;
-  size_t v = strtoull(s, &e, 10);
-  if (*e == 'K' || *e == 'k') v <<= 10;
-  else if (*e == 'M' || *e == 'm') v <<= 20;
-  else if (*e == 'G' || *e == 'g') v <<= 30;
-  return v;
+  errno = 0;
+  unsigned long long v = strtoull(s, &e, 10);
+  int shift = *e == 'K' || *e == 'k' ? 10 : *e == 'M' || *e == 'm' ? 20 : *e == 'G' || *e == 'g' ? 30 : 0;
+  if (shift) e++;
+  if (errno || *e || v > hi >> shift || (v << shift) < lo) return false;
+  out = v << shift;
+  return true;
+}
+
+static int usage(const char *fmt, const char *a, const char *b = "") {
+  fprintf(stderr, "gloo_allreduce: ");
+  fprintf(stderr, fmt, a, b);
+  fprintf(stderr, "\n");
+  return 2;
 }
 
 static const char *env2(const char *a, const char *b) {
@@ -41,17 +55,31 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gloo_allreduce: no rank in the environment (start with schedc launch -n N -- ...)\n");
     return 2;
   }
-  int rank = atoi(r), n = atoi(s);
+  unsigned long long ur, un, v;
+  if (!parse(s, 1, 65536, un) || !parse(r, 0, un - 1, ur)) return usage("the environment's rank '%s' and rank count '%s': want a count N from 1 to 65536 and a rank from 0 to N-1", r, s);
+  int rank = (int)ur, n = (int)un;
   std::vector<size_t> sizes = {8, 4096, 1 << 20, 64 << 20};
   int iters = 20, warm = 5;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--iters")) iters = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--warmup")) warm = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--sizes")) {
+  static const struct option lo[] = {{"sizes", required_argument, nullptr, 's'}, {"iters", required_argument, nullptr, 'i'},
+                                     {"warmup", required_argument, nullptr, 'w'}, {nullptr, 0, nullptr, 0}};
+  opterr = 0;
+  for (int c; (c = getopt_long(argc, argv, ":", lo, nullptr)) != -1;) {
+    if (c == 'i') { if (!parse(optarg, 1, 1 << 24, v)) return usage("--iters '%s' is not a count from 1 to 2^24", optarg); iters = (int)v; }
+    else if (c == 'w') { if (!parse(optarg, 0, 1 << 24, v)) return usage("--warmup '%s' is not a count from 0 to 2^24", optarg); warm = (int)v; }
+    else if (c == 's') {
       sizes.clear();
-      for (char *t = strtok(argv[i + 1], ","); t; t = strtok(nullptr, ",")) sizes.push_back(parse(t));
-    }
+      for (const char *p = optarg;; p++) {
+        size_t len = strcspn(p, ",");
+        std::string item(p, len);
+        if (!parse(item.c_str(), 1, 1ull << 40, v)) return usage("--sizes '%s': bad size '%s' (1 B to 2^40)", optarg, item.c_str());
+        sizes.push_back(v);
+        p += len;
+        if (!*p) break;
+      }
+    } else if (c == ':') return usage("%s needs a value", argv[optind - 1]);
+    else return usage("unknown option '%s'", argv[optind - 1]);
   }
+  if (optind < argc) return usage("unexpected '%s'", argv[optind]);
   const char *job = env2("SCHEDC_JOB", "OMPI_MCA_orte_hnp_uri");
   std::string dir = std::string("/tmp/gloo-bench-") + (job ? std::to_string(std::hash<std::string>()(job)) : "x");
   mkdir(dir.c_str(), 0700);

@@ -8,6 +8,7 @@
  * Usage: gpu_bench SCHEDULES_DIR [MIB [reduce BLOCKS THREADS]]   (MIB: buffer size, default
  * 1024; `reduce B T`: the copy and that one reduce configuration only, e.g. under ncu)
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,10 +64,23 @@ static double time_calls(schedc_comm **comms, int n, schedc_collective coll, voi
   return median(t, REPS);
 }
 
+/* a whole number in [lo, hi] (digits only: "1024x" is an error, not 1024), else exit 2 */
+static long number(const char *what, const char *s, long lo, long hi) {
+  char *e;
+  errno = 0;
+  long v = s && *s >= '0' && *s <= '9' ? strtol(s, &e, 10) : -1;
+  if (v < 0 || errno || *e || v < lo || v > hi) {
+    fprintf(stderr, "gpu_bench: %s '%s' is not a whole number from %ld to %ld\n", what, s ? s : "", lo, hi);
+    exit(2);
+  }
+  return v;
+}
+
 int main(int argc, char **argv) {
-  int only = argc > 5 && !strcmp(argv[3], "reduce"); /* one reduce configuration (for a profiler) */
+  int only = argc == 6 && !strcmp(argv[3], "reduce"); /* one reduce configuration (for a profiler) */
   if (argc < 2 || (argc > 3 && !only)) { fprintf(stderr, "usage: gpu_bench SCHEDULES_DIR [MIB [reduce BLOCKS THREADS]]\n"); return 2; }
-  size_t mib = argc > 2 ? (size_t)atol(argv[2]) : 1024, bytes = mib << 20, K = bytes / 4;
+  size_t mib = argc > 2 ? (size_t)number("MIB", argv[2], 1, 1 << 16) : 1024, bytes = mib << 20, K = bytes / 4;
+  int only_blocks = only ? (int)number("BLOCKS", argv[4], 1, 1 << 20) : 0, only_threads = only ? (int)number("THREADS", argv[5], 1, 1024) : 0;
   if (schedc_cuda_device_count() < 1) { printf("[SKIP] no CUDA device\n"); return 0; }
   printf("## cuda backend on one GPU (%zu MiB buffers, f32)\n\n", mib);
 
@@ -92,7 +106,7 @@ int main(int argc, char **argv) {
   printf("| blocks per rank | threads | reduce call | bandwidth (3 x bytes) | vs copy |\n|---|---|---|---|---|\n");
   double best = 0;
   int blocks[] = {8, 16, 32, 66, 132}, threads[] = {256, 512}, nb = 5, nt = 2;
-  if (only) { blocks[0] = atoi(argv[4]); threads[0] = atoi(argv[5]); nb = nt = 1; }
+  if (only) { blocks[0] = only_blocks; threads[0] = only_threads; nb = nt = 1; }
   for (int ci = 0; ci < nb * nt; ci++) {
     int bi = ci % nb, ti = ci / nb;
     char v[16];

@@ -4,18 +4,57 @@
  * size count type op time_us algbw busbw (busbw = algbw * 2(n-1)/n; time = slowest rank's mean).
  *   mpirun -np N bench/mpi_allreduce [--sizes 8,4K,1M,64M] [--iters I] [--warmup W]
  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static size_t parse(const char *s) {
+/* digits with an optional K/M/G suffix, in [lo, hi] (no sign, blank, other suffix or overflow:
+ * `--iters 5x` is an error, not 5): 0, or -1 */
+static int parse(const char *s, unsigned long long lo, unsigned long long hi, unsigned long long *out) {
+  if (!s || *s < '0' || *s > '9') return -1;
   char *e;
-  size_t v = strtoull(s, &e, 10);
-  if (*e == 'K' || *e == 'k') v <<= 10;
-  else if (*e == 'M' || *e == 'm') v <<= 20;
-  else if (*e == 'G' || *e == 'g') v <<= 30;
-  return v;
+  errno = 0;
+  unsigned long long v = strtoull(s, &e, 10);
+  int shift = *e == 'K' || *e == 'k' ? 10 : *e == 'M' || *e == 'm' ? 20 : *e == 'G' || *e == 'g' ? 30 : 0;
+  if (shift) e++;
+  if (errno || *e || v > hi >> shift || (v << shift) < lo) return -1;
+  *out = v << shift;
+  return 0;
+}
+
+/* the options, or a message in err (every rank parses the same argv and reaches the same verdict) */
+static int options(int argc, char **argv, size_t *sizes, int *ns, int *iters, int *warm, char *err, size_t cap) {
+  static const struct option lo[] = {{"sizes", required_argument, NULL, 's'}, {"iters", required_argument, NULL, 'i'},
+                                     {"warmup", required_argument, NULL, 'w'}, {NULL, 0, NULL, 0}};
+  unsigned long long v;
+  opterr = 0;
+  for (int c; (c = getopt_long(argc, argv, ":", lo, NULL)) != -1;) {
+    const char *a = optarg;
+    if (c == 'i' && !parse(a, 1, 1 << 24, &v)) *iters = (int)v;
+    else if (c == 'w' && !parse(a, 0, 1 << 24, &v)) *warm = (int)v;
+    else if (c == 's') {
+      *ns = 0;
+      for (const char *p = a;; p++) {
+        char item[32];
+        size_t len = strcspn(p, ",");
+        if (*ns == 64 || len >= sizeof item) return snprintf(err, cap, "--sizes '%s': at most 64 sizes", a), -1;
+        memcpy(item, p, len);
+        item[len] = 0;
+        if (parse(item, 1, 1ull << 32, &v)) return snprintf(err, cap, "--sizes '%s': bad size '%s' (1 B to 4 GiB)", a, item), -1;
+        sizes[(*ns)++] = v;
+        p += len;
+        if (!*p) break;
+      }
+    } else if (c == ':') return snprintf(err, cap, "%s needs a value", argv[optind - 1]), -1;
+    else if (c == '?') return snprintf(err, cap, "unknown option '%s'", argv[optind - 1]), -1;
+    else return snprintf(err, cap, "--%s '%s' is not a count from %d to 2^24", c == 'i' ? "iters" : "warmup", a, c == 'i'), -1;
+  }
+  if (optind < argc) return snprintf(err, cap, "unexpected '%s'", argv[optind]), -1;
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -25,13 +64,11 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   size_t sizes[64] = {8, 4096, 1 << 20, 64 << 20};
   int ns = 4, iters = 20, warm = 5;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--iters")) iters = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--warmup")) warm = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--sizes")) {
-      ns = 0;
-      for (char *t = strtok(argv[i + 1], ","); t && ns < 64; t = strtok(NULL, ",")) sizes[ns++] = parse(t);
-    }
+  char err[256];
+  if (options(argc, argv, sizes, &ns, &iters, &warm, err, sizeof err)) {
+    if (rank == 0) fprintf(stderr, "mpi_allreduce: %s\n", err);
+    MPI_Finalize();
+    return 2;
   }
   size_t mx = 0;
   for (int i = 0; i < ns; i++) if (sizes[i] > mx) mx = sizes[i];

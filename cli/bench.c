@@ -22,13 +22,6 @@ static double now_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int parse_size(const char *s, size_t *out) {
-  long long v;
-  if (cli_parse_count(s, 1, 1LL << 40, &v)) return -1;
-  *out = (size_t)v;
-  return 0;
-}
-
 static schedc_status call(schedc_collective c, const void *s, void *r, size_t count, schedc_dtype t, schedc_op op,
                           schedc_comm *comm, const schedc_plan *plan) {
   switch (c) {
@@ -158,7 +151,6 @@ static void print_table(const benchopts *o, schedc_collective coll, int n, const
   }
 }
 
-int cli_bench(int argc, char **argv);
 int cli_bench(int argc, char **argv) {
   benchopts o = {0};
   o.iters = 20;
@@ -170,10 +162,27 @@ int cli_bench(int argc, char **argv) {
   size_t mn = 0, mx = 0, factor = 0;
   int nodes = 0;
   int rc = EXIT_USAGE;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define VAL() do { if (!v) { fprintf(stderr, "schedc bench: %s needs a value\n", a); goto done; } i++; } while (0)
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+  if (!o.defines) return EXIT_REJECTED;
+  enum { O_RANKS = 256, O_NODES, O_TUNING, O_COLLECTIVE, O_BACKEND, O_PLAIN, O_INPLACE, O_ITERS, O_WARMUP, O_DTYPE,
+         O_OP, O_MIN, O_MAX, O_FACTOR, O_SIZES };
+  static const struct option longopts[] = {
+    {"help", no_argument, NULL, 'h'},              {"ranks", required_argument, NULL, O_RANKS},
+    {"nodes", required_argument, NULL, O_NODES},   {"tuning", required_argument, NULL, O_TUNING},
+    {"collective", required_argument, NULL, O_COLLECTIVE}, {"backend", required_argument, NULL, O_BACKEND},
+    {"plain", no_argument, NULL, O_PLAIN},         {"inplace", no_argument, NULL, O_INPLACE},
+    {"iters", required_argument, NULL, O_ITERS},   {"warmup", required_argument, NULL, O_WARMUP},
+    {"dtype", required_argument, NULL, O_DTYPE},   {"op", required_argument, NULL, O_OP},
+    {"min", required_argument, NULL, O_MIN},       {"max", required_argument, NULL, O_MAX},
+    {"factor", required_argument, NULL, O_FACTOR}, {"sizes", required_argument, NULL, O_SIZES},
+    {NULL, 0, NULL, 0},
+  };
+  cli_args a = {.cmd = "bench", .argc = argc, .argv = argv, .shortopts = "hD:", .longopts = longopts};
+  const char *v;
+  for (int c; (c = cli_next(&a, &v)) != CLI_END;) {
+    int bad = 0;
+    long long x;
+    switch (c) {
+    case 'h':
       printf("usage: schedc bench [FILE|PLAN] --ranks N [--backend threads|shm|mpi] [--sizes 8,4K,1M,64M |\n"
              "                    --min S --max S --factor F] [--dtype T] [--op OP] [--iters I] [--warmup W] [-D k=v]\n"
              "                    [--nodes M] [--tuning TABLE] [--collective C] [--plain] [--inplace]\n\n"
@@ -186,37 +195,39 @@ int cli_bench(int argc, char **argv) {
              "have. --inplace: send == recv. With mpi, start under mpirun.\n");
       rc = EXIT_OK;
       goto done;
-    } else if (!strcmp(a, "--ranks")) { VAL(); o.ranks = atoi(v); }
-    else if (!strcmp(a, "--nodes")) { VAL(); nodes = atoi(v); }
-    else if (!strcmp(a, "--tuning")) { VAL(); o.tuning = v; }
-    else if (!strcmp(a, "--collective")) {
-      VAL();
-      int c = -1;
-      for (int k = 0; k < SCHEDC_COLLECTIVE_COUNT_; k++) if (!strcmp(v, schedc_collective_name((schedc_collective)k))) c = k;
-      if (c < 0) { fprintf(stderr, "schedc bench: --collective '%s' (allreduce, reduce_scatter, allgather, broadcast, reduce)\n", v); goto done; }
-      o.coll = (schedc_collective)c;
+    case O_RANKS: bad = cli_opt_int(&a, v, 1, 65536, "a rank count from 1 to 65536", &o.ranks); break;
+    case O_NODES: bad = cli_opt_int(&a, v, 1, 65536, "a node count from 1 to 65536", &nodes); break;
+    case O_TUNING: o.tuning = v; break;
+    case O_COLLECTIVE: {
+      int k = 0;
+      while (k < SCHEDC_COLLECTIVE_COUNT_ && strcmp(v, schedc_collective_name((schedc_collective)k))) k++;
+      if ((bad = k == SCHEDC_COLLECTIVE_COUNT_))
+        cli_usage_error(&a, "--collective '%s' (allreduce, reduce_scatter, allgather, broadcast, reduce)", v);
+      o.coll = (schedc_collective)k;
+      break;
     }
-    else if (!strcmp(a, "--backend")) { VAL(); backend = v; }
-    else if (!strcmp(a, "--plain")) o.plain = 1;
-    else if (!strcmp(a, "--inplace")) o.inplace = 1;
-    else if (!strcmp(a, "--iters")) { VAL(); o.iters = atoi(v); }
-    else if (!strcmp(a, "--warmup")) { VAL(); o.warmup = atoi(v); }
-    else if (!strcmp(a, "--dtype")) { VAL(); if (schedc_dtype_parse(v, &o.dtype)) { fprintf(stderr, "schedc bench: %s\n", schedc_errmsg()); goto done; } }
-    else if (!strcmp(a, "--op")) { VAL(); if (cli_op_parse(v, &o.op)) { fprintf(stderr, "schedc bench: %s\n", schedc_errmsg()); goto done; } }
-    else if (!strcmp(a, "--min") || !strcmp(a, "--max") || !strcmp(a, "--factor")) {
-      VAL();
-      size_t x;
-      if (parse_size(v, &x)) { fprintf(stderr, "schedc bench: %s '%s' is not a size\n", a, v); goto done; }
-      if (a[2] == 'm' && a[3] == 'i') mn = x; else if (a[2] == 'm') mx = x; else factor = x;
-    } else if (!strcmp(a, "--sizes")) {
-      VAL();
-      char bad[64];
-      if ((o.nsizes = cli_parse_sizes(v, o.sizes, MAXSIZES, bad)) < 0) { fprintf(stderr, "schedc bench: bad size '%s'\n", bad); goto done; }
-    } else if (!strcmp(a, "-D")) { VAL(); o.defines[o.ndefines++] = v; }
-    else if (a[0] == '-') { fprintf(stderr, "schedc bench: unknown option '%s' (see --help)\n", a); goto done; }
-    else if (!o.file) o.file = a;
-    else { fprintf(stderr, "schedc bench: unexpected '%s'\n", a); goto done; }
-#undef VAL
+    case O_BACKEND: backend = v; break;
+    case O_PLAIN: o.plain = 1; break;
+    case O_INPLACE: o.inplace = 1; break;
+    case O_ITERS: bad = cli_opt_int(&a, v, 1, 1 << 24, "an iteration count from 1 to 2^24", &o.iters); break;
+    case O_WARMUP: bad = cli_opt_int(&a, v, 0, 1 << 24, "a warm-up count from 0 to 2^24", &o.warmup); break;
+    case O_DTYPE: if ((bad = schedc_dtype_parse(v, &o.dtype) != SCHEDC_OK)) cli_usage_error(&a, "%s", schedc_errmsg()); break;
+    case O_OP: if ((bad = cli_op_parse(v, &o.op) != 0)) cli_usage_error(&a, "%s", schedc_errmsg()); break;
+    case O_MIN: case O_MAX: case O_FACTOR:
+      if ((bad = cli_opt_count(&a, v, 1, 1LL << 40, c == O_FACTOR ? "a factor from 1 to 2^40 (below 2 counts as 2)"
+                               : "a byte count from 1 to 2^40 (digits, K, M or G suffix)", &x)))
+        break;
+      *(c == O_MIN ? &mn : c == O_MAX ? &mx : &factor) = (size_t)x;
+      break;
+    case O_SIZES: bad = cli_opt_sizes(&a, v, o.sizes, MAXSIZES, &o.nsizes); break;
+    case 'D': bad = cli_opt_define(&a, v, o.defines, &o.ndefines); break;
+    case CLI_ARG:
+      if ((bad = o.file != NULL)) cli_usage_error(&a, "unexpected '%s' (one FILE only)", v);
+      o.file = v;
+      break;
+    default: bad = 1; break; /* CLI_BAD: said why */
+    }
+    if (bad) goto done;
   }
   if (mn || mx) {
     if (!mn) mn = 8;
@@ -225,7 +236,6 @@ int cli_bench(int argc, char **argv) {
     for (size_t s = mn; s <= mx && o.nsizes < MAXSIZES; s *= factor) o.sizes[o.nsizes++] = s;
   }
   if (!o.nsizes) { size_t d[] = {8, 4096, 1 << 20, 64 << 20}; memcpy(o.sizes, d, sizeof d); o.nsizes = 4; }
-  if (o.iters < 1 || o.warmup < 0) { fprintf(stderr, "schedc bench: --iters must be >= 1\n"); goto done; }
   int is_mpi = !strcmp(backend, "mpi"), is_shm = !strcmp(backend, "shm");
   if (!is_mpi && !is_shm && strcmp(backend, "threads")) { fprintf(stderr, "schedc bench: --backend '%s' (threads, shm or mpi)\n", backend); goto done; }
   schedc_comm *mcomm = NULL;

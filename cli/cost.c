@@ -23,56 +23,45 @@ double cli_busbw_factor(schedc_collective coll, int n) {
          : coll == SCHEDC_REDUCE_SCATTER || coll == SCHEDC_ALLGATHER ? (double)(n - 1) / n : 1.0;
 }
 
-int cli_parse_sizes(const char *v, size_t *sizes, int cap, char bad[64]) {
-  char buf[1024];
-  int n = 0;
-  snprintf(buf, sizeof buf, "%s", v);
-  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    long long x;
-    if (n == cap || cli_parse_count(t, 1, 1LL << 40, &x)) {
-      snprintf(bad, 64, "%s", n == cap ? v : t);
-      return -1;
-    }
-    sizes[n++] = (size_t)x;
-  }
-  return n;
-}
-
 int cli_cost(int argc, char **argv) {
   const char *file = NULL, *topo = NULL, *links = NULL;
   int ranks = 0, nodes = 0, nsizes = 0, nd = 0;
   size_t sizes[64];
   const char **defs = calloc((size_t)argc + 1, sizeof *defs);
   int rc = EXIT_USAGE;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+  if (!defs) return EXIT_REJECTED;
+  enum { O_TOPOLOGY = 256, O_LINKS, O_RANKS, O_NODES, O_SIZES };
+  static const struct option longopts[] = {
+    {"help", no_argument, NULL, 'h'},                 {"topology", required_argument, NULL, O_TOPOLOGY},
+    {"links", required_argument, NULL, O_LINKS},      {"ranks", required_argument, NULL, O_RANKS},
+    {"nodes", required_argument, NULL, O_NODES},      {"sizes", required_argument, NULL, O_SIZES},
+    {NULL, 0, NULL, 0},
+  };
+  cli_args a = {.cmd = "cost", .argc = argc, .argv = argv, .shortopts = "hD:", .longopts = longopts};
+  const char *v;
+  for (int c; (c = cli_next(&a, &v)) != CLI_END;) {
+    int bad = 0;
+    switch (c) {
+    case 'h':
       printf("usage: schedc cost FILE|PLAN (--topology T | --links F) [--ranks N] [--nodes M] [--sizes 8,1M,64M] [-D k=v]\n\n"
              "Predicted time per call (alpha-beta model over the plan's steps; docs/tuning.md) and the\n"
              "algbw/busbw it implies, per size. The links come from the topology file's `links` table\n"
              "or from --links F (a file returning { links = {...} }, e.g. the host.lua of 'schedc tune').\n");
-      free(defs);
-      return EXIT_OK;
+      rc = EXIT_OK;
+      goto done;
+    case O_TOPOLOGY: topo = v; break;
+    case O_LINKS: links = v; break;
+    case O_RANKS: bad = cli_opt_int(&a, v, 1, 65536, "a rank count from 1 to 65536", &ranks); break;
+    case O_NODES: bad = cli_opt_int(&a, v, 1, 65536, "a node count from 1 to 65536", &nodes); break;
+    case O_SIZES: bad = cli_opt_sizes(&a, v, sizes, 64, &nsizes); break;
+    case 'D': bad = cli_opt_define(&a, v, defs, &nd); break;
+    case CLI_ARG:
+      if ((bad = file != NULL)) cli_usage_error(&a, "unexpected '%s' (one FILE only)", v);
+      file = v;
+      break;
+    default: bad = 1; break; /* CLI_BAD: said why */
     }
-    if (!v && a[0] == '-') { fprintf(stderr, "schedc cost: %s needs a value\n", a); goto done; }
-    if (!strcmp(a, "--topology")) topo = argv[++i];
-    else if (!strcmp(a, "--links")) links = argv[++i];
-    else if (!strcmp(a, "--ranks") || !strcmp(a, "--nodes")) {
-      long long x;
-      if (cli_parse_count(argv[++i], 1, 65536, &x)) {
-        fprintf(stderr, "schedc cost: %s '%s' is not a %s count from 1 to 65536\n", a, argv[i], a[2] == 'r' ? "rank" : "node");
-        goto done;
-      }
-      if (a[2] == 'r') ranks = (int)x;
-      else nodes = (int)x;
-    }
-    else if (!strcmp(a, "--sizes")) {
-      char bad[64];
-      if ((nsizes = cli_parse_sizes(argv[++i], sizes, 64, bad)) < 0) { fprintf(stderr, "schedc cost: bad size '%s'\n", bad); goto done; }
-    } else if (!strcmp(a, "-D")) defs[nd++] = argv[++i];
-    else if (a[0] == '-') { fprintf(stderr, "schedc cost: unknown option '%s' (see --help)\n", a); goto done; }
-    else if (!file) file = a;
-    else { fprintf(stderr, "schedc cost: unexpected '%s'\n", a); goto done; }
+    if (bad) goto done;
   }
   if (!file || (!topo && !links)) { fprintf(stderr, "schedc cost: need FILE and --topology T or --links F (see --help)\n"); goto done; }
   if (!nsizes) { size_t d[] = {8, 4096, 1 << 20, 64 << 20}; memcpy(sizes, d, sizeof d); nsizes = 4; }

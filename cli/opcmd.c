@@ -26,19 +26,28 @@ int cli_op_parse(const char *s, schedc_op *out) {
   return schedc_op_parse(s, out) == SCHEDC_OK ? 0 : -1;
 }
 
+static void check_op_usage(FILE *f) {
+  fprintf(f, "usage: schedc check-op FILE.c:NAME\n\n"
+             "Check the custom reduction operator NAME of FILE.c (docs/ops.md): libclang checks what it may use,\n"
+             "op(a, b) == op(b, a) is tested bit for bit on at least 100000 pairs, and its element loop is\n"
+             "compiled for the CPU. Exit 0 with a one-line summary; 1 with 'file:line:col: message' lines.\n");
+}
+
 int cli_check_op(int argc, char **argv) {
-  if (argc != 1 || !strcmp(argv[0], "-h") || !strcmp(argv[0], "--help")) {
-    FILE *f = argc == 1 ? stdout : stderr;
-    fprintf(f, "usage: schedc check-op FILE.c:NAME\n\n"
-               "Check the custom reduction operator NAME of FILE.c (docs/ops.md): libclang checks what it may use,\n"
-               "op(a, b) == op(b, a) is tested bit for bit on at least 100000 pairs, and its element loop is\n"
-               "compiled for the CPU. Exit 0 with a one-line summary; 1 with 'file:line:col: message' lines.\n");
-    return argc == 1 ? EXIT_OK : EXIT_USAGE;
+  static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  cli_args a = {.cmd = "check-op", .argc = argc, .argv = argv, .shortopts = "h", .longopts = longopts};
+  const char *v, *spec = NULL;
+  for (int c; (c = cli_next(&a, &v)) != CLI_END;) {
+    if (c == 'h') { check_op_usage(stdout); return EXIT_OK; }
+    if (c != CLI_ARG) return EXIT_USAGE; /* CLI_BAD: said why */
+    if (spec) return cli_usage_error(&a, "unexpected argument '%s' (one FILE.c:NAME only)", v);
+    spec = v;
   }
+  if (!spec) { check_op_usage(stderr); return EXIT_USAGE; }
   char file[4096];
   const char *name;
-  if (!split_op(argv[0], file, sizeof file, &name)) {
-    fprintf(stderr, "schedc check-op: '%s': expected FILE.c:NAME (an operator file and the function's name)\n", argv[0]);
+  if (!split_op(spec, file, sizeof file, &name)) {
+    fprintf(stderr, "schedc check-op: '%s': expected FILE.c:NAME (an operator file and the function's name)\n", spec);
     return EXIT_USAGE;
   }
   schedc_op op;

@@ -1,8 +1,7 @@
 /*
  * run.c — `schedc run` (execute a plan on N ranks: threads in this process, shm processes it
  * forks, the processes of an MPI launcher, or GPUs: cuda, one process or a process per GPU,
- * forked or under an MPI launcher) and `schedc launch` (start N processes of any
- * program with the rank environment, like torchrun). Public API only.
+ * forked or under an MPI launcher). `schedc launch` is launch.c. Public API only.
  *
  * Buffers follow the "K-element buffer per rank" model: every rank has K elements (inputs from
  * DIR/rank<r>.bin or seeded random); the result is the rank's K-element buffer after the
@@ -13,15 +12,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -85,19 +80,25 @@ static void gen_input(const runctx *x, int rank, void *buf) {
 
 static int load_input(const runctx *x, int rank, void *buf, char *err, size_t cap) {
   if (!x->o->inputs) { gen_input(x, rank, buf); return 0; }
-  char path[4096];
-  snprintf(path, sizeof path, "%s/rank%d.bin", x->o->inputs, rank);
-  FILE *f = fopen(path, "rb");
-  if (!f) { snprintf(err, cap, "cannot open %.300s: %s", path, strerror(errno)); return -1; }
-  size_t want = x->K * x->esz, got = fread(buf, 1, want, f);
-  int extra = fgetc(f) != EOF;
-  fclose(f);
-  if (got != want || extra) {
-    snprintf(err, cap, "%.300s: expected %zu bytes (%zu %s elements), got %s%zu", path, want, x->K,
-             schedc_dtype_name(x->o->dtype), extra ? "more than " : "", got);
-    return -1;
+  cli_sbuf sb = {0};
+  const char *path = cli_sb_rank_file(&sb, x->o->inputs, rank, ".bin");
+  FILE *f = path ? fopen(path, "rb") : NULL;
+  int rc = 0;
+  if (!f) {
+    snprintf(err, cap, "cannot open %.300s: %s", path ? path : x->o->inputs, path ? strerror(errno) : "out of memory");
+    rc = -1;
+  } else {
+    size_t want = x->K * x->esz, got = fread(buf, 1, want, f);
+    int extra = fgetc(f) != EOF;
+    fclose(f);
+    if (got != want || extra) {
+      snprintf(err, cap, "%.300s: expected %zu bytes (%zu %s elements), got %s%zu", path, want, x->K,
+               schedc_dtype_name(x->o->dtype), extra ? "more than " : "", got);
+      rc = -1;
+    }
   }
-  return 0;
+  cli_sb_free(&sb);
+  return rc;
 }
 
 static double elem(schedc_dtype t, const void *b, size_t i) {
@@ -117,10 +118,10 @@ static double elem(schedc_dtype t, const void *b, size_t i) {
  * for it until the timeout); every --outputs file is a new name or a regular file, and not an
  * input; the outputs folder exists (created with its parents). quiet: checks without messages
  * (the MPI ranks other than 0). 0, or -1 (after printing why). */
-static int check_io(const runopts *o, int n, size_t K, size_t esz, int quiet) {
-  char in[4096], out[4096];
+static int check_io_paths(const runopts *o, int n, size_t K, size_t esz, int quiet, cli_sbuf *inb, cli_sbuf *outb) {
+  const char *in, *out;
   for (int r = 0; o->inputs && r < n; r++) {
-    snprintf(in, sizeof in, "%s/rank%d.bin", o->inputs, r);
+    if (!(in = cli_sb_rank_file(inb, o->inputs, r, ".bin"))) { fprintf(stderr, "schedc run: out of memory\n"); return -1; }
     int fd = open(in, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY); /* O_NONBLOCK: a FIFO must not block */
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
@@ -149,8 +150,9 @@ static int check_io(const runopts *o, int n, size_t K, size_t esz, int quiet) {
     }
   }
   for (int r = 0; r < n; r++) {
-    snprintf(out, sizeof out, "%s/rank%d.bin", o->outputs, r);
-    snprintf(in, sizeof in, "%s/rank%d.bin", o->inputs ? o->inputs : "", r);
+    out = cli_sb_rank_file(outb, o->outputs, r, ".bin");
+    in = cli_sb_rank_file(inb, o->inputs ? o->inputs : "", r, ".bin");
+    if (!out || !in) { fprintf(stderr, "schedc run: out of memory\n"); return -1; }
     const char *ins[1] = {o->inputs ? in : NULL};
     if (quiet) {
       struct stat st;
@@ -160,6 +162,14 @@ static int check_io(const runopts *o, int n, size_t K, size_t esz, int quiet) {
     }
   }
   return cli_output_dir("run", "--outputs", o->outputs); /* every MPI rank: its host may not share the folder */
+}
+
+static int check_io(const runopts *o, int n, size_t K, size_t esz, int quiet) {
+  cli_sbuf inb = {0}, outb = {0};
+  int rc = check_io_paths(o, n, K, esz, quiet, &inb, &outb);
+  cli_sb_free(&inb);
+  cli_sb_free(&outb);
+  return rc;
 }
 
 /* SCHEDC_INJECT's kill:RANK:STEP and flip:RANK:STEP[:BIT] at a step the plan does not have
@@ -280,14 +290,17 @@ static void rank_results(runctx *x, int rank, const char *buf) {
   int n = x->info.nranks;
   size_t K = x->K, es = x->esz;
   if (o->outputs) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/rank%d.bin", o->outputs, rank);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(buf, 1, K * es, f) != K * es || fclose(f)) {
-      snprintf(rr->err, sizeof rr->err, "cannot write %.300s: %s", path, strerror(errno));
+    cli_sbuf sb = {0};
+    const char *path = cli_sb_rank_file(&sb, o->outputs, rank, ".bin");
+    FILE *f = path ? fopen(path, "wb") : NULL;
+    int failed = !f || fwrite(buf, 1, K * es, f) != K * es;
+    if (f && fclose(f)) failed = 1;
+    if (failed) {
+      snprintf(rr->err, sizeof rr->err, "cannot write %.300s: %s", path ? path : o->outputs, path ? strerror(errno) : "out of memory");
       rr->status = SCHEDC_EIO;
-      return;
     }
+    cli_sb_free(&sb);
+    if (failed) return;
   }
   if (o->check) {
     void **ins = calloc((size_t)n, sizeof *ins);
@@ -413,7 +426,7 @@ static schedc_comm_opts comm_opts(const runctx *x) {
 
 /* ---- report ----------------------------------------------------------------------------- */
 
-int cli_run_mpi(const runopts *o);
+static int run_mpi(const runopts *o);
 static int report(runctx *x) {
   int n = x->info.nranks, failed = 0, agree = 1, consistent = 1;
   schedc_collective c = x->info.collective;
@@ -480,8 +493,22 @@ static void run_usage(FILE *f) {
 }
 
 
-int cli_run(int argc, char **argv);
 int cli_run(int argc, char **argv) {
+  enum { O_RANKS = 256, O_NODES, O_TOPOLOGY, O_COUNT, O_DTYPE, O_OP, O_BACKEND, O_VIRTUAL, O_PROCESSES, O_MPI,
+         O_INPUTS, O_OUTPUTS, O_SLICE, O_ITERS, O_SEED, O_TIMEOUT, O_CHECK, O_REPAIR, O_VERIFY };
+  static const struct option longopts[] = {
+    {"help", no_argument, NULL, 'h'},              {"ranks", required_argument, NULL, O_RANKS},
+    {"nodes", required_argument, NULL, O_NODES},   {"topology", required_argument, NULL, O_TOPOLOGY},
+    {"count", required_argument, NULL, O_COUNT},   {"dtype", required_argument, NULL, O_DTYPE},
+    {"op", required_argument, NULL, O_OP},         {"backend", required_argument, NULL, O_BACKEND},
+    {"virtual", no_argument, NULL, O_VIRTUAL},     {"processes", no_argument, NULL, O_PROCESSES},
+    {"mpi", no_argument, NULL, O_MPI},             {"inputs", required_argument, NULL, O_INPUTS},
+    {"outputs", required_argument, NULL, O_OUTPUTS}, {"slice", required_argument, NULL, O_SLICE},
+    {"iters", required_argument, NULL, O_ITERS},   {"seed", required_argument, NULL, O_SEED},
+    {"timeout", required_argument, NULL, O_TIMEOUT}, {"check", no_argument, NULL, O_CHECK},
+    {"repair", no_argument, NULL, O_REPAIR},       {"verify", required_argument, NULL, O_VERIFY},
+    {NULL, 0, NULL, 0},
+  };
   runopts o = {0};
   o.iters = 1;
   o.count = 1 << 20;
@@ -492,45 +519,58 @@ int cli_run(int argc, char **argv) {
   int rc = EXIT_USAGE;
   const char *backend = "threads";
   int virt = 0, procs = 0, over_mpi = 0;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    long long ll;
-#define VAL() do { if (!v) { fprintf(stderr, "schedc run: option %s needs a value\n", a); goto done; } i++; } while (0)
-#define BAD(what) do { fprintf(stderr, "schedc run: %s '%s' %s\n", a, v, what); goto done; } while (0)
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) { run_usage(stdout); rc = EXIT_OK; goto done; }
-    else if (!strcmp(a, "--ranks")) { VAL(); if (cli_parse_count(v, 1, 65536, &ll)) BAD("is not a rank count from 1 to 65536"); o.ranks = (int)ll; }
-    else if (!strcmp(a, "--nodes")) { VAL(); if (cli_parse_count(v, 1, 65536, &ll)) BAD("is not a node count from 1 to 65536"); o.nodes = (int)ll; }
-    else if (!strcmp(a, "--topology")) { VAL(); o.topology = v; }
-    else if (!strcmp(a, "--count")) { VAL(); if (cli_parse_count(v, 0, 1LL << 34, &ll)) BAD("is not an element count from 0 to 2^34 (digits, K, M or G suffix)"); o.count = ll; }
-    else if (!strcmp(a, "--dtype")) { VAL(); if (schedc_dtype_parse(v, &o.dtype)) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); goto done; } }
-    else if (!strcmp(a, "--op")) { VAL(); if (cli_op_parse(v, &o.op)) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); goto done; } }
-    else if (!strcmp(a, "--backend")) { VAL(); backend = v; }
-    else if (!strcmp(a, "--virtual")) virt = 1;
-    else if (!strcmp(a, "--processes")) procs = 1;
-    else if (!strcmp(a, "--mpi")) over_mpi = 1;
-    else if (!strcmp(a, "--inputs")) { VAL(); if (!*v) BAD("names no folder: give the folder of rank<r>.bin"); o.inputs = v; }
-    else if (!strcmp(a, "--outputs")) { VAL(); if (!*v) BAD("names no folder: give a folder (it is created if missing)"); o.outputs = v; }
-    else if (!strcmp(a, "--slice")) { VAL(); if (cli_parse_count(v, 1, 1LL << 34, &ll)) BAD("is not a byte count from 1 to 2^34 (digits, K, M or G suffix)"); o.slice = ll; }
-    else if (!strcmp(a, "--iters")) { VAL(); if (cli_parse_count(v, 1, 1 << 24, &ll)) BAD("is not an iteration count from 1 to 2^24"); o.iters = (int)ll; }
-    else if (!strcmp(a, "--seed")) { VAL(); if (cli_parse_count(v, 0, 1 << 30, &ll)) BAD("is not a seed from 0 to 2^30"); o.seed = (int)ll; }
-    else if (!strcmp(a, "--timeout")) { VAL(); if (cli_parse_seconds(v, 1e9, &o.timeout)) BAD("is not a number of seconds: a finite number > 0 and <= 1e9 (no unit)"); }
-    else if (!strcmp(a, "--check")) o.check = 1;
-    else if (!strcmp(a, "--repair")) o.repair = 1;
-    else if (!strcmp(a, "--verify")) {
-      VAL();
+  if (!o.defines) return EXIT_REJECTED;
+  cli_args a = {.cmd = "run", .argc = argc, .argv = argv, .shortopts = "hD:", .longopts = longopts};
+  const char *v;
+  for (int c; (c = cli_next(&a, &v)) != CLI_END;) {
+    int bad = 0;
+    switch (c) {
+    case 'h': run_usage(stdout); rc = EXIT_OK; goto done;
+    case O_RANKS: bad = cli_opt_int(&a, v, 1, 65536, "a rank count from 1 to 65536", &o.ranks); break;
+    case O_NODES: bad = cli_opt_int(&a, v, 1, 65536, "a node count from 1 to 65536", &o.nodes); break;
+    case O_TOPOLOGY: o.topology = v; break;
+    case O_COUNT:
+      bad = cli_opt_count(&a, v, 0, 1LL << 34, "an element count from 0 to 2^34 (digits, K, M or G suffix)", &o.count);
+      break;
+    case O_DTYPE: if ((bad = schedc_dtype_parse(v, &o.dtype) != SCHEDC_OK)) cli_usage_error(&a, "%s", schedc_errmsg()); break;
+    case O_OP: if ((bad = cli_op_parse(v, &o.op) != 0)) cli_usage_error(&a, "%s", schedc_errmsg()); break;
+    case O_BACKEND: backend = v; break;
+    case O_VIRTUAL: virt = 1; break;
+    case O_PROCESSES: procs = 1; break;
+    case O_MPI: over_mpi = 1; break;
+    case O_INPUTS:
+      if ((bad = !*v)) cli_usage_error(&a, "--inputs '' names no folder: give the folder of rank<r>.bin");
+      o.inputs = v;
+      break;
+    case O_OUTPUTS:
+      if ((bad = !*v)) cli_usage_error(&a, "--outputs '' names no folder: give a folder (it is created if missing)");
+      o.outputs = v;
+      break;
+    case O_SLICE:
+      bad = cli_opt_count(&a, v, 1, 1LL << 34, "a byte count from 1 to 2^34 (digits, K, M or G suffix)", &o.slice);
+      break;
+    case O_ITERS: bad = cli_opt_int(&a, v, 1, 1 << 24, "an iteration count from 1 to 2^24", &o.iters); break;
+    case O_SEED: bad = cli_opt_int(&a, v, 0, 1 << 30, "a seed from 0 to 2^30", &o.seed); break;
+    case O_TIMEOUT:
+      bad = cli_opt_seconds(&a, v, 1e9, "a number of seconds: a finite number > 0 and <= 1e9 (no unit)", &o.timeout);
+      break;
+    case O_CHECK: o.check = 1; break;
+    case O_REPAIR: o.repair = 1; break;
+    case O_VERIFY:
       if (!strcmp(v, "digest")) o.verify = SCHEDC_VERIFY_DIGEST;
       else if (!strcmp(v, "checksum")) o.verify = SCHEDC_VERIFY_CHECKSUM;
       else if (!strcmp(v, "full")) o.verify = SCHEDC_VERIFY_FULL;
       else if (!strcmp(v, "none")) o.verify = SCHEDC_VERIFY_NONE;
-      else BAD("(choose none, digest, checksum or full)");
+      else bad = 1, cli_usage_error(&a, "--verify '%s' (choose none, digest, checksum or full)", v);
+      break;
+    case 'D': bad = cli_opt_define(&a, v, o.defines, &o.ndefines); break;
+    case CLI_ARG:
+      if ((bad = o.file != NULL)) cli_usage_error(&a, "unexpected argument '%s'", v);
+      o.file = v;
+      break;
+    default: bad = 1; break; /* CLI_BAD: said why */
     }
-    else if (!strcmp(a, "-D")) { VAL(); if (!strchr(v, '=') || v[0] == '=') BAD("expected key=value"); o.defines[o.ndefines++] = v; }
-    else if (!strncmp(a, "-D", 2) && strchr(a + 2, '=') && a[2] != '=') o.defines[o.ndefines++] = a + 2;
-    else if (a[0] == '-' && a[1]) { fprintf(stderr, "schedc run: unknown option '%s' (see 'schedc run --help')\n", a); goto done; }
-    else if (!o.file) o.file = a;
-    else { fprintf(stderr, "schedc run: unexpected argument '%s'\n", a); goto done; }
-#undef VAL
-#undef BAD
+    if (bad) goto done;
   }
   if (!o.file) { fprintf(stderr, "schedc run: missing FILE (see 'schedc run --help')\n"); goto done; }
   if (!strcmp(backend, "threads")) o.backend = SCHEDC_BACKEND_THREADS;
@@ -547,7 +587,7 @@ int cli_run(int argc, char **argv) {
     goto done;
   }
   if (o.backend == SCHEDC_BACKEND_MPI || over_mpi) {
-    rc = cli_run_mpi(&o);
+    rc = run_mpi(&o);
     goto done;
   }
   runctx x = {&o, NULL, SCHEDC_PLAN_INFO_INIT, 0, 0, NULL};
@@ -583,12 +623,18 @@ int cli_run(int argc, char **argv) {
   const char *nodes = NULL, *net = NULL;
   if (!strcmp(backend, "cuda") && schedc_param_get("SCHEDC_CUDA_NODES", &nodes) != SCHEDC_OK) nodes = NULL;
   if (schedc_param_get("SCHEDC_CUDA_NET", &net) != SCHEDC_OK) net = NULL;
-  int staged = nodes && *nodes && strcmp(nodes, "1"); /* staged across nodes; between processes maybe by NCCL */
-  printf("# %s '%s': %s, %d ranks, %d chunks, %lld x %s, op %s, backend %s%s%s%s%s\n", o.file, x.info.name,
-         schedc_collective_name(x.info.collective), n, x.info.nchunks, o.count, schedc_dtype_name(o.dtype),
-         schedc_op_name(o.op), backend, virt ? " (virtual ranks on one GPU)" : procs ? " (a process per GPU)" : "",
-         staged ? ", staged across SCHEDC_CUDA_NODES=" : "", staged ? nodes : "",
-         staged && procs && net && !strcmp(net, "nccl") ? " through NCCL (SCHEDC_CUDA_NET=nccl)" : "");
+  cli_sbuf banner = {0};
+  cli_sb_printf(&banner, "# %s '%s': %s, %d ranks, %d chunks, %lld x %s, op %s, backend %s", o.file, x.info.name,
+                schedc_collective_name(x.info.collective), n, x.info.nchunks, o.count, schedc_dtype_name(o.dtype),
+                schedc_op_name(o.op), backend);
+  if (virt) cli_sb_puts(&banner, " (virtual ranks on one GPU)");
+  if (procs) cli_sb_puts(&banner, " (a process per GPU)");
+  if (nodes && *nodes && strcmp(nodes, "1")) { /* staged across nodes; between processes maybe by NCCL */
+    cli_sb_printf(&banner, ", staged across SCHEDC_CUDA_NODES=%s", nodes);
+    if (procs && net && !strcmp(net, "nccl")) cli_sb_puts(&banner, " through NCCL (SCHEDC_CUDA_NET=nccl)");
+  }
+  printf("%s\n", cli_sb_str(&banner));
+  cli_sb_free(&banner);
   fflush(stdout);
   schedc_comm_opts co = comm_opts(&x);
   cli_ranks cb = {&x, procs ? run_cuda_rank_cb : run_rank_cb, run_failed_cb};
@@ -622,7 +668,7 @@ static void run_cuda_over(runctx *x, schedc_comm *host, int me) {
 /* MPI: this process is one rank of the MPI job (schedc initialises MPI itself); with
  * --backend cuda --mpi, a process per GPU over it. Results are gathered to every rank with
  * schedc_allgather, so the CLI needs no MPI header. */
-int cli_run_mpi(const runopts *o) {
+static int run_mpi(const runopts *o) {
   schedc_comm *comm;
   int cuda = o->backend == SCHEDC_BACKEND_CUDA;
   schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
@@ -681,98 +727,4 @@ int cli_run_mpi(const runopts *o) {
   schedc_plan_free(x.plan);
   schedc_comm_free(comm);
   return rc;
-}
-
-/* ---- launch ------------------------------------------------------------------------------ */
-
-static volatile sig_atomic_t got_signal;
-static void on_signal(int s) { got_signal = s; }
-
-int cli_launch(int argc, char **argv);
-int cli_launch(int argc, char **argv) {
-  int n = 0, i = 0;
-  double grace = 5;
-  for (; i < argc; i++) {
-    if (!strcmp(argv[i], "--")) { i++; break; }
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      printf("usage: schedc launch -n N [--grace S] -- CMD [ARGS...]\n\n"
-             "Start N processes of CMD with SCHEDC_RANK, SCHEDC_NRANKS, SCHEDC_JOB (and torchrun's RANK,\n"
-             "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE) set, like torchrun. If one fails, the others are\n"
-             "stopped after S seconds (default 5). Exit status: 0 if all exit 0, else the first failure's.\n");
-      return EXIT_OK;
-    }
-    if (!strcmp(argv[i], "-n") && i + 1 < argc) {
-      long long v;
-      if (cli_parse_count(argv[++i], 1, 4096, &v)) { fprintf(stderr, "schedc launch: -n '%s' is not a process count\n", argv[i]); return EXIT_USAGE; }
-      n = (int)v;
-    } else if (!strcmp(argv[i], "--grace") && i + 1 < argc) {
-      if (cli_parse_seconds(argv[++i], 1e6, &grace)) {
-        fprintf(stderr, "schedc launch: --grace '%s' is not a number of seconds: a finite number > 0 and <= 1e6 (no unit)\n", argv[i]);
-        return EXIT_USAGE;
-      }
-    } else {
-      fprintf(stderr, "schedc launch: unexpected '%s' (usage: schedc launch -n N -- CMD [ARGS...])\n", argv[i]);
-      return EXIT_USAGE;
-    }
-  }
-  if (!n || i >= argc) { fprintf(stderr, "schedc launch: need -n N and -- CMD\n"); return EXIT_USAGE; }
-  char job[64], buf[32];
-  if (cli_job_id(job, sizeof job, "launch") != 0) return EXIT_REJECTED;
-  pid_t *pids = calloc((size_t)n, sizeof *pids);
-  if (!pids) return EXIT_REJECTED;
-  signal(SIGINT, on_signal);
-  signal(SIGTERM, on_signal);
-  fflush(stdout);
-  pid_t parent = getpid();
-  for (int r = 0; r < n; r++) {
-    pid_t p = fork();
-    if (p < 0) { /* the ranks started so far would wait for the missing one: stop them */
-      fprintf(stderr, "schedc launch: cannot start rank %d: %s\n", r, strerror(errno));
-      for (int k = 0; k < r; k++) kill(pids[k], SIGKILL);
-      for (int k = 0; k < r; k++) waitpid(pids[k], NULL, 0);
-      cli_cleanup_job(job);
-      free(pids);
-      return EXIT_REJECTED;
-    }
-    if (p == 0) {
-      /* die with the launcher (kept across exec): a killed launch leaves no rank behind */
-      if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(127);
-      snprintf(buf, sizeof buf, "%d", r);
-      setenv("SCHEDC_RANK", buf, 1); setenv("RANK", buf, 1); setenv("LOCAL_RANK", buf, 1);
-      snprintf(buf, sizeof buf, "%d", n);
-      setenv("SCHEDC_NRANKS", buf, 1); setenv("WORLD_SIZE", buf, 1); setenv("LOCAL_WORLD_SIZE", buf, 1);
-      setenv("SCHEDC_JOB", job, 1);
-      execvp(argv[i], argv + i);
-      fprintf(stderr, "schedc launch: cannot run %s: %s\n", argv[i], strerror(errno));
-      _exit(127);
-    }
-    pids[r] = p;
-  }
-  int rc = 0, left = n;
-  double kill_at = 0;
-  while (left) {
-    int ws;
-    pid_t p = waitpid(-1, &ws, WNOHANG);
-    if (p > 0) {
-      left--;
-      int code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-      for (int r = 0; r < n; r++) if (pids[r] == p) pids[r] = 0;
-      if (code && !rc) {
-        rc = code;
-        kill_at = now_s() + grace;
-        fprintf(stderr, "schedc launch: a rank exited with status %d; stopping the others in %.3g s\n", code, grace);
-      }
-      continue;
-    }
-    if (got_signal && !kill_at) kill_at = now_s();
-    if (kill_at && now_s() >= kill_at) {
-      for (int r = 0; r < n; r++) if (pids[r] > 0) kill(pids[r], SIGTERM);
-      kill_at = now_s() + 1e9;
-    }
-    struct timespec ts = {0, 10000000};
-    nanosleep(&ts, NULL);
-  }
-  cli_cleanup_job(job);
-  free(pids);
-  return rc ? rc : (got_signal ? 128 + got_signal : 0);
 }

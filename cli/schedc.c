@@ -95,48 +95,47 @@ static int usage_error(const char *cmd, const char *fmt, const char *arg) {
   return EXIT_USAGE;
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out) {
-  long long v;
-  if (cli_parse_count(s, lo, hi, &v)) return -1; /* strict: digits only, no blank or sign */
-  *out = (int)v;
-  return 0;
-}
-
-/* Returns -1 on success (keep going), else an exit status. */
+/* Returns -1 on success (keep going), else an exit status. argv[0] is the command's name. */
 static int parse(const char *cmd, int argc, char **argv, opts *o) {
+  enum { O_RANKS = 256, O_NODES, O_RANK, O_TOPOLOGY, O_ORDER, O_STEPS, O_PTX, O_CHECKSUMS, O_ARCH, O_TARGET, O_DTYPE, O_OP };
+  static const struct option longopts[] = {
+    {"help", no_argument, NULL, 'h'},           {"ranks", required_argument, NULL, O_RANKS},
+    {"nodes", required_argument, NULL, O_NODES}, {"rank", required_argument, NULL, O_RANK},
+    {"topology", required_argument, NULL, O_TOPOLOGY}, {"order", no_argument, NULL, O_ORDER},
+    {"steps", no_argument, NULL, O_STEPS},       {"ptx", no_argument, NULL, O_PTX},
+    {"checksums", no_argument, NULL, O_CHECKSUMS}, {"arch", required_argument, NULL, O_ARCH},
+    {"target", required_argument, NULL, O_TARGET}, {"dtype", required_argument, NULL, O_DTYPE},
+    {"op", required_argument, NULL, O_OP},       {NULL, 0, NULL, 0},
+  };
   memset(o, 0, sizeof *o);
   o->rank = -1;
   o->defines = calloc((size_t)argc + 1, sizeof *o->defines);
   if (!o->defines) return EXIT_REJECTED;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED_ARG() do { if (!next) return usage_error(cmd, "option %s needs a value", a); i++; } while (0)
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage_cmd(cmd, stdout); return EXIT_OK; }
-    else if (!strcmp(a, "--ranks")) { NEED_ARG(); if (parse_int(next, 1, 65536, &o->ranks)) return usage_error(cmd, "--ranks '%s' is not a rank count from 1 to 65536", next); }
-    else if (!strcmp(a, "--nodes")) { NEED_ARG(); if (parse_int(next, 1, 65536, &o->nodes)) return usage_error(cmd, "--nodes '%s' is not a node count from 1 to 65536", next); }
-    else if (!strcmp(a, "--rank")) { NEED_ARG(); if (parse_int(next, 0, 65535, &o->rank)) return usage_error(cmd, "--rank '%s' is not a rank from 0 to 65535", next); }
-    else if (!strcmp(a, "--topology")) { NEED_ARG(); o->topology = next; }
-    else if (!strcmp(a, "-o")) { NEED_ARG(); o->out = next; }
-    else if (!strcmp(a, "--order")) o->order = 1;
-    else if (!strcmp(a, "--ptx")) o->ptx = 1;
-    else if (!strcmp(a, "--checksums")) o->checksums = 1;
-    else if (!strcmp(a, "--arch")) { NEED_ARG(); o->arch = next; }
-    else if (!strcmp(a, "--target")) { NEED_ARG(); o->target = next; }
-    else if (!strcmp(a, "--dtype")) { NEED_ARG(); o->dtype = next; }
-    else if (!strcmp(a, "--op")) { NEED_ARG(); o->op = next; }
-    else if (!strcmp(a, "--steps")) o->steps = 1;
-    else if (!strcmp(a, "-D")) {
-      NEED_ARG();
-      if (!strchr(next, '=') || next[0] == '=') return usage_error(cmd, "-D '%s': expected key=value", next);
-      o->defines[o->ndefines++] = next;
-    } else if (!strncmp(a, "-D", 2)) {
-      if (!strchr(a + 2, '=') || a[2] == '=') return usage_error(cmd, "'%s': expected -Dkey=value", a);
-      o->defines[o->ndefines++] = a + 2;
-    } else if (a[0] == '-' && a[1]) return usage_error(cmd, "unknown option '%s'", a);
-    else if (!o->file) o->file = a;
-    else return usage_error(cmd, "unexpected argument '%s' (one FILE only)", a);
-#undef NEED_ARG
+  cli_args a = {.cmd = cmd, .argc = argc, .argv = argv, .shortopts = "ho:D:", .longopts = longopts};
+  const char *v;
+  for (int c; (c = cli_next(&a, &v)) != CLI_END;) {
+    switch (c) {
+    case 'h': usage_cmd(cmd, stdout); return EXIT_OK;
+    case O_RANKS: if (cli_opt_int(&a, v, 1, 65536, "a rank count from 1 to 65536", &o->ranks)) return EXIT_USAGE; break;
+    case O_NODES: if (cli_opt_int(&a, v, 1, 65536, "a node count from 1 to 65536", &o->nodes)) return EXIT_USAGE; break;
+    case O_RANK: if (cli_opt_int(&a, v, 0, 65535, "a rank from 0 to 65535", &o->rank)) return EXIT_USAGE; break;
+    case O_TOPOLOGY: o->topology = v; break;
+    case 'o': o->out = v; break;
+    case O_ORDER: o->order = 1; break;
+    case O_STEPS: o->steps = 1; break;
+    case O_PTX: o->ptx = 1; break;
+    case O_CHECKSUMS: o->checksums = 1; break;
+    case O_ARCH: o->arch = v; break;
+    case O_TARGET: o->target = v; break;
+    case O_DTYPE: o->dtype = v; break;
+    case O_OP: o->op = v; break;
+    case 'D': if (cli_opt_define(&a, v, o->defines, &o->ndefines)) return EXIT_USAGE; break;
+    case CLI_ARG:
+      if (o->file) return usage_error(cmd, "unexpected argument '%s' (one FILE only)", v);
+      o->file = v;
+      break;
+    default: return EXIT_USAGE; /* CLI_BAD: said why */
+    }
   }
   if (!o->file) return usage_error(cmd, "%s", "missing FILE");
   return -1;
@@ -211,6 +210,58 @@ static int show_steps(const schedc_plan *plan) {
   return EXIT_OK;
 }
 
+/* emit-cuda: every rank's kernel source (and PTX) into dir, path the buffer for the file names.
+ * An exit status. */
+static int emit_files(const schedc_plan *plan, const opts *o, schedc_dtype dt, schedc_op op, const char *arch,
+                      const char *dir, int nranks, cli_sbuf *path) {
+  const char *inputs[2] = {o->file, o->topology};
+  for (int r = 0; r < nranks; r++) { /* every file first: a refused run writes none */
+    if (!cli_sb_rank_file(path, dir, r, ".cu")) { fprintf(stderr, "schedc emit-cuda: out of memory\n"); return EXIT_REJECTED; }
+    if (cli_check_output("emit-cuda", "-o", path->p, inputs, 2)) return EXIT_USAGE;
+    if (!cli_sb_rank_file(path, dir, r, ".ptx")) { fprintf(stderr, "schedc emit-cuda: out of memory\n"); return EXIT_REJECTED; }
+    if (o->ptx && cli_check_output("emit-cuda", "-o", path->p, inputs, 2)) return EXIT_USAGE;
+  }
+  if (cli_output_dir("emit-cuda", "-o", dir)) return EXIT_REJECTED;
+  for (int r = 0; r < nranks; r++) {
+    char *src;
+    if (schedc_cuda_source_v2(plan, r, dt, op, o->checksums, &src)) { fprintf(stderr, "%s\n", schedc_errmsg()); return EXIT_REJECTED; }
+    if (!cli_sb_rank_file(path, dir, r, ".cu")) { fprintf(stderr, "schedc emit-cuda: out of memory\n"); schedc_free(src); return EXIT_REJECTED; }
+    FILE *f = fopen(path->p, "w");
+    int bad = !f || fputs(src, f) < 0;
+    if (f && fclose(f)) bad = 1;
+    if (bad) {
+      fprintf(stderr, "schedc emit-cuda: cannot write %s: %s\n", path->p, strerror(errno));
+      schedc_free(src);
+      return EXIT_REJECTED;
+    }
+    printf("wrote %s\n", path->p);
+    if (o->ptx) {
+      void *img;
+      size_t len;
+      schedc_cuda_compile_info ci = SCHEDC_CUDA_COMPILE_INFO_INIT;
+      if (schedc_cuda_compile(src, arch, 1, &img, &len, &ci)) {
+        fprintf(stderr, "%s\n", schedc_errmsg());
+        schedc_free(src);
+        return EXIT_REJECTED;
+      }
+      if (len && ((const char *)img)[len - 1] == '\0') len--; /* the text, not its terminator: ptxas stops at a NUL */
+      f = cli_sb_rank_file(path, dir, r, ".ptx") ? fopen(path->p, "w") : NULL;
+      bad = !f || fwrite(img, 1, len, f) != len;
+      if (f && fclose(f)) bad = 1;
+      if (bad) {
+        fprintf(stderr, "schedc emit-cuda: cannot write %s: %s\n", cli_sb_str(path), strerror(errno));
+        schedc_free(img);
+        schedc_free(src);
+        return EXIT_REJECTED;
+      }
+      printf("wrote %s (%s, %.3f s)\n", path->p, ci.cache_hit ? "cache hit" : "NVRTC", ci.seconds);
+      schedc_free(img);
+    }
+    schedc_free(src);
+  }
+  return EXIT_OK;
+}
+
 /* Emit (into dir, per rank) and/or compile the plan's CUDA kernels. */
 static int cuda_build(const schedc_plan *plan, const opts *o, const char *dir) {
   schedc_dtype dt = SCHEDC_F32;
@@ -243,50 +294,10 @@ static int cuda_build(const schedc_plan *plan, const opts *o, const char *dir) {
     schedc_free(img);
     return EXIT_OK;
   }
-  const char *inputs[2] = {o->file, o->topology};
-  for (int r = 0; r < in.nranks; r++) { /* every file first: a refused run writes none */
-    char path[4096];
-    snprintf(path, sizeof path, "%s/rank%d.cu", dir, r);
-    if (cli_check_output("emit-cuda", "-o", path, inputs, 2)) return EXIT_USAGE;
-    snprintf(path, sizeof path, "%s/rank%d.ptx", dir, r);
-    if (o->ptx && cli_check_output("emit-cuda", "-o", path, inputs, 2)) return EXIT_USAGE;
-  }
-  if (cli_output_dir("emit-cuda", "-o", dir)) return EXIT_REJECTED;
-  for (int r = 0; r < in.nranks; r++) {
-    char *src, path[4096];
-    if (schedc_cuda_source_v2(plan, r, dt, op, o->checksums, &src)) { fprintf(stderr, "%s\n", schedc_errmsg()); return EXIT_REJECTED; }
-    snprintf(path, sizeof path, "%s/rank%d.cu", dir, r);
-    FILE *f = fopen(path, "w");
-    if (!f || fputs(src, f) < 0 || fclose(f)) {
-      fprintf(stderr, "schedc emit-cuda: cannot write %s: %s\n", path, strerror(errno));
-      schedc_free(src);
-      return EXIT_REJECTED;
-    }
-    printf("wrote %s\n", path);
-    if (o->ptx) {
-      void *img;
-      size_t len;
-      schedc_cuda_compile_info ci = SCHEDC_CUDA_COMPILE_INFO_INIT;
-      if (schedc_cuda_compile(src, arch, 1, &img, &len, &ci)) {
-        fprintf(stderr, "%s\n", schedc_errmsg());
-        schedc_free(src);
-        return EXIT_REJECTED;
-      }
-      snprintf(path, sizeof path, "%s/rank%d.ptx", dir, r);
-      if (len && ((const char *)img)[len - 1] == '\0') len--; /* the text, not its terminator: ptxas stops at a NUL */
-      f = fopen(path, "w");
-      if (!f || fwrite(img, 1, len, f) != len || fclose(f)) {
-        fprintf(stderr, "schedc emit-cuda: cannot write %s: %s\n", path, strerror(errno));
-        schedc_free(img);
-        schedc_free(src);
-        return EXIT_REJECTED;
-      }
-      printf("wrote %s (%s, %.3f s)\n", path, ci.cache_hit ? "cache hit" : "NVRTC", ci.seconds);
-      schedc_free(img);
-    }
-    schedc_free(src);
-  }
-  return EXIT_OK;
+  cli_sbuf path = {0}; /* DIR/rank<R>.cu and .ptx, of any length */
+  int rc = emit_files(plan, o, dt, op, arch, dir, in.nranks, &path);
+  cli_sb_free(&path);
+  return rc;
 }
 
 static int cmd_plan(const char *cmd, int argc, char **argv) {
@@ -371,13 +382,14 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "check") || !strcmp(cmd, "show") || !strcmp(cmd, "compile") || !strcmp(cmd, "viz") ||
       !strcmp(cmd, "emit-cuda"))
-    return cmd_plan(cmd, argc - 2, argv + 2);
-  if (!strcmp(cmd, "run")) return cli_run(argc - 2, argv + 2);
-  if (!strcmp(cmd, "check-op")) return cli_check_op(argc - 2, argv + 2);
-  if (!strcmp(cmd, "launch")) return cli_launch(argc - 2, argv + 2);
-  if (!strcmp(cmd, "bench")) return cli_bench(argc - 2, argv + 2);
-  if (!strcmp(cmd, "cost")) return cli_cost(argc - 2, argv + 2);
-  if (!strcmp(cmd, "tune")) return cli_tune(argc - 2, argv + 2);
+    return cmd_plan(cmd, argc - 1, argv + 1);
+  /* each subcommand gets its own argv: [0] its name, then its arguments */
+  if (!strcmp(cmd, "run")) return cli_run(argc - 1, argv + 1);
+  if (!strcmp(cmd, "check-op")) return cli_check_op(argc - 1, argv + 1);
+  if (!strcmp(cmd, "launch")) return cli_launch(argc - 1, argv + 1);
+  if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
+  if (!strcmp(cmd, "cost")) return cli_cost(argc - 1, argv + 1);
+  if (!strcmp(cmd, "tune")) return cli_tune(argc - 1, argv + 1);
   fprintf(stderr, "schedc: unknown command '%s' (commands: check, show, compile, viz, emit-cuda, run, launch, bench, "
           "cost, tune, check-op)\n", cmd);
   return EXIT_USAGE;

@@ -135,9 +135,20 @@ int cli_tune(int argc, char **argv) {
   size_t sizes[MAXSIZES];
   schedc_collective coll = SCHEDC_ALLREDUCE;
   char dirbuf[PATH_MAX];
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+  enum { O_RANKS = 256, O_TOPOLOGY, O_MODEL_ONLY, O_BACKEND, O_KEEP, O_MARGIN, O_SCHEDULES, O_SIZES };
+  static const struct option longopts[] = {
+    {"help", no_argument, NULL, 'h'},                 {"ranks", required_argument, NULL, O_RANKS},
+    {"topology", required_argument, NULL, O_TOPOLOGY}, {"model-only", no_argument, NULL, O_MODEL_ONLY},
+    {"backend", required_argument, NULL, O_BACKEND},  {"keep", required_argument, NULL, O_KEEP},
+    {"margin", required_argument, NULL, O_MARGIN},    {"schedules", required_argument, NULL, O_SCHEDULES},
+    {"sizes", required_argument, NULL, O_SIZES},      {NULL, 0, NULL, 0},
+  };
+  cli_args a = {.cmd = "tune", .argc = argc, .argv = argv, .shortopts = "ho:", .longopts = longopts};
+  const char *v;
+  for (int c; (c = cli_next(&a, &v)) != CLI_END;) {
+    int bad = 0;
+    switch (c) {
+    case 'h':
       printf("usage: schedc tune --ranks N [--backend shm|threads] [--sizes 8,4K,...] [--keep K] [--margin M] [-o DIR]\n"
              "                   [--schedules DIR]\n"
              "       schedc tune --topology T --model-only [--sizes ...] [-o DIR]\n\n"
@@ -151,31 +162,27 @@ int cli_tune(int argc, char **argv) {
              "predicted table). Allreduce, f32 sum. The candidates come from --schedules DIR, else from the\n"
              "folder where `schedc check ring` finds the ring (see docs/cli.md, \"Schedules by name\").\n");
       return EXIT_OK;
-    }
-    if (!v && a[0] == '-' && strcmp(a, "--model-only")) { fprintf(stderr, "schedc tune: %s needs a value\n", a); return EXIT_USAGE; }
-    long long x;
-    if (!strcmp(a, "--ranks")) {
-      if (cli_parse_count(argv[++i], 1, 65536, &x)) { fprintf(stderr, "schedc tune: --ranks '%s' is not a rank count from 1 to 65536\n", argv[i]); return EXIT_USAGE; }
-      ranks = (int)x;
-    }
-    else if (!strcmp(a, "--topology")) topo = argv[++i];
-    else if (!strcmp(a, "--model-only")) model_only = 1;
-    else if (!strcmp(a, "--backend")) backend = argv[++i];
-    else if (!strcmp(a, "--keep")) {
-      if (cli_parse_count(argv[++i], 1, 1000, &x)) { fprintf(stderr, "schedc tune: --keep '%s' is not a count from 1 to 1000\n", argv[i]); return EXIT_USAGE; }
-      keep = (int)x;
-    } else if (!strcmp(a, "--margin")) {
-      if (cli_parse_seconds(argv[++i], 1e6, &margin) || margin < 1) { fprintf(stderr, "schedc tune: --margin '%s' is not a factor: a finite number >= 1\n", argv[i]); return EXIT_USAGE; }
-    } else if (!strcmp(a, "-o")) {
-      out = argv[++i];
+    case O_RANKS: bad = cli_opt_int(&a, v, 1, 65536, "a rank count from 1 to 65536", &ranks); break;
+    case O_TOPOLOGY: topo = v; break;
+    case O_MODEL_ONLY: model_only = 1; break;
+    case O_BACKEND: backend = v; break;
+    case O_KEEP: bad = cli_opt_int(&a, v, 1, 1000, "a count from 1 to 1000", &keep); break;
+    case O_MARGIN:
+      /* a factor >= 1: the seconds parser's rules (finite decimal, no sign or unit), then the bound */
+      if (!(bad = cli_parse_seconds(v, 1e6, &margin) || margin < 1)) break;
+      cli_usage_error(&a, "--margin '%s' is not a factor: a finite number >= 1", v);
+      break;
+    case 'o':
+      out = v;
       out_given = 1;
-      if (!*out) { fprintf(stderr, "schedc tune: -o '': an empty path names no folder (give a folder; it is created if missing)\n"); return EXIT_USAGE; }
+      if ((bad = !*out)) cli_usage_error(&a, "-o '': an empty path names no folder (give a folder; it is created if missing)");
+      break;
+    case O_SCHEDULES: dir = v; break;
+    case O_SIZES: bad = cli_opt_sizes(&a, v, sizes, MAXSIZES, &nsizes); break;
+    case CLI_ARG: bad = 1; cli_usage_error(&a, "unexpected argument '%s' (see 'schedc tune --help')", v); break;
+    default: bad = 1; break; /* CLI_BAD: said why */
     }
-    else if (!strcmp(a, "--schedules")) dir = argv[++i];
-    else if (!strcmp(a, "--sizes")) {
-      char bad[64];
-      if ((nsizes = cli_parse_sizes(argv[++i], sizes, MAXSIZES, bad)) < 0) { fprintf(stderr, "schedc tune: bad size '%s'\n", bad); return EXIT_USAGE; }
-    } else { fprintf(stderr, "schedc tune: unknown argument '%s' (see --help)\n", a); return EXIT_USAGE; }
+    if (bad) return EXIT_USAGE;
   }
   if (model_only && !topo) { fprintf(stderr, "schedc tune: --model-only needs --topology T (with a links table)\n"); return EXIT_USAGE; }
   if (!model_only && ranks < 1) { fprintf(stderr, "schedc tune: --ranks N is required\n"); return EXIT_USAGE; }
@@ -263,9 +270,9 @@ int cli_tune(int argc, char **argv) {
   for (int s = 0; s < nsizes; s++) {
     int order[MAXC];
     for (int c = 0; c < nc; c++) order[c] = c;
-    for (int a = 0; a < nc; a++)
-      for (int b = a + 1; b < nc; b++)
-        if (cs[order[b]].pred[s] < cs[order[a]].pred[s]) { int t = order[a]; order[a] = order[b]; order[b] = t; }
+    for (int i = 0; i < nc; i++)
+      for (int j = i + 1; j < nc; j++)
+        if (cs[order[j]].pred[s] < cs[order[i]].pred[s]) { int t = order[i]; order[i] = order[j]; order[j] = t; }
     /* the K best, and any other the model puts within `margin` of the best: the model ties
      * variants it cannot tell apart (it gives no pipelining credit), so those are timed too */
     for (int k = 0; k < nc; k++)
@@ -365,14 +372,16 @@ int cli_tune(int argc, char **argv) {
       if (s + 1 < nsizes) snprintf(hi, sizeof hi, "%zu", (size_t)((double)sizes[s] * 0.5 + (double)sizes[s + 1] * 0.5));
       else snprintf(hi, sizeof hi, "inf");
       cand *c = &cs[best[s]];
-      char pf[160];
-      snprintf(pf, sizeof pf, "%s", c->label);
-      for (char *q = pf; *q; q++) if (*q == ' ' || *q == '=' || *q == '/') *q = '_';
-      strcat(pf, ".plan");
-      char full[PATH_MAX + 200];
-      snprintf(full, sizeof full, "%s/%s", out, pf);
-      if (schedc_plan_save(c->plan, full) != SCHEDC_OK) { fprintf(stderr, "schedc tune: %s\n", schedc_errmsg()); rc = EXIT_REJECTED; }
-      fprintf(f, "entry %s %d %zu %s %zu %s\n", schedc_collective_name(coll), n, lo, hi, slice[s], pf);
+      cli_sbuf pf = {0}, full = {0}; /* the label as a file name: "ring.lua -D k=2" -> ring.lua_-D_k_2.plan */
+      cli_sb_puts(&pf, c->label);
+      for (char *q = pf.p; q && *q; q++) if (*q == ' ' || *q == '=' || *q == '/') *q = '_';
+      cli_sb_puts(&pf, ".plan");
+      cli_sb_printf(&full, "%s/%s", out, cli_sb_str(&pf));
+      if (pf.oom || full.oom) { fprintf(stderr, "schedc tune: out of memory\n"); rc = EXIT_REJECTED; }
+      else if (schedc_plan_save(c->plan, full.p) != SCHEDC_OK) { fprintf(stderr, "schedc tune: %s\n", schedc_errmsg()); rc = EXIT_REJECTED; }
+      fprintf(f, "entry %s %d %zu %s %zu %s\n", schedc_collective_name(coll), n, lo, hi, slice[s], cli_sb_str(&pf));
+      cli_sb_free(&pf);
+      cli_sb_free(&full);
       lo = s + 1 < nsizes ? (size_t)strtoull(hi, NULL, 10) + 1 : 0;
     }
     if (!model_only) {

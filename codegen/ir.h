@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hash.h"  /* sc_fnv (common/): the plan hash, plan files' seals, cache keys */
 #include "names.h" /* the name tables (common/): codegen's spellings and dtype sizes */
 #include "schedc/schedc.h"
 
@@ -64,13 +65,5 @@ uint64_t sc_ir_hash(const sc_ir *ir);
 const char *sc_ir_collective_name(int c);
 /* Chunk block of rank r for reduce_scatter / allgather: chunks [r*k, r*k+k), k = nchunks/nranks. */
 static inline uint32_t sc_ir_block(const sc_ir *ir) { return ir->nchunks / ir->nranks; }
-
-/* FNV-1a 64 helpers shared by hashing code. */
-static inline uint64_t sc_fnv(uint64_t h, const void *p, size_t n) {
-  const unsigned char *b = (const unsigned char *)p;
-  for (size_t i = 0; i < n; i++) { h ^= b[i]; h *= 0x100000001b3ull; }
-  return h;
-}
-#define SC_FNV_INIT 0xcbf29ce484222325ull
 
 #endif

@@ -31,7 +31,7 @@ const sc_opdef *sc_opreg_get(int op);
 /* Forget a value (the caller frees the definition afterwards). */
 void sc_opreg_remove(int op);
 /* The accumulation type an op serves dtype in, checked: SCHEDC_OK, or SCHEDC_EINVAL naming the
- * op's type and the dtypes it serves. Built-in ops serve every dtype. */
+ * op's type and the dtypes it serves. Built-in ops serve every dtype. (opdtype.c) */
 schedc_status sc_op_check_dtype(int op, schedc_dtype dtype, const char *what);
 
 #endif

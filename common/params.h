@@ -41,6 +41,9 @@
   X(SCHEDC_INJECT, STR, 0, 0,                                                                                   \
     "comma-separated kill:RANK:STEP, delay:RANK:US, jitter:SEED:US, flip:RANK:STEP[:BIT], flipout:RANK", NULL,  \
     LIB, "testing: faults to inject, checked at communicator init (integrity.md)")                               \
+  X(SCHEDC_DEBUG, ENUM, 0, 0, "error|warn|info|debug", "warn", LIB,                                             \
+    "the messages the default log writer prints to stderr: this level and the ones above it (schedc_set_log: "  \
+    "a hook of the program's gets every level instead), c-api.md")                                              \
   X(SCHEDC_TUNING, PATH, 0, 0, "a tuning table file", NULL, LIB,                                                \
     "size ranges to plan and slice for every communicator, tuning.md (opts.tuning overrides)")                   \
   X(SCHEDC_RANK, INT, 0, 65535, "a rank", NULL, LIB,                                                            \

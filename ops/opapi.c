@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 
 #include "err.h"
+#include "hash.h"
 #include "opreg.h"
 #include "ops.h"
 
@@ -182,7 +183,7 @@ schedc_status schedc_op_create(const char *path, const char *name, const schedc_
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
   o->def.type = o->src.type;
-  o->def.hash = sc_ops_fnv(SC_FNV0, o->src.cpu, strlen(o->src.cpu));
+  o->def.hash = sc_fnv(SC_FNV_INIT, o->src.cpu, strlen(o->src.cpu));
   snprintf(o->def.name, sizeof o->def.name, "%s:%s", base, name);
   o->def.chain = o->so.chain;
   o->def.cuda = o->src.cuda;

@@ -17,6 +17,7 @@
 
 #include "err.h"
 #include "fileio.h"
+#include "hash.h"
 #include "ops.h"
 #include "params.h"
 
@@ -27,12 +28,6 @@ extern char **environ;
 static const char *const FLAGS[] = {"-O2", "-ffp-contract=off", "-fno-fast-math", "-fwrapv", "-fPIC", "-shared",
                                     "-std=c11", "-fvisibility=hidden", "-fno-semantic-interposition"};
 #define NFLAGS (sizeof FLAGS / sizeof FLAGS[0])
-
-uint64_t sc_ops_fnv(uint64_t h, const void *p, size_t n) {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-  return h;
-}
 
 static const char *compiler(void) {
   const char *cc = sc_param_str(SC_P_SCHEDC_CC);
@@ -113,10 +108,10 @@ schedc_status sc_ops_compile(const char *src, sc_opso *out) {
   }
   schedc_status st = ask_version(dir);
   if (st != SCHEDC_OK) goto out;
-  uint64_t h = sc_ops_fnv(SC_FNV0, src, strlen(src) + 1);
-  h = sc_ops_fnv(h, compiler(), strlen(compiler()) + 1);
-  h = sc_ops_fnv(h, cc_version, strlen(cc_version) + 1);
-  for (size_t i = 0; i < NFLAGS; i++) h = sc_ops_fnv(h, FLAGS[i], strlen(FLAGS[i]) + 1);
+  uint64_t h = sc_fnv(SC_FNV_INIT, src, strlen(src) + 1);
+  h = sc_fnv(h, compiler(), strlen(compiler()) + 1);
+  h = sc_fnv(h, cc_version, strlen(cc_version) + 1);
+  for (size_t i = 0; i < NFLAGS; i++) h = sc_fnv(h, FLAGS[i], strlen(FLAGS[i]) + 1);
   char so[600], cfile[600], tmp[640], log[640];
   snprintf(so, sizeof so, "%s/op-%016llx.so", dir, (unsigned long long)h);
   snprintf(cfile, sizeof cfile, "%s/op-%016llx.c", dir, (unsigned long long)h);

@@ -38,8 +38,4 @@ typedef struct sc_opso {
  * failed (errmsg has its output); SCHEDC_EIO. */
 schedc_status sc_ops_compile(const char *cpu_source, sc_opso *out);
 
-/* 64-bit FNV-1a over bytes, chained from h (start with SC_FNV0). */
-#define SC_FNV0 0xcbf29ce484222325ull
-uint64_t sc_ops_fnv(uint64_t h, const void *p, size_t n);
-
 #endif

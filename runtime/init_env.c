@@ -10,6 +10,7 @@
 
 #include "backends.h"
 #include "err.h"
+#include "hash.h"
 #include "params.h"
 
 schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, schedc_comm **out) {
@@ -55,8 +56,7 @@ schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, schedc_comm **o
   const char *ompi = sc_param_str(SC_P_OMPI_MCA_orte_hnp_uri), *tid = sc_param_str(SC_P_TORCHELASTIC_RUN_ID);
   if (!job && tid && strcmp(tid, "none") != 0) job = tid;
   if (!job && ompi) { /* the job's number (the uri's leading digits) and a hash of the whole uri */
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const unsigned char *p = (const unsigned char *)ompi; *p; p++) h = (h ^ *p) * 0x100000001b3ull;
+    uint64_t h = sc_fnv_str(SC_FNV_INIT, ompi);
     snprintf(jobbuf, sizeof jobbuf, "ompi%lu-%016llx", (unsigned long)strtoul(ompi, NULL, 10), (unsigned long long)h);
     job = jobbuf;
   }

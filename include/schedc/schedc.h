@@ -129,6 +129,25 @@ SCHEDC_API size_t schedc_dtype_size(schedc_dtype t);
  * environment or at a constant: valid until the variable changes. Any thread. */
 SCHEDC_API schedc_status schedc_param_get(const char *name, const char **value);
 
+/* ---- log: the library's warnings and notices (docs/c-api.md) --------------------------------
+ * Failures are returned (a status and schedc_errmsg); what the library only reports — a result
+ * repaired by verification, a fault injected for a test — is a message with a level, handed to a
+ * hook. Without one (the default, and after schedc_set_log(NULL, NULL)) messages go to stderr as
+ * lines "schedc: warning: MSG" (error, info, debug likewise), those of the level SCHEDC_DEBUG names
+ * (error, warn, info or debug; default warn) and of the levels above it. */
+typedef enum { SCHEDC_LOG_ERROR = 0, SCHEDC_LOG_WARN = 1, SCHEDC_LOG_INFO = 2, SCHEDC_LOG_DEBUG = 3 } schedc_log_level;
+/* A hook: ctx as given to schedc_set_log, the level, and the message (one line, no newline and no
+ * "schedc:" prefix; valid only during the call). It gets every level (SCHEDC_DEBUG filters only
+ * the default writer). */
+typedef void (*schedc_log_fn)(void *ctx, schedc_log_level level, const char *msg);
+/* Send the library's messages to fn(ctx, level, msg) from now on, process-wide; fn NULL restores
+ * the default writer (ctx is then ignored). Any thread, at any time. The hook is called in the
+ * thread that logs (a rank's thread, a caller's), one message at a time (calls are serialised,
+ * so it need not be reentrant); once schedc_set_log returns, the previous hook is never called
+ * again, so its ctx may be freed. The hook may call schedc functions, schedc_set_log included,
+ * but must not wait for another thread that may be logging (that thread waits for the hook). */
+SCHEDC_API void schedc_set_log(schedc_log_fn fn, void *ctx);
+
 /* ---- plans: a verified schedule -------------------------------------------------------------
  * A plan is immutable once created and may be shared by any number of threads. */
 typedef struct schedc_plan schedc_plan;

@@ -15,13 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
+#include "backend.h"
+#include "inject.h"
+#include "log.h"
 #include "err.h"
 
 void sc_inject_flip(const sc_inject *in, void *buf, size_t bytes, const char *coll, int dst, uint32_t step) {
   size_t bit = in->flip_bit >= 0 ? (size_t)in->flip_bit % (bytes * 8) : bytes * 4 + 3;
   ((unsigned char *)buf)[bit / 8] ^= (unsigned char)(1u << (bit % 8));
-  fprintf(stderr, "schedc: inject: %s: flipped bit %zu of the payload rank %d sends to rank %d at step %u\n", coll,
+  sc_log(SCHEDC_LOG_WARN, "inject: %s: flipped bit %zu of the payload rank %d sends to rank %d at step %u", coll,
           bit, in->flip_rank, dst, step);
 }
 
@@ -64,14 +66,15 @@ static schedc_status bad_rank(const char *what, int rank, int nranks) {
                 what, rank, nranks - 1);
 }
 
-schedc_status sc_inject_check(const sc_inject *in, int nranks, const char *backend) {
+schedc_status sc_inject_check(const sc_inject *in, int nranks, const char *backend, unsigned caps) {
   if (in->kill_rank >= nranks) return bad_rank("kill", in->kill_rank, nranks);
   if (in->delay_rank >= nranks) return bad_rank("delay", in->delay_rank, nranks);
   if (in->flip_rank >= nranks) return bad_rank("flip", in->flip_rank, nranks);
   if (in->flipout_rank >= nranks) return bad_rank("flipout", in->flipout_rank, nranks);
-  /* the mpi backend has no executor steps to stop or slow; flip and flipout it does inject */
-  if (backend && !strcmp(backend, "mpi") && (in->kill_rank >= 0 || in->delay_rank >= 0 || in->jitter_us))
+  /* a backend without executor steps (mpi: messages per step; cuda: steps inside the kernels) has
+   * nothing to stop or slow; flip and flipout it injects where it can (its own checks say) */
+  if (backend && !(caps & SC_CAP_INJECT_STEPS) && (in->kill_rank >= 0 || in->delay_rank >= 0 || in->jitter_us))
     return sc_err(SCHEDC_EUNAVAIL, "SCHEDC_INJECT kill, delay and jitter act at the CPU executor's steps and are "
-                  "not available on the mpi backend; flip:RANK:STEP and flipout:RANK are");
+                  "not available on the %s backend; flip:RANK:STEP and flipout:RANK are", backend);
   return SCHEDC_OK;
 }

@@ -1,5 +1,6 @@
 /*
- * integrity.c — digest verification after a collective and the replica-check API. Every rank
+ * integrity.c — verification after a collective (sc_verdict: the one verdict every backend
+ * reaches) and the replica-check API. Every rank
  * provably ends allreduce / allgather / broadcast with the same bits, so comparing a 64-bit
  * digest across ranks detects any corruption of a result exactly: no tolerance, no false alarm.
  * A corruption that reaches every rank alike (a wrong partial sum inside a reduce-scatter) is
@@ -10,8 +11,10 @@
 #include <string.h>
 
 #include "comm.h"
+#include "integrity.h"
 #include "err.h"
 #include "kernels.h"
+#include "log.h"
 
 /* The ranks' words[n] each, gathered by an internal call (never verified itself). */
 static schedc_status exchange(schedc_comm *c, const uint64_t *mine, uint64_t *all, size_t n) {
@@ -62,8 +65,8 @@ schedc_status sc_digest_outcome(const char *cn, const uint64_t *dg, int n, int m
   list_bad(dg, n, dg[root], bad, sizeof bad);
   if (repaired) {
     if (me == root || me < 0)
-      fprintf(stderr, "schedc: warning: %s: rank(s) %s held a result differing from the majority (digest %016llx); "
-              "repaired from rank %d\n", cn, bad, (unsigned long long)dg[root], root);
+      sc_log(SCHEDC_LOG_WARN, "%s: rank(s) %s held a result differing from the majority (digest %016llx); "
+             "repaired from rank %d", cn, bad, (unsigned long long)dg[root], root);
     return SCHEDC_OK;
   }
   char mine[48] = "";
@@ -72,12 +75,12 @@ schedc_status sc_digest_outcome(const char *cn, const uint64_t *dg, int n, int m
                 "(%d of %d ranks agree on digest %016llx%s)", cn, bad, n - nbad, n, (unsigned long long)dg[root], mine);
 }
 
-long sc_flipout_pos(const schedc_comm *c, size_t bytes) {
-  return c->inj.flipout_rank == c->rank && bytes ? (long)((c->seq * 7919) % bytes) : -1;
+long sc_flipout_pos(const schedc_comm *c, const sc_call *k, size_t bytes) {
+  return c->inj.flipout_rank == c->rank && sc_call_injects(k) && bytes ? (long)((k->seq * 7919) % bytes) : -1;
 }
 
-void sc_flipout(schedc_comm *c, void *buf, size_t bytes) {
-  long at = sc_flipout_pos(c, bytes);
+void sc_flipout(const schedc_comm *c, const sc_call *k, void *buf, size_t bytes) {
+  long at = sc_flipout_pos(c, k, bytes);
   if (at >= 0) ((unsigned char *)buf)[at] ^= 0x10; /* injected */
 }
 
@@ -111,48 +114,63 @@ schedc_status sc_corrupt_error(const char *cn, const sc_corrupt *b, const char *
 void sc_corrupt_warn(const char *cn, const sc_corrupt *b, const char *file, const char *action) {
   char what[512];
   describe(what, sizeof what, b, file);
-  fprintf(stderr, "schedc: warning: %s: %s; %s\n", cn, what, action);
+  sc_log(SCHEDC_LOG_WARN, "%s: %s; %s", cn, what, action);
 }
 
-/* Per rank: the result digest and the first corrupted transfer it received (5 words). */
-enum { REC = 5 };
+void sc_vrec_pack(uint64_t w[SC_VREC_WORDS], uint64_t digest, const sc_corrupt *b) {
+  w[0] = digest;
+  w[1] = (uint64_t)b->found << 32 | b->line;
+  w[2] = (uint64_t)b->step << 32 | b->chunk;
+  w[3] = (uint64_t)b->src << 32 | b->dst;
+  w[4] = (uint64_t)b->got << 32 | b->want;
+}
 
-schedc_status sc_integrity_check(schedc_comm *c, const char *cn, void *buf, size_t bytes, int same_bits) {
-  int dig = same_bits && (c->verify & SC_V_DIGEST);
-  int chk = (c->verify & SC_V_CHECKSUM) != 0;
+schedc_status sc_verdict(const char *cn, const char *file, const uint64_t *all, int n, int me, int dig, int repair,
+                         uint64_t *dg, int *fix) {
+  *fix = -1;
+  for (int r = 0; r < n; r++) dg[r] = all[(size_t)r * SC_VREC_WORDS];
+  for (int r = 0; r < n; r++) {
+    const uint64_t *o = all + (size_t)r * SC_VREC_WORDS;
+    if (o[1] >> 32) { /* the lowest rank's report, the same message on every rank */
+      sc_corrupt b = {(uint32_t)(o[1] >> 32), (uint32_t)(o[2] >> 32), (uint32_t)o[2], (uint32_t)(o[3] >> 32),
+                      (uint32_t)o[3], (uint32_t)o[1], (uint32_t)(o[4] >> 32), (uint32_t)o[4]};
+      return sc_corrupt_error(cn, &b, file ? file : "?");
+    }
+  }
+  int nbad = 0, root = dig ? sc_digest_majority(dg, n, &nbad) : 0;
+  if (!nbad) return SCHEDC_OK;
+  if (!repair) return sc_digest_outcome(cn, dg, n, me, root, 0);
+  *fix = root;
+  return SCHEDC_OK;
+}
+
+schedc_status sc_repaired(const char *cn, int rank, uint64_t again, uint64_t want) {
+  return again == want ? SCHEDC_OK : sc_err(SCHEDC_ECORRUPT, "%s: repair failed on rank %d", cn, rank);
+}
+
+schedc_status sc_integrity_check(schedc_comm *c, const sc_call *k, const sc_result *res) {
+  int dig = sc_call_digests(k), chk = sc_call_checks(k);
   if (!dig && !chk) return SCHEDC_OK;
   int n = c->nranks;
-  uint64_t *all = malloc((size_t)n * REC * sizeof *all), *dg = calloc((size_t)n, sizeof *dg);
+  /* the result every rank holds alike (none for reduce_scatter and reduce) */
+  size_t bytes = dig ? sc_same_bits_elems(k->coll, k->count, n) * schedc_dtype_size(k->dtype) : 0;
+  uint64_t *all = malloc((size_t)n * SC_VREC_WORDS * sizeof *all), *dg = calloc((size_t)n, sizeof *dg);
   if (!all || !dg) {
     free(all);
     free(dg);
     return sc_err(SCHEDC_ENOMEM, "out of memory");
   }
-  const sc_corrupt *b = &c->bad;
-  /* how the digest was taken, kept before the internal calls below reset it */
-  int kind = c->have_digest;
-  sc_dslice dsl = c->dsl;
-  uint64_t mine[REC] = {dig ? (kind ? c->digest : sc_verify_digest(NULL, buf, bytes)) : 0,
-                        (uint64_t)b->found << 32 | b->line, (uint64_t)b->step << 32 | b->chunk,
-                        (uint64_t)b->src << 32 | b->dst, (uint64_t)b->got << 32 | b->want};
-  schedc_status st = exchange(c, mine, all, REC);
-  for (int r = 0; r < n && st == SCHEDC_OK; r++) {
-    const uint64_t *o = all + (size_t)r * REC;
-    dg[r] = o[0];
-    if (o[1] >> 32) { /* the lowest rank's report, the same message on every rank */
-      sc_corrupt rb = {1, (uint32_t)(o[2] >> 32), (uint32_t)o[2], (uint32_t)(o[3] >> 32), (uint32_t)o[3],
-                       (uint32_t)o[1], (uint32_t)(o[4] >> 32), (uint32_t)o[4]};
-      st = sc_corrupt_error(cn, &rb, c->file ? c->file : "?");
-    }
+  uint64_t mine[SC_VREC_WORDS];
+  sc_vrec_pack(mine, dig ? (res->have_digest ? res->digest : sc_verify_digest(NULL, k->recv, bytes)) : 0, &res->bad);
+  int fix = -1;
+  schedc_status st = exchange(c, mine, all, SC_VREC_WORDS);
+  if (st == SCHEDC_OK) st = sc_verdict(k->cn, k->file, all, n, c->rank, dig, sc_call_repairs(k), dg, &fix);
+  if (st == SCHEDC_OK && fix >= 0) {
+    st = sc_rebroadcast(c, k->recv, bytes, fix);
+    uint64_t again = res->have_digest == 2 ? sc_sliced_digest(k->recv, &res->dsl) : sc_verify_digest(NULL, k->recv, bytes);
+    if (st == SCHEDC_OK) st = sc_repaired(k->cn, c->rank, again, dg[fix]);
+    if (st == SCHEDC_OK) st = sc_digest_outcome(k->cn, dg, n, c->rank, fix, 1);
   }
-  int nbad = 0, root = st == SCHEDC_OK && dig ? sc_digest_majority(dg, n, &nbad) : 0;
-  if (nbad && c->repair) {
-    st = sc_rebroadcast(c, buf, bytes, root);
-    uint64_t again = kind == 2 ? sc_sliced_digest(buf, &dsl) : sc_verify_digest(NULL, buf, bytes);
-    if (st == SCHEDC_OK && again != dg[root])
-      st = sc_err(SCHEDC_ECORRUPT, "%s: repair failed on rank %d", cn, c->rank);
-  }
-  if (nbad && st == SCHEDC_OK) st = sc_digest_outcome(cn, dg, n, c->rank, root, c->repair);
   free(all);
   free(dg);
   return st;

@@ -1,8 +1,10 @@
 /*
  * kernels.h — the CPU arithmetic of a collective: fused reduce chains in the accumulation type
  * (f32 for f16/bf16), conversions in and out, the final avg division, NaN canonicalisation and
- * the 64-bit digest (the per-transfer CRC32C and the verification digest: common/crc.h). Every function is deterministic per element: no FMA (-ffp-contract=off),
- * no reassociation, results independent of vector width and of where a slice starts.
+ * the 64-bit digest (the per-transfer CRC32C and the verification digest: common/crc.h). Every
+ * function is deterministic per element: no FMA (-ffp-contract=off), no reassociation, results
+ * independent of vector width and of where a slice starts. Defined in kernels.c (the reduce
+ * chains, copy, divide), convert.c (f16/bf16 conversions) and digest.c (sc_digest64).
  */
 #ifndef SC_KERNELS_H
 #define SC_KERNELS_H

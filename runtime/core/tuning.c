@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "comm.h"
+#include "tuning.h"
 #include "err.h"
 #include "fileio.h"
 #include "plan.h"

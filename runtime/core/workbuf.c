@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "workbuf.h"
 #include "kernels.h"
 
 /* Into / out of the working buffer: widen to the accumulation type, or copy the bits. */
@@ -25,18 +26,17 @@ void sc_work_in(const schedc_comm *c, const sc_call *k, char *W) {
   else if (k->coll != SCHEDC_BROADCAST || c->rank == k->root) load_in(k->dtype, k->acc, W, k->send, k->K);
 }
 
-void sc_work_out(schedc_comm *c, const sc_call *k, char *W) {
+void sc_work_out(const schedc_comm *c, const sc_call *k, char *W, sc_result *res) {
   size_t asz = schedc_dtype_size(k->acc), lo, len;
   sc_result_part(k->coll, c->rank, k->root, k->count, k->K, &lo, &len);
   if (k->op == SCHEDC_AVG && sc_reduces(k->coll) && len) sc_divide(k->acc, W + lo * asz, len, c->nranks);
-  int same = sc_same_bits(k->coll), inject = sc_call_injects(k);
-  c->have_digest = 0;
-  if (sc_call_digests(c, k) && k->acc == k->dtype && W + lo * asz != (char *)k->recv) {
-    if (inject) sc_flipout(c, W + lo * asz, len * asz);
-    c->digest = sc_verify_digest(k->recv, W + lo * asz, len * asz);
-    c->have_digest = 1;
+  res->have_digest = 0;
+  if (sc_call_digests(k) && k->acc == k->dtype && W + lo * asz != (char *)k->recv) {
+    sc_flipout(c, k, W + lo * asz, len * asz);
+    res->digest = sc_verify_digest(k->recv, W + lo * asz, len * asz);
+    res->have_digest = 1;
     return;
   }
   if (len) store_out(k->dtype, k->acc, k->recv, W + lo * asz, len);
-  if (same && inject) sc_flipout(c, k->recv, len * schedc_dtype_size(k->dtype));
+  if (sc_same_bits(k->coll)) sc_flipout(c, k, k->recv, len * schedc_dtype_size(k->dtype));
 }

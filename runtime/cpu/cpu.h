@@ -14,21 +14,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agree.h"
 #include "comm.h"
 
 #define SC_SHARED_MAGIC 0x53434d31u /* "SCM1" */
 
 enum { SC_ALIVE = 0, SC_DEAD = 1, SC_ABORTED = 2, SC_LEFT = 3 };
 
-/* One call's descriptor. Two per slot, by call parity: a rank can be at most one call ahead
- * of any other (it cannot run the next call before every peer arrived at it), so the descriptor of call k is
- * never overwritten while a slower rank still reads it. */
+/* One call's descriptor: what the ranks must agree on (core/agree.h), and where this rank's
+ * working buffer is for the peers that read it. Two per slot, by call parity: a rank can be at
+ * most one call ahead of any other (it cannot run the next call before every peer arrived at it),
+ * so the descriptor of call k is never overwritten while a slower rank still reads it. */
 typedef struct sc_desc {
-  uint64_t seq;              /* number of the call this describes */
-  uint32_t coll, dtype, op, root;
-  uint64_t count, plan_hash;
-  uint64_t op_hash;          /* a custom op's source hash (sc_call.op_hash) */
-  uint64_t slice;            /* slice bytes: counter layout depends on it, so it must match */
+  sc_agreement a;
   uint64_t work;             /* threads: address of the working buffer; shm: arena generation */
   uint64_t arena_size;       /* shm: bytes of the rank's arena */
   /* shm: the working buffer is a schedc_mem_alloc region (reg_serial != 0) rather than the
@@ -36,11 +34,7 @@ typedef struct sc_desc {
    * the owner's communicator, and where the buffer starts in it. */
   uint64_t reg_serial, reg_dev, reg_ino, reg_size, reg_off;
   int32_t reg_fd;
-  uint32_t checks;           /* the call's integrity settings (sc_call.checks): must match */
-  uint32_t path;             /* SC_PATH_*: how the rank runs the call; must match */
 } sc_desc;
-
-enum { SC_PATH_PLAN = 0, SC_PATH_SMALL = 1 };
 
 /* One rank's slot, on its own cache lines. Written by its rank, read by all. */
 typedef struct sc_slot {
@@ -208,13 +202,13 @@ static inline void sc_beat(schedc_comm *c, double now) {
   if (now > 0) atomic_store_explicit(&s->beat_ms, (uint32_t)(uint64_t)(now * 1e3), memory_order_relaxed);
 }
 
-/* arrive.c — entering call seq. sc_describe: this rank's descriptor d (path: SC_PATH_*), written
- * before it arrives. sc_arrive: publish the arrival line of the call's parity (fingerprint, then
- * the call's number, release) and wait until every peer's line holds the same; afterwards every
- * peer has finished call seq - 1. SCHEDC_EMISMATCH naming the field (on every rank) when the
- * descriptors differ; a wait's failure otherwise. */
-void sc_describe(sc_desc *d, const sc_call *k, uint64_t seq, int path);
-schedc_status sc_arrive(schedc_comm *c, const sc_call *k, uint64_t seq, const sc_desc *d);
+/* arrive.c — entering call k (its number k->seq). sc_describe: this rank's descriptor d (path:
+ * SC_PATH_*), written before it arrives. sc_arrive: publish the arrival line of the call's parity
+ * (fingerprint, then the call's number, release) and wait until every peer's line holds the same;
+ * afterwards every peer has finished call seq - 1. SCHEDC_EMISMATCH naming the field (on every
+ * rank, core/agree.h's message) when the descriptors differ; a wait's failure otherwise. */
+void sc_describe(sc_desc *d, const sc_call *k, int path);
+schedc_status sc_arrive(schedc_comm *c, const sc_call *k, const sc_desc *d);
 
 /* small.c — the small-message path. sc_small_call: does call k take it (at most SCHEDC_SMALL bytes
  * of working buffer, no verification, no injected faults)? The same answer on every rank that
@@ -222,7 +216,7 @@ schedc_status sc_arrive(schedc_comm *c, const sc_call *k, uint64_t seq, const sc
  * call's parity), this rank's result from the peers' lines, in the plan's proven order, into the
  * receive buffer. */
 int sc_small_call(const schedc_comm *c, const sc_call *k);
-schedc_status sc_small_run(schedc_comm *c, const sc_call *k, uint64_t seq);
+schedc_status sc_small_run(schedc_comm *c, const sc_call *k, sc_result *res);
 
 /* exec.c — run this rank's program of a plan over the working buffers in peer[]. */
 /* Where a rank's own cell holds its current value during a call (sc_execargs.loc). Peers only
@@ -249,6 +243,7 @@ typedef struct sc_execargs {
   /* NULL, or [nchunks * slices per chunk]: under digest verification, the CRC32C of each slice
    * the plan writes into the receive buffer (SC_LOC_OUT), as it wrote it (comm.h sc_dslice). */
   uint32_t *dig;
+  sc_corrupt *bad;           /* checksum mode: where the call's first corrupted transfer is recorded */
 } sc_execargs;
 schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
 /* The executor's slices for K elements of esz bytes in C chunks: *se elements each, at most *nsl

@@ -112,9 +112,9 @@ static void reset_counters(schedc_comm *c, int parity) {
 }
 
 /* After the arrival: map the peers and run the plan (`sp`: the call's loc, init and out). */
-static schedc_status run_plan(schedc_comm *c, const sc_call *k, uint64_t seq, const sc_execargs *sp) {
+static schedc_status run_plan(schedc_comm *c, const sc_call *k, const sc_execargs *sp, sc_result *res) {
   sc_cpu *x = sc_cpu_of(c);
-  int me = c->rank, parity = (int)(seq & 1);
+  int me = c->rank, parity = (int)(k->seq & 1);
   const sc_ir *ir = &k->plan->ir;
   schedc_status st;
   if (k->K == 0) return SCHEDC_OK; /* the call matched on every rank; there is nothing to move */
@@ -123,7 +123,7 @@ static schedc_status run_plan(schedc_comm *c, const sc_call *k, uint64_t seq, co
     return st;
   }
   sc_execargs a = {k->prog, ir->nfiles ? ir->files[0] : "", k->cn, k->acc, k->op, k->K, parity, k->flags,
-                   sp->loc, sp->init, sp->out, sp->out_lo, sp->out_hi, sp->dig};
+                   sp->loc, sp->init, sp->out, sp->out_lo, sp->out_hi, sp->dig, &res->bad};
   return sc_exec(c, &a);
 }
 
@@ -186,13 +186,13 @@ static void plan_shortcuts(schedc_comm *c, const sc_call *k, char *W, int digest
  * the copy where there is one (one pass, as sc_work_out's digest was), from the executor's CRC
  * where the plan wrote the slice there itself (SC_LOC_OUT), else by hashing it in place (the
  * working buffer is the receive buffer) or right after its rounding or division (from cache). */
-static void digest_out(schedc_comm *c, const sc_call *k, char *W, const sc_execargs *sp) {
+static void digest_out(schedc_comm *c, const sc_call *k, char *W, const sc_execargs *sp, sc_result *res) {
   size_t asz = schedc_dtype_size(k->acc), dsz = schedc_dtype_size(k->dtype), lo, len, se = 1, nsl = 1;
   uint32_t C = k->prog->nchunks;
   sc_result_part(k->coll, c->rank, k->root, k->count, k->K, &lo, &len); /* the whole buffer: same_bits */
   sc_exec_slicing(c, k->K, C, asz, &se, &nsl); /* the plan ran, so its slicing exists */
   int avg = k->op == SCHEDC_AVG && sc_reduces(k->coll);
-  long flip = sc_call_injects(k) ? sc_flipout_pos(c, len * dsz) : -1;
+  long flip = sc_flipout_pos(c, k, len * dsz);
   char *out = k->recv;
   uint64_t h = sc_dslice_init(len);
   for (uint32_t ch = 0; ch < C; ch++) {
@@ -220,15 +220,15 @@ static void digest_out(schedc_comm *c, const sc_call *k, char *W, const sc_execa
         }
       }
       if (flip >= 0 && (size_t)flip >= (slo - lo) * dsz && (size_t)flip < (shi - lo) * dsz) {
-        sc_flipout(c, out, len * dsz); /* injected into this slice, before its hash */
+        sc_flipout(c, k, out, len * dsz); /* injected into this slice, before its hash */
         crc = sc_crc32c(dst, n * dsz);
       }
       h = sc_dslice_step(h, crc);
     }
   }
-  c->digest = h;
-  c->have_digest = 2;
-  c->dsl = (sc_dslice){len, se, nsl, dsz, C};
+  res->digest = h;
+  res->have_digest = 2;
+  res->dsl = (sc_dslice){len, se, nsl, dsz, C};
 }
 
 /* The rank's result part [lo, lo + len) of the working-buffer layout gathered into `to` (element
@@ -258,33 +258,31 @@ static void gather_result(schedc_comm *c, const sc_call *k, char *W, const sc_ex
 static void result_out(schedc_comm *c, const sc_call *k, char *W, const sc_execargs *sp) {
   size_t esz = schedc_dtype_size(k->acc), lo, len;
   sc_result_part(k->coll, c->rank, k->root, k->count, k->K, &lo, &len);
-  c->have_digest = 0; /* as sc_work_out: no digest was taken by this copy (none is asked: digest_out) */
+  /* as sc_work_out: no digest is taken by this copy (none is asked: digest_out) */
   gather_result(c, k, W, sp, k->recv, lo);
   if (k->op == SCHEDC_AVG && sc_reduces(k->coll) && len) sc_divide(k->acc, k->recv, len, c->nranks);
-  if (sc_same_bits(k->coll) && sc_call_injects(k)) sc_flipout(c, k->recv, len * esz);
+  if (sc_same_bits(k->coll)) sc_flipout(c, k, k->recv, len * esz);
 }
 
-static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
+static schedc_status cpu_collective(schedc_comm *c, const sc_call *k, sc_result *res) {
   sc_cpu *x = sc_cpu_of(c);
   int me = c->rank, coll = k->coll;
   size_t asz = schedc_dtype_size(k->acc);
-  uint64_t seq = c->seq + 1;
+  uint64_t seq = k->seq;
   int parity = (int)(seq & 1);
   sc_slot *slot = &x->sh->slots[me];
   sc_desc *desc = &slot->d[parity];
-  memset(&c->bad, 0, sizeof c->bad);
   schedc_status st;
   if (sc_small_call(c, k)) {
     /* the initial cells go into this rank's arrival line, where the peers read them */
     sc_work_in(c, k, sc_arr(x->sh, parity, (uint32_t)me)->data);
-    sc_describe(desc, k, seq, SC_PATH_SMALL);
-    c->seq = seq;
+    sc_describe(desc, k, SC_PATH_SMALL);
     atomic_store_explicit(&slot->entered, (uint32_t)seq, memory_order_relaxed); /* for messages only */
     atomic_store_explicit(&slot->busy, 1u, memory_order_relaxed);
-    st = sc_arrive(c, k, seq, desc);
+    st = sc_arrive(c, k, desc);
     if (st == SCHEDC_OK) {
       reset_counters(c, parity);
-      st = sc_small_run(c, k, seq);
+      st = sc_small_run(c, k, res);
     }
     /* peers read only arrival lines, never the caller's buffers: nothing to quiesce on failure */
     atomic_store_explicit(&slot->busy, 0u, memory_order_release);
@@ -297,9 +295,9 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
                                       coll == SCHEDC_BROADCAST || (coll == SCHEDC_REDUCE && me == k->root));
   char *W = x->tr->work(c, k->K * asz, direct ? k->recv : NULL, desc);
   if (!W && k->K) return SCHEDC_ENOMEM;
-  int checks = sc_call_checks(c, k) && k->K;
+  int checks = sc_call_checks(k) && k->K;
   sc_execargs sp;
-  plan_shortcuts(c, k, W, sc_call_digests(c, k), &sp);
+  plan_shortcuts(c, k, W, sc_call_digests(k), &sp);
   if (sp.loc) {
     /* sc_work_in's copy (no conversion) of only the cells peers read first, hashed as they are
      * copied under checksums; the others stay in the send buffer */
@@ -308,22 +306,21 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
     sc_work_in(c, k, W);
     if (checks) sc_exec_stage_inputs(c, k->prog, asz, k->K, W, NULL, 1, NULL, parity);
   }
-  sc_describe(desc, k, seq, SC_PATH_PLAN);
-  c->seq = seq;
+  sc_describe(desc, k, SC_PATH_PLAN);
   atomic_store_explicit(&slot->entered, (uint32_t)seq, memory_order_relaxed); /* for messages only */
   atomic_store(&slot->busy, 1u);
-  st = sc_arrive(c, k, seq, desc); /* the timeout runs from when it first waits */
+  st = sc_arrive(c, k, desc); /* the timeout runs from when it first waits */
   if (st == SCHEDC_OK) {
     reset_counters(c, parity);
-    st = run_plan(c, k, seq, &sp);
+    st = run_plan(c, k, &sp, res);
   }
   atomic_store(&slot->busy, 0u);
   if (st != SCHEDC_OK) {
     sc_quiesce(c);
     return st;
   }
-  if (sc_call_digests(c, k)) {
-    digest_out(c, k, W, &sp);
+  if (sc_call_digests(k)) {
+    digest_out(c, k, W, &sp, res);
     return SCHEDC_OK;
   }
   if (sp.loc && sp.out) {
@@ -331,7 +328,7 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k) {
     return SCHEDC_OK;
   }
   if (sp.loc) gather_result(c, k, W, &sp, W, 0); /* sc_work_out reads the result part of W whole */
-  sc_work_out(c, k, W);
+  sc_work_out(c, k, W, res);
   return SCHEDC_OK;
 }
 
@@ -354,7 +351,7 @@ static void cpu_free(schedc_comm *c) {
 
 /* schedc_mem_alloc: heap memory for threads (every rank's thread reads it already, and t_work
  * shares the receive buffer wherever it lies); a memfd region per allocation for shm. */
-const sc_backend sc_threads_backend = {"threads", SC_CAP_HOST_RESULT, cpu_collective, cpu_failure, cpu_free,
-                                       sc_mem_host_alloc, sc_mem_host_free};
-const sc_backend sc_shm_backend = {"shm", SC_CAP_HOST_RESULT, cpu_collective, cpu_failure, cpu_free,
-                                   sc_shm_mem_alloc, sc_shm_mem_free};
+const sc_backend sc_threads_backend = {"threads", SC_CAP_HOST_RESULT | SC_CAP_INJECT_STEPS, cpu_collective,
+                                       cpu_failure, cpu_free, sc_mem_host_alloc, sc_mem_host_free};
+const sc_backend sc_shm_backend = {"shm", SC_CAP_HOST_RESULT | SC_CAP_INJECT_STEPS, cpu_collective, cpu_failure,
+                                   cpu_free, sc_shm_mem_alloc, sc_shm_mem_free};

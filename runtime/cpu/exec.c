@@ -164,7 +164,7 @@ static const char *checked_source(schedc_comm *c, const sc_execargs *a, const sc
       sp = again;
       continue;
     }
-    if (!c->bad.found) c->bad = b;
+    if (!a->bad->found) *a->bad = b;
     return sp;
   }
 }
@@ -175,7 +175,7 @@ static const char *checked_source(schedc_comm *c, const sc_execargs *a, const sc
 static void checked_after(schedc_comm *c, const sc_execargs *a, const sc_group *g, uint32_t from, size_t k,
                           uint32_t got) {
   uint32_t want = crc_wanted(c, a, from, k);
-  if (got != want && !c->bad.found) c->bad = (sc_corrupt){1, g->step, g->chunk, from, (uint32_t)c->rank, g->line, got, want};
+  if (got != want && !a->bad->found) *a->bad = (sc_corrupt){1, g->step, g->chunk, from, (uint32_t)c->rank, g->line, got, want};
 }
 
 /* A checked one-source reduce in one pass (no repair, f32 sum: sc_reduce1_crc_ok): acc op sp into
@@ -204,7 +204,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
    * (it applies with or without checking, to show what goes undetected without). */
   int check = (c->verify & SC_V_CHECKSUM) && !(a->flags & SC_CALL_NOVERIFY);
   int inject = !(a->flags & SC_CALL_NOINJECT);
-  int flip = c->inj.flip_rank >= 0 && inject && c->attempt == 0;
+  int flip = c->inj.flip_rank >= 0 && inject;
   if (flip && sc_cpu_of(c)->flip.prog != p) find_flip(c, p);
   flip = flip && sc_cpu_of(c)->flip.dst == c->rank;
   sc_cpu_of(c)->ctr_used[a->parity] = (size_t)C * nsl; /* what the next reset of this parity must clear */

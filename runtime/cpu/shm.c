@@ -1,5 +1,6 @@
 /*
- * shm.c — the `shm` backend's transport: processes on one host.
+ * shm.c — the `shm` backend's job: processes on one host meet in a control segment, checked
+ * before use; their arenas and mappings are shm_arena.c's (shm.h).
  *
  * Rendezvous: a control segment /dev/shm/schedc-JOB-ctl holds the shared block (sc_shared) and,
  * after it, this transport's tail (shm_tail): the job's 128-bit token and, per rank, the pid
@@ -8,21 +9,6 @@
  * right size, and carries their token. Once every rank has passed the init barrier (so every
  * rank has mapped it) rank 0 unlinks it: after init nothing of the job has a name, so no exit,
  * crash or kill can leave anything in /dev/shm, and no later job can meet it.
- *
- * Arenas: each rank's working buffer is a memfd (never in /dev/shm), grown on demand (the same
- * inode, ftruncate'd). Right after init every rank opens each peer's through
- * /proc/OWNER_PID/fd/FD (a PTRACE_MODE_READ check: same user, dumpable process; Yama's
- * ptrace_scope restricts only attaching), checks it is the inode its owner published and this
- * user's, and keeps that fd: it maps the arena read-only from it and remaps when the owner's
- * generation changes, even after the owner died (what it published stays readable, as it did
- * when arenas had names).
- *
- * Shared allocations (schedc_mem_alloc): each region is a memfd of its own, mapped read/write by
- * its owner. A call whose working buffer would be the caller's receive buffer (cpu_coll.c's
- * `direct`) and whose buffer lies inside one of this rank's regions works there: the descriptor
- * names the region (fd in the owner, inode, size, offset) instead of the arena, and each reader
- * opens it through /proc/OWNER_PID/fd/FD with the arena's checks, maps it read-only and keeps
- * the mapping (a few per peer, least recently used let go). No copy in or out of an arena.
  *
  * Isolation (docs/reliability.md): the token is the unique id's 128 random bits
  * (schedc_comm_init_shm_uid) or a hash of the job string (schedc_comm_init_shm: the string is
@@ -46,48 +32,10 @@
 
 #include "cpu.h"
 #include "err.h"
+#include "hash.h"
+#include "shm.h"
 
 #define SHM_TAIL_MAGIC 0x53434d54u /* "SCMT" */
-
-/* Per rank, in the control segment: written by the rank before the init barrier, read by its
- * peers after it (the barrier orders them). */
-typedef struct shm_rankinfo {
-  _Atomic int32_t pid;       /* the process that claimed this rank; 0: unclaimed */
-  int32_t fd;                /* its arena's memfd, in that process */
-  uint64_t dev, ino;         /* the memfd's inode: a peer checks it opened that very file */
-} shm_rankinfo;
-
-typedef struct shm_tail {
-  uint32_t magic, nranks;
-  uint8_t token[16];
-  shm_rankinfo rank[];
-} shm_tail;
-
-/* A peer's arena as this rank sees it: an fd of its memfd, opened once right after init and
- * kept, so the arena stays reachable (and growable: the owner grows that same inode) even if
- * its owner dies later — a reader may still need what it published before dying, and must then
- * learn of the death from its wait, as with any dead peer. */
-typedef struct peermap { char *base; size_t size; uint64_t gen; int fd; } peermap;
-
-/* A peer's schedc_mem_alloc region as this rank maps it (read-only). serial: the owner's number
- * for it, never reused on that communicator, so a mapping is never taken for a later region. */
-#define REGMAPS 8
-typedef struct regmap { uint64_t serial, ino; char *base; size_t size; uint64_t used; } regmap;
-
-typedef struct shmdata {
-  char job[72];
-  size_t ctl_size;
-  shm_tail *tail;            /* inside the control segment */
-  int ctl_linked;            /* rank 0: the control segment still has its name (unlink it) */
-  int memfd;                 /* this rank's arena (-1: none yet) */
-  char *arena;
-  size_t arena_cap;
-  uint64_t arena_gen;
-  peermap *peers;
-  char *cur;                 /* this call's working buffer (the arena or a region) */
-  regmap **regs;             /* [nranks]: NULL or [REGMAPS] mappings of that peer's regions */
-  uint64_t reg_clock;        /* use stamps of regs */
-} shmdata;
 
 static void ctl_name(char *buf, size_t cap, const char *job) { snprintf(buf, cap, "/schedc-%s-ctl", job); }
 
@@ -98,161 +46,10 @@ static size_t ctl_size_for(uint32_t nranks) {
 }
 static shm_tail *tail_of(void *ctl, uint32_t nranks) { return (shm_tail *)((char *)ctl + tail_off(nranks)); }
 
-/* Alive: the process exists and is not a zombie (a dead child its parent has not reaped). */
-static int pid_alive(int32_t pid) {
-  if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH)) return 0;
-  char path[64], buf[256];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return 1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  const char *rp = strrchr(buf, ')'); /* "pid (comm) S ..." */
-  return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
-}
-
 /* A rank that has not registered yet (pid 0) is not dead: only the timeout can judge it. */
 static int s_alive(schedc_comm *c, int r) {
   int32_t pid = sc_cpu_of(c)->sh->slots[r].pid;
-  return pid == 0 || pid_alive(pid);
-}
-
-static void *s_work(schedc_comm *c, size_t bytes, void *user, sc_desc *desc) {
-  shmdata *d = sc_cpu_of(c)->tdata;
-  /* The caller's buffer, when it lies in one of this rank's schedc_mem_alloc regions: peers map
-   * that region and read it in place. The caller may reuse it once the call returns: the
-   * executor returns only after its drain has seen every read the plan makes of this rank's
-   * cells (the reads counters) and, after a failure, the collective quiesces until no peer is
-   * inside it — the guarantee threads relies on for its receive buffers, which holds for any
-   * memory the peers read. (Private memory cannot be shared: the arena.) */
-  const sc_memreg *r = user ? sc_mem_find(c, user, bytes) : NULL;
-  if (r && r->fd >= 0) {
-    desc->reg_serial = r->serial;
-    desc->reg_fd = r->fd;
-    desc->reg_dev = r->dev;
-    desc->reg_ino = r->ino;
-    desc->reg_size = r->bytes;
-    desc->reg_off = (uint64_t)((char *)user - r->base);
-    c->mem_direct++;
-    return d->cur = user;
-  }
-  desc->reg_serial = 0;
-  if (bytes > d->arena_cap || !d->arena) {
-    size_t cap = d->arena_cap ? d->arena_cap : 1 << 20;
-    while (cap < bytes) cap *= 2;
-    /* Growing the same memfd keeps its inode (the one published at init) and its contents. */
-    if (ftruncate(d->memfd, (off_t)cap) != 0) {
-      sc_err(SCHEDC_EIO, "shm: cannot size rank %d's buffer to %zu bytes: %s", c->rank, cap, strerror(errno));
-      return NULL;
-    }
-    char *p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, d->memfd, 0);
-    if (p == MAP_FAILED) {
-      sc_err(SCHEDC_EIO, "shm: cannot map rank %d's buffer (%zu bytes): %s", c->rank, cap, strerror(errno));
-      return NULL;
-    }
-    if (d->arena) munmap(d->arena, d->arena_cap);
-    d->arena = p;
-    d->arena_cap = cap;
-    d->arena_gen++;
-  }
-  desc->work = d->arena_gen;
-  desc->arena_size = d->arena_cap;
-  return d->cur = d->arena;
-}
-
-/* Open rank r's file (pid, fd) through /proc/PID/fd/FD and check it is the inode its owner
- * published (dev, ino), this user's, and at least min_size bytes. what: "" for its arena, or what
- * else it is, for messages. A peer found dead is SCHEDC_EPEER. */
-static schedc_status open_peer_file(schedc_comm *c, int r, int32_t pid, int32_t fdno, uint64_t dev, uint64_t ino,
-                                    uint64_t min_size, const char *what, int *out) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, (int)fdno);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  struct stat sb;
-  if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_uid == geteuid() && (uint64_t)sb.st_dev == dev &&
-      (uint64_t)sb.st_ino == ino && (uint64_t)sb.st_size >= min_size) {
-    *out = fd;
-    return SCHEDC_OK;
-  }
-  int e = errno, opened = fd >= 0;
-  if (opened) close(fd);
-  if (!pid_alive(pid))
-    return sc_err(SCHEDC_EPEER, "shm: rank %d (pid %d) died before rank %d could map its buffer%s", r, (int)pid,
-                  c->rank, what);
-  if (opened) return sc_err(SCHEDC_EIO, "shm: %s is not rank %d's buffer%s (another file, owner or size)", path, r, what);
-  return sc_err(SCHEDC_EIO, "shm: cannot open rank %d's buffer%s %s: %s%s", r, what, path, strerror(e),
-                e == EACCES ? " (the kernel lets a process open another's memory only if it runs as the same user "
-                              "and is dumpable)" : "");
-}
-
-/* Open rank r's arena (published in the control block) once; the fd is kept. */
-static schedc_status open_peer(schedc_comm *c, int r) {
-  shmdata *d = sc_cpu_of(c)->tdata;
-  const shm_rankinfo *ri = &d->tail->rank[r];
-  return open_peer_file(c, r, atomic_load(&ri->pid), ri->fd, ri->dev, ri->ino, 0, "", &d->peers[r].fd);
-}
-
-/* Rank r's region named by its descriptor s, mapped read-only (cached per peer by serial). Opened
- * through /proc/OWNER/fd/FD and checked as arenas are (open_peer_file); the fd is closed once mapped
- * (the mapping keeps the memory, even if the owner frees the region or dies). */
-static schedc_status map_region(schedc_comm *c, int r, const sc_desc *s, char **out) {
-  shmdata *d = sc_cpu_of(c)->tdata;
-  if (!d->regs[r] && !(d->regs[r] = calloc(REGMAPS, sizeof(regmap))))
-    return sc_err(SCHEDC_ENOMEM, "out of memory");
-  regmap *m = d->regs[r], *slot = &m[0];
-  for (int i = 0; i < REGMAPS; i++) {
-    if (m[i].base && m[i].serial == s->reg_serial && m[i].ino == s->reg_ino && m[i].size == s->reg_size) {
-      m[i].used = ++d->reg_clock;
-      *out = m[i].base;
-      return SCHEDC_OK;
-    }
-    if (!m[i].base ? slot->base != NULL : slot->base && m[i].used < slot->used) slot = &m[i];
-  }
-  if (s->reg_off > s->reg_size) return sc_err(SCHEDC_EIO, "shm: rank %d announced a buffer outside its region", r);
-  int fd;
-  schedc_status st = open_peer_file(c, r, atomic_load(&d->tail->rank[r].pid), s->reg_fd, s->reg_dev, s->reg_ino,
-                                    s->reg_size, " (a schedc_mem_alloc region)", &fd);
-  if (st != SCHEDC_OK) return st;
-  void *p = mmap(NULL, s->reg_size, PROT_READ, MAP_SHARED, fd, 0);
-  close(fd);
-  if (p == MAP_FAILED) return sc_err(SCHEDC_EIO, "shm: cannot map rank %d's region: %s", r, strerror(errno));
-  if (slot->base) munmap(slot->base, slot->size);
-  *slot = (regmap){s->reg_serial, s->reg_ino, p, s->reg_size, ++d->reg_clock};
-  *out = p;
-  return SCHEDC_OK;
-}
-
-static schedc_status s_map(schedc_comm *c, const uint8_t *need, int parity) {
-  shmdata *d = sc_cpu_of(c)->tdata;
-  sc_cpu_of(c)->peer[c->rank] = d->cur;
-  for (int r = 0; r < c->nranks; r++) {
-    if (r == c->rank || !need[r]) continue;
-    const sc_desc *s = &sc_cpu_of(c)->sh->slots[r].d[parity];
-    schedc_status st;
-    if (s->reg_serial) {
-      char *base = NULL;
-      if ((st = map_region(c, r, s, &base)) != SCHEDC_OK) return st;
-      sc_cpu_of(c)->peer[r] = base + s->reg_off;
-      continue;
-    }
-    peermap *pm = &d->peers[r];
-    if (pm->gen == s->work && pm->base) { sc_cpu_of(c)->peer[r] = pm->base; continue; }
-    if (pm->base) munmap(pm->base, pm->size);
-    pm->base = NULL;
-    if (pm->fd < 0 && (st = open_peer(c, r)) != SCHEDC_OK) return st;
-    struct stat sb;
-    if (fstat(pm->fd, &sb) != 0 || (uint64_t)sb.st_size < s->arena_size)
-      return sc_err(SCHEDC_EIO, "shm: rank %d's buffer is smaller than the %llu bytes it announced", r,
-                    (unsigned long long)s->arena_size);
-    void *p = mmap(NULL, s->arena_size, PROT_READ, MAP_SHARED, pm->fd, 0);
-    if (p == MAP_FAILED) return sc_err(SCHEDC_EIO, "shm: cannot map rank %d's buffer: %s", r, strerror(errno));
-    pm->base = p;
-    pm->size = s->arena_size;
-    pm->gen = s->work;
-    sc_cpu_of(c)->peer[r] = p;
-  }
-  return SCHEDC_OK;
+  return pid == 0 || sc_shm_pid_alive(pid);
 }
 
 /* Rank 0: the control segment loses its name (idempotent). Only rank 0 unlinks, and only a
@@ -269,56 +66,16 @@ static void s_destroy(schedc_comm *c) {
   shmdata *d = sc_cpu_of(c)->tdata;
   if (!d) return;
   ctl_unlink(d);
-  for (int r = 0; d->peers && r < c->nranks; r++) {
-    if (d->peers[r].base) munmap(d->peers[r].base, d->peers[r].size);
-    if (d->peers[r].fd >= 0) close(d->peers[r].fd);
-    for (int i = 0; d->regs && d->regs[r] && i < REGMAPS; i++)
-      if (d->regs[r][i].base) munmap(d->regs[r][i].base, d->regs[r][i].size);
-    if (d->regs) free(d->regs[r]);
-  }
-  free(d->regs);
-  if (d->arena) munmap(d->arena, d->arena_cap);
-  if (d->memfd >= 0) close(d->memfd);
+  sc_shm_arena_release(c, d);
   if (sc_cpu_of(c)->sh) {
     atomic_store(&sc_cpu_of(c)->sh->slots[c->rank].state, SC_LEFT);
     munmap(sc_cpu_of(c)->sh, d->ctl_size);
   }
-  free(d->peers);
   free(d);
   sc_cpu_of(c)->tdata = NULL;
 }
 
-static const sc_transport shm_transport = {0, s_work, s_map, s_alive, s_destroy};
-
-schedc_status sc_shm_mem_alloc(schedc_comm *c, sc_memreg *r) {
-  char name[64];
-  snprintf(name, sizeof name, "schedc-mem-r%d-%llu", c->rank, (unsigned long long)r->serial);
-  int fd = memfd_create(name, MFD_CLOEXEC);
-  struct stat sb;
-  if (fd < 0 || fstat(fd, &sb) != 0 || ftruncate(fd, (off_t)r->bytes) != 0) {
-    int e = errno;
-    if (fd >= 0) close(fd);
-    return sc_err(e == ENOMEM || e == ENOSPC ? SCHEDC_ENOMEM : SCHEDC_EIO,
-                  "schedc_mem_alloc: cannot make a shared region of %zu bytes (memfd): %s", r->bytes, strerror(e));
-  }
-  void *p = mmap(NULL, r->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) {
-    int e = errno;
-    close(fd);
-    return sc_err(SCHEDC_ENOMEM, "schedc_mem_alloc: cannot map a shared region of %zu bytes: %s", r->bytes, strerror(e));
-  }
-  r->base = p;
-  r->fd = fd;
-  r->dev = (uint64_t)sb.st_dev;
-  r->ino = (uint64_t)sb.st_ino;
-  return SCHEDC_OK;
-}
-
-void sc_shm_mem_free(schedc_comm *c, sc_memreg *r) {
-  (void)c;
-  munmap(r->base, r->bytes);
-  close(r->fd);
-}
+static const sc_transport shm_transport = {0, sc_shm_work, sc_shm_map, s_alive, s_destroy};
 
 static int valid_job(const char *job) {
   size_t n = strlen(job);
@@ -333,19 +90,14 @@ static int valid_job(const char *job) {
 /* The token of a job given by name: 128 bits of two independent 64-bit hashes of the string.
  * Not a secret of its own (the string is): it tells this job's block from anything else that
  * could sit under the same name. */
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27; x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 static void job_token(const char *job, uint8_t tok[16]) {
-  uint64_t h[2] = {0xcbf29ce484222325ull, 0x6a09e667f3bcc909ull};
+  uint64_t h[2] = {SC_FNV_INIT, 0x6a09e667f3bcc909ull};
   for (const unsigned char *p = (const unsigned char *)job; *p; p++) {
-    h[0] = (h[0] ^ *p) * 0x100000001b3ull;
-    h[1] = mix64(h[1] ^ *p);
+    h[0] = sc_fnv_step(h[0], *p);
+    h[1] = sc_mix64(h[1] ^ *p);
   }
-  h[0] = mix64(h[0] ^ 0x7363686564632d31ull); /* "schedc-1" */
-  h[1] = mix64(h[1] + h[0]);
+  h[0] = sc_mix64(h[0] ^ 0x7363686564632d31ull); /* "schedc-1" */
+  h[1] = sc_mix64(h[1] + h[0]);
   memcpy(tok, h, 16);
 }
 
@@ -411,7 +163,7 @@ static schedc_status judge_existing(const char *name, const char *job) {
   if (creator < 0)
     return sc_err(SCHEDC_EINVAL, "shm: /dev/shm%s exists (%lld bytes) and is not a schedc control segment: refusing to "
                   "use it (remove it if it is a leftover of yours)", name, (long long)sb.st_size);
-  if (creator == (int32_t)getpid() || pid_alive(creator))
+  if (creator == (int32_t)getpid() || sc_shm_pid_alive(creator))
     return sc_err(SCHEDC_EINVAL, "shm: job id '%s' is in use by a live job (its rank 0 is pid %d): concurrent jobs need "
                   "different job ids (SCHEDC_JOB, schedc_unique_id)", job, (int)creator);
   return SCHEDC_OK;
@@ -486,7 +238,7 @@ static schedc_status join_ctl(schedc_comm *c, shmdata *d, const char *name, cons
           munmap(p, d->ctl_size);
           return sc_err(SCHEDC_EINVAL, "shm: /dev/shm%s carries another job's token: refusing to use it (it was not "
                         "made by rank 0 of job '%s')", name, d->job);
-        } else if (!pid_alive(atomic_load(&t->rank[0].pid))) {
+        } else if (!sc_shm_pid_alive(atomic_load(&t->rank[0].pid))) {
           snprintf(why, sizeof why, "its rank 0 (pid %d) is dead: a stale one", (int)atomic_load(&t->rank[0].pid));
         } else {
           int32_t expect = 0;
@@ -561,7 +313,7 @@ static schedc_status shm_init(int rank, int nranks, const char *job, const uint8
   /* Every rank has published its arena (before the barrier): take a handle on each now, while
    * they are all alive (one fd per peer). */
   for (int r = 0; r < nranks; r++)
-    if (r != rank && (st = open_peer(c, r)) != SCHEDC_OK) goto fail;
+    if (r != rank && (st = sc_shm_open_peer(c, r)) != SCHEDC_OK) goto fail;
   *out = c;
   return SCHEDC_OK;
 fail:

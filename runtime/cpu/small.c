@@ -71,9 +71,9 @@ static void eval_term(const evalctx *e, uint32_t t, char *dst, char *tmp, uint32
 /* Run a small call after the arrival: every rank reads the peers' initial cells from their arrival
  * lines (one pass over n * K elements, no per-step hand-off) and evaluates its own result part in
  * the order the plan's proof gives each chunk: the bits of running the plan, from one exchange. */
-schedc_status sc_small_run(schedc_comm *c, const sc_call *k, uint64_t seq) {
+schedc_status sc_small_run(schedc_comm *c, const sc_call *k, sc_result *res) {
   sc_cpu *x = sc_cpu_of(c);
-  int n = c->nranks, me = c->rank, parity = (int)(seq & 1);
+  int n = c->nranks, me = c->rank, parity = (int)(k->seq & 1);
   const schedc_plan *pl = k->plan;
   uint32_t C = pl->ir.nchunks, levels = 1;
   size_t esz = schedc_dtype_size(k->acc), K = k->K, maxchunk = (K + C - 1) / C, lo, len;
@@ -105,6 +105,6 @@ schedc_status sc_small_run(schedc_comm *c, const sc_call *k, uint64_t seq) {
     if (t < pl->v.terms.n) eval_term(&e, t, Wl + clo * esz, tmp, spine);
     else memcpy(Wl + clo * esz, x->peer[me] + clo * esz, (chi - clo) * esz); /* not defined: as it was */
   }
-  sc_work_out(c, k, Wl);
+  sc_work_out(c, k, Wl, res);
   return SCHEDC_OK;
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agree.h"
 #include "backends.h"
 #include "comm.h"
 #include "crc.h"
@@ -20,9 +21,6 @@
 #include "kernels.h"
 #include "params.h"
 #include "plan.h"
-
-/* Words of the call descriptor every rank compares before a collective (m_collective). */
-enum { SC_MPI_DESC = 11 };
 
 typedef struct mpidata {
   MPI_Comm comm;
@@ -80,50 +78,40 @@ static schedc_status wait_all(schedc_comm *c, MPI_Request *r, int n, const int *
   }
 }
 
-/* One run of the plan over the private working buffer W. */
-static schedc_status run(schedc_comm *c, const sc_call *call, char *W, const uint32_t desc[SC_MPI_DESC]) {
+/* Every rank must make the same call: the agreements gathered, the first field that differs named
+ * (core/agree.h: the words of every backend). The communicator is broken afterwards. */
+static schedc_status agree(schedc_comm *c, const sc_call *k) {
+  mpidata *d = c->be_data;
+  int n = c->nranks;
+  sc_agreement mine, *all = malloc((size_t)n * sizeof *all);
+  if (!all) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  sc_agreement_of(&mine, k, SC_PATH_PLAN);
+  MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, d->comm);
+  schedc_status st = SCHEDC_OK;
+  for (int r = 0; r < n && st == SCHEDC_OK; r++) st = sc_agreement_check(k->cn, c->rank, &mine, r, &all[r]);
+  free(all);
+  if (st != SCHEDC_OK) c->broken = 1;
+  return st;
+}
+
+/* One run (attempt: 0, then the reruns of a repair) of the plan over the private working buffer
+ * W; the first corrupted transfer received into *bad. */
+static schedc_status run(schedc_comm *c, const sc_call *call, char *W, int attempt, sc_corrupt *bad) {
   mpidata *d = c->be_data;
   const schedc_plan *plan = call->plan;
   const char *cn = call->cn;
   schedc_dtype acc = call->acc;
   schedc_op op = call->op;
   size_t K = call->K;
-  int n = c->nranks, me = c->rank;
-  /* Every rank must make the same call: compare the descriptors, and name the first field that
-   * differs (as the shm backend does). */
-  uint32_t *all = malloc((size_t)n * SC_MPI_DESC * sizeof *all);
-  if (!all) return sc_err(SCHEDC_ENOMEM, "out of memory");
-  MPI_Allgather(desc, SC_MPI_DESC, MPI_UINT32_T, all, SC_MPI_DESC, MPI_UINT32_T, d->comm);
-  for (int r = 0; r < n; r++) {
-    const uint32_t *o = all + (size_t)r * SC_MPI_DESC;
-    int f = 0;
-    while (f < SC_MPI_DESC && o[f] == desc[f]) f++;
-    if (f == SC_MPI_DESC) continue;
-    static const char *const field[SC_MPI_DESC] = {"collective", "dtype", "op", "root", "count", "count", "plan",
-                                                   "plan", "custom operator's source", "custom operator's source",
-                                                   "verification (SCHEDC_VERIFY, SCHEDC_REPAIR)"};
-    char mine[64], theirs[64];
-    if (f == SC_MPI_DESC - 1) { /* the integrity settings: say them in words */
-      sc_checks_name(desc[10], mine, sizeof mine);
-      sc_checks_name(o[10], theirs, sizeof theirs);
-    } else {
-      snprintf(mine, sizeof mine, "%u", (unsigned)desc[f]);
-      snprintf(theirs, sizeof theirs, "%u", (unsigned)o[f]);
-    }
-    free(all);
-    c->broken = 1;
-    return sc_err(SCHEDC_EMISMATCH, "%s: rank %d and rank %d disagree on the %s of the call (rank %d: %s; rank %d: %s)",
-                  cn, me, r, field[f], me, mine, r, theirs);
-  }
-  free(all);
+  int me = c->rank;
   const sc_ir *ir = &plan->ir;
   size_t asz = schedc_dtype_size(acc), maxchunk = (K + ir->nchunks - 1) / ir->nchunks;
   if (maxchunk * asz > (size_t)1 << 30)
     return sc_err(SCHEDC_EINVAL, "%s: chunks of %zu bytes exceed the MPI transport's 1 GiB per message; use a plan "
                   "with more chunks", cn, maxchunk * asz);
   double deadline = sc_now() + c->timeout_s;
-  int check = sc_call_checks(c, call);
-  int flip_step = c->inj.flip_rank == me && sc_call_injects(call) && c->attempt == 0 ? c->inj.flip_step : -1;
+  int check = sc_call_checks(call);
+  int flip_step = c->inj.flip_rank == me && sc_call_injects(call) && attempt == 0 ? c->inj.flip_step : -1;
   for (uint32_t s = 0; s < ir->nsteps; s++) {
     uint32_t lo = ir->step_off[s], hi = ir->step_off[s + 1], nin = 0, nreq = 0;
     for (uint32_t i = lo; i < hi; i++) nin += ir->xfers[i].dst == (uint32_t)me;
@@ -198,7 +186,7 @@ static schedc_status run(schedc_comm *c, const sc_call *call, char *W, const uin
         uint32_t got = sc_crc32c(in, (chi - clo) * asz), want = d->crc[2 * (i - lo)];
         if (got != want) {
           sc_corrupt b = {1, s, x->chunk, x->src, (uint32_t)me, x->line, got, want};
-          if (!c->bad.found) c->bad = b;
+          if (!bad->found) *bad = b;
           if (c->repair) sc_corrupt_warn(cn, &b, ir->nfiles ? ir->files[x->file] : "?", "the call runs again");
         }
       }
@@ -221,35 +209,29 @@ static schedc_status any_rank(schedc_comm *c, int flag, int *any) {
 }
 
 /* The MPI backend's collective: the working buffer is private scratch; messages move the data. */
-static schedc_status m_collective(schedc_comm *c, const sc_call *k) {
+static schedc_status m_collective(schedc_comm *c, const sc_call *k, sc_result *res) {
   size_t asz = schedc_dtype_size(k->acc);
   char *W = sc_scratch(c, k->K * asz);
   if (!W && k->K) return SCHEDC_ENOMEM;
-  uint32_t desc[SC_MPI_DESC] = {(uint32_t)k->coll, (uint32_t)k->dtype,
-                                k->op_hash ? (uint32_t)SCHEDC_OP_CUSTOM_BASE : (uint32_t)k->op, (uint32_t)k->root,
-                                (uint32_t)k->count, (uint32_t)((uint64_t)k->count >> 32), (uint32_t)k->plan->hash,
-                                (uint32_t)(k->plan->hash >> 32),
-                                (uint32_t)k->op_hash, (uint32_t)(k->op_hash >> 32), /* a custom op's source */
-                                k->checks};
+  schedc_status st = agree(c, k);
+  if (st != SCHEDC_OK) return st;
   /* A corrupted message cannot be fetched again once the step is over (the sender's cell moves
    * on), so with checksum repair the whole call runs again from the inputs, which the MPI path
    * leaves intact until the result is copied out. */
-  schedc_status st;
-  for (c->attempt = 0;; c->attempt++) {
-    memset(&c->bad, 0, sizeof c->bad);
+  for (int attempt = 0;; attempt++) {
+    memset(&res->bad, 0, sizeof res->bad);
     sc_work_in(c, k, W);
-    if ((st = run(c, k, W, desc)) != SCHEDC_OK) break;
-    if (!sc_call_checks(c, k) || !c->repair || c->attempt == 2) break;
+    if ((st = run(c, k, W, attempt, &res->bad)) != SCHEDC_OK) break;
+    if (!sc_call_checks(k) || !sc_call_repairs(k) || attempt == 2) break;
     int rerun = 0;
-    if ((st = any_rank(c, (int)c->bad.found, &rerun)) != SCHEDC_OK) break;
+    if ((st = any_rank(c, (int)res->bad.found, &rerun)) != SCHEDC_OK) break;
     if (!rerun) break;
   }
-  c->attempt = 0;
   if (st != SCHEDC_OK) {
     c->broken = 1;
     return st;
   }
-  sc_work_out(c, k, W);
+  sc_work_out(c, k, W, res);
   return SCHEDC_OK;
 }
 

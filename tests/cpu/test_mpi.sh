@@ -38,8 +38,8 @@ chk "[ \"\$(grep '^rank' <<<\"\$out\" | sort)\" = \"\$clean\" ] && grep -q 'the 
 # message about an internal allgather), and which field differs is said (MPMD: one env per rank).
 out=$($MPI 1 -x SCHEDC_VERIFY=digest "$S" run "$D/ring.lua" --backend mpi --count 100 : \
       -np 1 -x SCHEDC_VERIFY=none "$S" run "$D/ring.lua" --backend mpi --count 100 2>&1 </dev/null)
-chk "[ \$(grep -c 'disagree on the verification (SCHEDC_VERIFY, SCHEDC_REPAIR) of the call' <<<\"\$out\") = 2 ] && grep -q 'rank 0: SCHEDC_VERIFY=digest; rank 1: SCHEDC_VERIFY=none' <<<\"\$out\"" "mpi: ranks with different SCHEDC_VERIFY not named"
+chk "[ \$(grep -c 'disagree on the verification (SCHEDC_VERIFY, SCHEDC_REPAIR) of call 1 ' <<<\"\$out\") = 2 ] && grep -q 'rank 0: SCHEDC_VERIFY=digest; rank 1: SCHEDC_VERIFY=none' <<<\"\$out\"" "mpi: ranks with different SCHEDC_VERIFY not named"
 out=$($MPI 1 "$S" run "$D/ring.lua" --backend mpi --count 100 : -np 1 "$S" run "$D/ring.lua" --backend mpi --count 101 2>&1 </dev/null)
-chk "grep -q 'disagree on the count of the call (rank [01]: 10[01]; rank [01]: 10[01])' <<<\"\$out\"" "mpi: a count mismatch not named as the count"
+chk "grep -q 'disagree on the count of call 1 (rank [01]: 10[01]; rank [01]: 10[01])' <<<\"\$out\"" "mpi: a count mismatch not named as the count"
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "../check.h"
-#include "comm.h" /* the digest the call took (c->digest, c->dsl) */
+#include "comm.h" /* the digest the call took (sc_coll_verified's sc_result) */
 #include "schedc/schedc.h"
 
 enum { N = 3, REPS = 3 };
@@ -62,7 +62,8 @@ static int shm_rank(const schedc_plan *plan, int r, const char *job, size_t coun
   for (int it = 0; it < REPS && bad < 99; it++) {
     for (size_t i = 0; i < count; i++) send[i] = input(r, i, it);
     if (!(mode & 1)) memset(recv, 0xab, count * 4);
-    if (schedc_allreduce(send, recv, count, SCHEDC_I32, SCHEDC_SUM, c, plan) != SCHEDC_OK) {
+    sc_result res;
+    if (sc_coll_verified(c, SCHEDC_ALLREDUCE, send, recv, count, SCHEDC_I32, SCHEDC_SUM, 0, plan, &res) != SCHEDC_OK) {
       fprintf(stderr, "rank %d: %s\n", r, schedc_errmsg());
       return 102;
     }
@@ -75,10 +76,10 @@ static int shm_rank(const schedc_plan *plan, int r, const char *job, size_t coun
         fprintf(stderr, "rank %d call %d: send[%zu] was changed\n", r, it, i);
     }
     if ((verify == SCHEDC_VERIFY_DIGEST || verify == SCHEDC_VERIFY_FULL) &&
-        (c->dsl.K != count || c->digest != sc_sliced_digest(recv, &c->dsl)) && bad++ == 0)
+        (res.dsl.K != count || res.digest != sc_sliced_digest(recv, &res.dsl)) && bad++ == 0)
       fprintf(stderr, "rank %d call %d: the digest taken in pieces (%016llx, %zu elements) is not the sliced digest "
-              "of the result (%016llx)\n", r, it, (unsigned long long)c->digest, c->dsl.K,
-              (unsigned long long)sc_sliced_digest(recv, &c->dsl));
+              "of the result (%016llx)\n", r, it, (unsigned long long)res.digest, res.dsl.K,
+              (unsigned long long)sc_sliced_digest(recv, &res.dsl));
   }
   if (!(mode & 2)) { free(a); free(b); }
   schedc_comm_free(c);
@@ -121,14 +122,15 @@ static void *rs_rank(void *arg) {
  * hashed), allgather and a broadcast's root and non-roots (no shortcuts), in and out of place,
  * and a flipout landing in whatever slice: on every rank the digest the call took must be the
  * sliced digest of its receive buffer, and the flipped rank's must differ (ECORRUPT everywhere). */
-typedef struct djob { schedc_comm *c; int coll; schedc_dtype dt; schedc_op op; void *send, *recv; size_t count; schedc_status st; } djob;
+typedef struct djob {
+  schedc_comm *c; int coll; schedc_dtype dt; schedc_op op; void *send, *recv; size_t count; schedc_status st;
+  sc_result res;
+} djob;
 static void *digest_rank(void *arg) {
-  djob *j = arg;
-  switch (j->coll) {
-  case SCHEDC_ALLGATHER: j->st = schedc_allgather(j->send, j->recv, j->count, j->dt, j->c, NULL); break;
-  case SCHEDC_BROADCAST: j->st = schedc_broadcast(j->send, j->recv, j->count, j->dt, 1, j->c, NULL); break;
-  default: j->st = schedc_allreduce(j->send, j->recv, j->count, j->dt, j->op, j->c, NULL); break;
-  }
+  djob *j = arg; /* broadcast from rank 1; allgather and broadcast move bits, so the op is sum */
+  schedc_op op = j->coll == SCHEDC_ALLREDUCE ? j->op : SCHEDC_SUM;
+  j->st = sc_coll_verified(j->c, j->coll, j->send, j->recv, j->count, j->dt, op, j->coll == SCHEDC_BROADCAST ? 1 : 0,
+                           NULL, &j->res);
   return NULL;
 }
 static void digest_paths(void) {
@@ -154,12 +156,13 @@ static void digest_paths(void) {
           char *recv = calloc(rn, es), *send = inplace ? recv : calloc(count, es);
           if (inplace && cases[ci].coll == SCHEDC_ALLGATHER) send = recv + (size_t)r * count * es;
           for (size_t i = 0; i < count * es; i++) send[i] = (char)(i * 7 + (size_t)r * 13 + 1) & 0x3f; /* no NaN/Inf bytes */
-          jobs[r] = (djob){comms[r], cases[ci].coll, cases[ci].dt, cases[ci].op, send, recv, count, SCHEDC_OK};
+          jobs[r] = (djob){.c = comms[r], .coll = cases[ci].coll, .dt = cases[ci].dt, .op = cases[ci].op, .send = send,
+                           .recv = recv, .count = count, .st = SCHEDC_OK};
         }
         for (int r = 0; r < N; r++) pthread_create(&th[r], NULL, digest_rank, &jobs[r]);
         for (int r = 0; r < N; r++) pthread_join(th[r], NULL);
         for (int r = 0; r < N; r++) {
-          schedc_comm *c = comms[r];
+          const sc_result *c = &jobs[r].res;
           int ok = jobs[r].st == (flip ? SCHEDC_ECORRUPT : SCHEDC_OK) && c->dsl.K == rn && c->dsl.esz == es &&
                    c->digest == sc_sliced_digest(jobs[r].recv, &c->dsl);
           if (!ok)
@@ -169,7 +172,7 @@ static void digest_paths(void) {
                     (unsigned long long)c->digest, (unsigned long long)sc_sliced_digest(jobs[r].recv, &c->dsl));
           CHECK(ok);
         }
-        if (flip) CHECK(comms[1]->digest != comms[0]->digest && comms[0]->digest == comms[2]->digest);
+        if (flip) CHECK(jobs[1].res.digest != jobs[0].res.digest && jobs[0].res.digest == jobs[2].res.digest);
         for (int r = 0; r < N; r++) {
           if (!inplace) free(jobs[r].send);
           free(jobs[r].recv);

@@ -1,0 +1,42 @@
+/*
+ * backend.h — the backend operation table (sc_backend): one const table per backend, chosen
+ * when a communicator is made (Open MPI's coll components, NCCL's net plugins). The core calls
+ * through it and never asks which backend it holds; what a backend can do is in its caps.
+ */
+#ifndef SC_BACKEND_H
+#define SC_BACKEND_H
+
+#include "call.h"
+
+typedef struct sc_memreg sc_memreg; /* a schedc_mem_alloc region (mem.h) */
+
+/* Capabilities of a backend. */
+enum {
+  /* the result is in host memory when the collective returns, so the core verifies it (digests,
+   * checksum verdicts) right after; a stream-ordered backend verifies inside its own collective */
+  SC_CAP_HOST_RESULT = 1,
+  /* the collective runs the CPU executor's steps, where SCHEDC_INJECT kill, delay and jitter act */
+  SC_CAP_INJECT_STEPS = 2,
+};
+
+/* A backend. Operations receive the head; their state is c->be_data. */
+typedef struct sc_backend {
+  const char *name;
+  unsigned caps;             /* SC_CAP_* */
+  /* Run one checked, numbered collective on this rank, filling *res (zeroed by the caller) with
+   * what the integrity checks need. On failure: the status with errmsg set; the backend marks
+   * the communicator broken (c->broken) when it cannot be used again. */
+  schedc_status (*collective)(schedc_comm *c, const sc_call *call, sc_result *res);
+  /* Why the communicator broke, as the group's first failure recorded it (may be NULL). */
+  const char *(*failure)(schedc_comm *c);
+  /* Release c->be_data and everything the backend holds for c (the core frees the head). */
+  void (*free)(schedc_comm *c);
+  /* schedc_mem_alloc: make a region of r->bytes (a multiple of the page size) that every rank
+   * of c can share, filling r (base, and fd/dev/ino when it is a file); SCHEDC_OK or the status
+   * with errmsg set. NULL: the backend has none (SCHEDC_EUNAVAIL). The core keeps the list. */
+  schedc_status (*mem_alloc)(schedc_comm *c, sc_memreg *r);
+  /* schedc_mem_free / schedc_comm_free: release a region mem_alloc made. */
+  void (*mem_free)(schedc_comm *c, sc_memreg *r);
+} sc_backend;
+
+#endif

@@ -1,0 +1,114 @@
+/*
+ * dispatch.c — a collective below verification: the arguments checked, the plan chosen (given,
+ * tuned, or the built-in ring, kept per communicator), the call descriptor filled and numbered,
+ * the backend's collective run (c->be, chosen when the communicator was made). The calls the
+ * library makes for itself (integrity.c, a cuda communicator's bootstrap) enter here directly.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "builtin.h"
+#include "comm.h"
+#include "err.h"
+#include "kernels.h"
+#include "opreg.h"
+#include "plan.h"
+
+#define NDEFPLANS ((int)(sizeof ((schedc_comm *)0)->defplan / sizeof ((schedc_comm *)0)->defplan[0]))
+
+schedc_status schedc_plan_builtin(schedc_collective coll, int nranks, int root, schedc_plan **out) {
+  if (!out) return sc_err(SCHEDC_EINVAL, "out is NULL");
+  *out = NULL;
+  if (nranks < 1 || root < 0 || root >= nranks || !schedc_collective_name(coll))
+    return sc_err(SCHEDC_EINVAL, "bad built-in plan request (collective %d, %d ranks, root %d)", (int)coll, nranks, root);
+  sc_ir ir;
+  if (sc_builtin_ring(&ir, (int)coll, (uint32_t)nranks, (uint32_t)root)) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  return sc_plan_make(&ir, out);
+}
+
+static const schedc_plan *default_plan(schedc_comm *c, int coll, int root, size_t bytes, size_t *slice) {
+  const sc_tuneentry *e = sc_tuning_pick(&c->tuning, coll, root, bytes);
+  if (e) {
+    if (e->slice) *slice = e->slice;
+    return e->plan;
+  }
+  for (int i = 0; i < c->ndefplan; i++)
+    if (c->defplan[i].coll == coll && c->defplan[i].root == root) return c->defplan[i].plan;
+  schedc_plan *p;
+  if (schedc_plan_builtin((schedc_collective)coll, c->nranks, root, &p) != SCHEDC_OK) return NULL;
+  if (c->ndefplan == NDEFPLANS) {
+    schedc_plan_free(c->defplan[0].plan);
+    memmove(c->defplan, c->defplan + 1, sizeof c->defplan[0] * (NDEFPLANS - 1));
+    c->ndefplan--;
+  }
+  c->defplan[c->ndefplan].coll = coll;
+  c->defplan[c->ndefplan].root = root;
+  c->defplan[c->ndefplan++].plan = p;
+  return p;
+}
+
+const schedc_plan *schedc_comm_default_plan(schedc_comm *c, schedc_collective coll, int root, size_t bytes) {
+  if (!c) { sc_err(SCHEDC_EINVAL, "comm is NULL"); return NULL; }
+  size_t slice = 0;
+  const schedc_plan *p = default_plan(c, (int)coll, root, bytes, &slice);
+  if (!p) sc_err(SCHEDC_EINVAL, "no default plan for %s root %d", schedc_collective_name(coll), root);
+  return p;
+}
+
+/* The arguments of a call checked and its descriptor filled. `count` is the user's count. */
+schedc_status sc_call_make(schedc_comm *c, int coll, const void *sendbuf, void *recvbuf, size_t count,
+                           schedc_dtype dtype, schedc_op op, int root, const schedc_plan *plan, unsigned flags,
+                           sc_call *k) {
+  const char *cn = schedc_collective_name((schedc_collective)coll);
+  if (!c) return sc_err(SCHEDC_EINVAL, "%s: comm is NULL", cn);
+  if (c->broken) {
+    const char *why = c->be->failure ? c->be->failure(c) : NULL;
+    return sc_err(SCHEDC_EPEER, "%s: the communicator is broken by an earlier failure%s%s", cn, why ? ": " : "",
+                  why ? why : "");
+  }
+  if (!schedc_dtype_name(dtype)) return sc_err(SCHEDC_EINVAL, "%s: bad dtype %d", cn, (int)dtype);
+  if (!schedc_op_name(op)) return sc_err(SCHEDC_EINVAL, "%s: bad op %d%s", cn, (int)op, op >= SCHEDC_OP_CUSTOM_BASE ?
+                                         " (a custom operator already freed, or never made by schedc_op_create)" : "");
+  schedc_status st;
+  if (sc_reduces(coll) && (st = sc_op_check_dtype(op, dtype, cn)) != SCHEDC_OK) return st;
+  if (root < 0 || root >= c->nranks) return sc_err(SCHEDC_EINVAL, "%s: root %d out of range [0, %d)", cn, root, c->nranks);
+  int n = c->nranks, me = c->rank;
+  size_t K = coll == SCHEDC_REDUCE_SCATTER || coll == SCHEDC_ALLGATHER ? count * (size_t)n : count;
+  if (count && (size_t)n > SIZE_MAX / count) return sc_err(SCHEDC_EINVAL, "%s: count %zu too large", cn, count);
+  int needs_send = coll != SCHEDC_BROADCAST || me == root;
+  int needs_recv = coll != SCHEDC_REDUCE || me == root;
+  if (count && ((needs_send && !sendbuf) || (needs_recv && !recvbuf)))
+    return sc_err(SCHEDC_EINVAL, "%s: %s is NULL", cn, needs_send && !sendbuf ? "sendbuf" : "recvbuf");
+  size_t slice = c->slice_bytes;
+  if (!plan && !(plan = default_plan(c, coll, root, K * schedc_dtype_size(dtype), &slice)))
+    return sc_err(SCHEDC_ENOMEM, "%s: no default plan", cn);
+  const sc_ir *ir = &plan->ir;
+  if (ir->nranks != (uint32_t)n)
+    return sc_err(SCHEDC_EINVAL, "%s: plan '%s' is for %u ranks, the communicator has %d", cn, ir->name, ir->nranks, n);
+  if (ir->collective != coll)
+    return sc_err(SCHEDC_EINVAL, "%s: plan '%s' is a %s plan", cn, ir->name, sc_ir_collective_name(ir->collective));
+  if ((coll == SCHEDC_BROADCAST || coll == SCHEDC_REDUCE) && ir->root != (uint32_t)root)
+    return sc_err(SCHEDC_EINVAL, "%s: plan '%s' has root %u, the call root %d", cn, ir->name, ir->root, root);
+  /* Reductions run in the accumulation type; allgather and broadcast only move the bits. */
+  int reduction = sc_reduces(coll);
+  *k = (sc_call){coll, cn, sendbuf, recvbuf, count, K, dtype, reduction ? sc_acc_type(dtype) : dtype,
+                 reduction ? op : SCHEDC_SUM, root, plan, &plan->prog, slice, flags, 0, sc_call_checks_word(c, flags),
+                 0, ir->nfiles ? ir->files[0] : "?"};
+  const sc_opdef *custom = reduction ? sc_opreg_get(op) : NULL;
+  if (custom) k->op_hash = custom->hash;
+  return SCHEDC_OK;
+}
+
+schedc_status sc_call_run(schedc_comm *c, sc_call *k, sc_result *res) {
+  memset(res, 0, sizeof *res);
+  k->seq = ++c->seq;
+  return c->be->collective(c, k, res);
+}
+
+schedc_status sc_coll(schedc_comm *c, int coll, const void *send, void *recv, size_t count, schedc_dtype dtype,
+                      schedc_op op, int root, const schedc_plan *plan, unsigned flags) {
+  sc_call k;
+  sc_result res;
+  schedc_status st = sc_call_make(c, coll, send, recv, count, dtype, op, root, plan, flags, &k);
+  return st == SCHEDC_OK ? sc_call_run(c, &k, &res) : st;
+}

@@ -1,0 +1,30 @@
+/*
+ * inject.h — test-only fault injection (SCHEDC_INJECT, parsed once per communicator): which
+ * rank dies, sleeps, flips a sent payload or its result, and where. inject.c owns the parsing
+ * and the payload flip; a backend says by its caps which kinds it can inject.
+ */
+#ifndef SC_INJECT_H
+#define SC_INJECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "schedc/schedc.h"
+
+typedef struct sc_inject {
+  int kill_rank, kill_step;  /* -1: none */
+  int delay_rank, delay_us;
+  unsigned jitter_seed, jitter_us;
+  int flip_rank, flip_step;  /* flips one bit of the payload flip_rank sends at flip_step */
+  long flip_bit;             /* which bit of that payload (taken modulo its size); -1: the middle */
+  int flipout_rank;          /* flips one bit of that rank's result after the collective */
+} sc_inject;
+/* Parse SCHEDC_INJECT (see inject.c). SCHEDC_EINVAL with a message. */
+schedc_status sc_inject_parse(const char *spec, sc_inject *out);
+/* The parsed faults against the communicator: every rank named exists, and the backend (its
+ * name and SC_CAP_* caps) can inject each kind. SCHEDC_EINVAL / SCHEDC_EUNAVAIL with a message. */
+schedc_status sc_inject_check(const sc_inject *in, int nranks, const char *backend, unsigned caps);
+/* flip:RANK:STEP: flip the chosen bit of a copy of the payload (bytes > 0) and say so (a warning, log.h). */
+void sc_inject_flip(const sc_inject *in, void *buf, size_t bytes, const char *coll, int dst, uint32_t step);
+
+#endif

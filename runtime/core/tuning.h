@@ -1,0 +1,23 @@
+/*
+ * tuning.h — a tuning table loaded for one communicator (SCHEDC_TUNING, opts->tuning): the
+ * fastest verified plan per collective, root and size for its rank count (tuning.c). The entries
+ * own their plans; the communicator owns the table.
+ */
+#ifndef SC_TUNING_H
+#define SC_TUNING_H
+
+#include <stddef.h>
+
+#include "schedc/schedc.h"
+
+typedef struct sc_tuneentry {
+  int coll, root;
+  size_t lo, hi, slice;      /* whole-buffer bytes [lo, hi]; slice 0: the communicator's */
+  schedc_plan *plan;         /* owned */
+} sc_tuneentry;
+typedef struct sc_tuning { sc_tuneentry *e; int n; } sc_tuning;
+schedc_status sc_tuning_load(const char *path, int nranks, sc_tuning *t);
+const sc_tuneentry *sc_tuning_pick(const sc_tuning *t, int coll, int root, size_t bytes);
+void sc_tuning_free(sc_tuning *t);
+
+#endif
