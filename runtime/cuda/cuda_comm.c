@@ -14,13 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agree.h"
 #include "cuda_modes.h"
 #include "cuda_phase.h"
 #include "err.h"
 #include "kernels.h"
 
 /* The collection: what the group keeps between its slots' calls of one collective, and only
- * that. The first call's descriptor is what every later one must agree with; each slot's
+ * that. The first call's agreement (agree.h) is what every later one must match; each slot's
  * buffers wait here until the last slot's call launches the collective (on that call's thread,
  * with that call's sc_call: the same on every slot but for the buffers), then it is emptied. */
 typedef struct cu_collect {
@@ -28,9 +29,8 @@ typedef struct cu_collect {
   uint8_t arrived[CU_MAX_RANKS];   /* by slot (= rank) */
   const void *send[CU_MAX_RANKS];
   void *recv[CU_MAX_RANKS];
-  int coll, dtype, op, root;       /* the first call's */
-  size_t count;
-  uint64_t plan_hash;
+  int first;                       /* the rank whose call came first */
+  sc_agreement want;               /* its agreement */
 } cu_collect;
 
 /* Keeps the caller's schedc_errmsg (cleanup on an error path must not replace the reason). */
@@ -104,27 +104,27 @@ static schedc_status launch(cu_group *g, cu_call *c) {
   return sc_cu_run(g, c, ks);
 }
 
-/* Rank r's call into the collection: the first sets what the others must agree with. */
+/* Rank r's call into the collection: the first sets what the others must agree with, checked
+ * by the core's one agreement check (agree.h: the first field that differs, both values). The
+ * slots' calls are matched by their arrival, not by their numbers: a rank's refused second call
+ * (above) took a number its peers did not, and the one process sees the order anyway. The
+ * kernels do not slice, so SCHEDC_SLICE is not compared either. */
 static schedc_status collect(cu_group *g, int r, const sc_call *k) {
   cu_collect *col = g->collect;
-  const char *cn = k->cn;
   if (col->arrived[r])
     return sc_err(SCHEDC_EINVAL, "%s: rank %d already issued a %s that waits for the other ranks' calls (%d of %d "
-                  "arrived): issue each collective on every rank before the next", cn, r,
-                  schedc_collective_name((schedc_collective)col->coll), col->narrived, g->n);
+                  "arrived): issue each collective on every rank before the next", k->cn, r,
+                  schedc_collective_name((schedc_collective)col->want.coll), col->narrived, g->n);
+  sc_agreement a;
+  sc_agreement_of(&a, k, SC_PATH_PLAN);
+  a.slice = 0;
   if (col->narrived == 0) {
-    col->coll = k->coll; col->dtype = (int)k->dtype; col->op = (int)k->op; col->root = k->root; col->count = k->count;
-    col->plan_hash = k->plan->hash;
+    col->want = a;
+    col->first = r;
   } else {
-    const char *what = col->coll != k->coll ? "collective" : col->dtype != (int)k->dtype ? "dtype"
-                       : col->op != (int)k->op ? "op" : col->root != k->root ? "root" : col->count != k->count ? "count"
-                       : col->plan_hash != k->plan->hash ? "plan" : NULL;
-    if (what)
-      return sc_cu_breaks(g, sc_err(SCHEDC_EMISMATCH, "%s: rank %d disagrees with the ranks already called on the %s "
-                                    "(they issued %s count %zu plan %016llx; rank %d: %s count %zu plan %016llx)", cn, r,
-                                    what, schedc_collective_name((schedc_collective)col->coll), col->count,
-                                    (unsigned long long)col->plan_hash, r, cn, k->count,
-                                    (unsigned long long)k->plan->hash));
+    a.seq = col->want.seq;
+    schedc_status st = sc_agreement_check(k->cn, r, &a, col->first, &col->want);
+    if (st != SCHEDC_OK) return sc_cu_breaks(g, st);
   }
   col->arrived[r] = 1;
   col->send[r] = k->send;

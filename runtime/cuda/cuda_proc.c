@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agree.h"
 #include "backends.h"
 #include "cuda_modes.h"
 #include "cuda_net.h"
@@ -145,44 +146,58 @@ static schedc_status regrow(cu_group *g, size_t cells, size_t temp_bytes, size_t
   return st;
 }
 
-/* What every rank must agree on at a call; words of the host exchange. Growth last: ranks that
- * differ in what decides it are named for that, not for its effect. */
-enum { D_SEQ, D_COLL, D_DTYPE, D_OP, D_ROOT, D_COUNT, D_PLAN, D_NBLK, D_VERIFY, D_NODES, D_GROW, D_WORDS };
-static const char *const d_name[D_WORDS] = {"call number", "collective", "dtype", "op", "root", "count", "plan",
-                                            "blocks per rank (SCHEDC_CUDA_BLOCKS)",
-                                            "verification (SCHEDC_VERIFY, SCHEDC_REPAIR: 1 digest + 2 checksum + 4 repair)",
-                                            "nodes (SCHEDC_CUDA_NODES)", "buffer growth"};
+/* What every rank must agree on at a call, as words of the host exchange: the core's agreement
+ * (agree.h: number, collective, dtype, op, root, count, plan, verification), then this backend's
+ * own fields, compared with the same message (sc_disagree). Growth last: ranks that differ in
+ * what decides it are named for that, not for its effect. */
+enum { A_WORDS = sizeof(sc_agreement) / 8, X_NBLK = A_WORDS, X_NODES, X_GROW, D_WORDS };
+_Static_assert(sizeof(sc_agreement) % 8 == 0, "the agreement travels as 64-bit words");
+static const char *const x_name[] = {"blocks per rank (SCHEDC_CUDA_BLOCKS)", "nodes (SCHEDC_CUDA_NODES)",
+                                     "buffer growth"};
 
-/* Word w of a descriptor as a reader wants it: names for the enumerations, hex for the plan. */
-static void d_word(int w, uint64_t v, char *buf, size_t cap) {
-  const char *name = w == D_COLL ? schedc_collective_name((schedc_collective)v)
-                     : w == D_DTYPE ? schedc_dtype_name((schedc_dtype)v) : w == D_OP ? schedc_op_name((schedc_op)v) : NULL;
-  if (name) snprintf(buf, cap, "%s", name);
-  else snprintf(buf, cap, w == D_PLAN ? "%016llx" : "%llu", (unsigned long long)v);
+/* SCHEDC_OK when rank q's words (theirs) match this rank's (mine); else SCHEDC_EMISMATCH naming
+ * the first field that differs and both values. */
+static schedc_status agree_call(const cu_group *g, const sc_call *k, const uint64_t *mine, int q, const uint64_t *theirs) {
+  sc_agreement a, b;
+  memcpy(&a, mine, sizeof a);
+  memcpy(&b, theirs, sizeof b);
+  schedc_status st = sc_agreement_check(k->cn, g->me, &a, q, &b);
+  for (int w = X_NBLK; w < D_WORDS && st == SCHEDC_OK; w++)
+    if (mine[w] != theirs[w]) {
+      char v1[24], v2[24];
+      snprintf(v1, sizeof v1, "%llu", (unsigned long long)mine[w]);
+      snprintf(v2, sizeof v2, "%llu", (unsigned long long)theirs[w]);
+      st = sc_disagree(k->cn, g->me, q, k->seq, x_name[w - X_NBLK], v1, v2, NULL);
+    }
+  return st;
 }
 
-/* Digest verification of this rank's result (cuda_verify.c): the ranks' digests through the
- * bootstrap; with repair, the majority rank's bits through it too (from its host copy). Every
- * rank sees the same digests, so all return the same verdict and the group stays usable; a
- * failure of the exchange itself (a peer gone) breaks it. */
+/* Digest verification of this rank's result (cuda_verify.c): the ranks' records (integrity.h)
+ * through the bootstrap, the core's verdict on them (sc_verdict); with repair, the majority
+ * rank's bits through the bootstrap too (from its host copy). Every rank sees the same records,
+ * so all return the same verdict and the group stays usable; a failure of the exchange itself
+ * (a peer gone) breaks it. */
 static schedc_status verify(cu_group *g, const cu_call *c, size_t bytes) {
   cu_proc *p = g->proc;
-  const char *cn = c->call->cn;
+  const sc_call *k = c->call;
+  const char *cn = k->cn;
   void *host = malloc(bytes ? bytes : 1);
   if (!host) return sc_cu_breaks(g, sc_err(SCHEDC_ENOMEM, "%s: out of memory for the digest of %zu bytes", cn, bytes));
-  uint64_t d = 0, all[CU_MAX_RANKS];
+  uint64_t d = 0, mine[SC_VREC_WORDS], all[CU_MAX_RANKS * SC_VREC_WORDS], dg[CU_MAX_RANKS];
+  const sc_corrupt none = {0}; /* the checksum kernels' verdict came before (sc_cu_check_verdict) */
   schedc_status st = sc_cu_result_digest(g, cn, 0, c->recv[0], bytes, g->vf.flipout == g->me, host, &d);
-  if (st == SCHEDC_OK) st = sc_cu_proc_exchange(g, &d, all, 1);
-  int nbad = 0, root = st == SCHEDC_OK && g->vf.digest ? sc_digest_majority(all, g->N, &nbad) : 0;
-  if (st == SCHEDC_OK && nbad && g->vf.repair && (st = sc_rebroadcast(p->boot, host, bytes, root)) == SCHEDC_OK) {
-    if (all[g->me] != all[root] && (st = g->dv->copy(c->recv[0], host, bytes, g->stream[0])) == SCHEDC_OK)
+  sc_vrec_pack(mine, d, &none);
+  if (st == SCHEDC_OK) st = sc_cu_proc_exchange(g, mine, all, SC_VREC_WORDS);
+  int fix = -1; /* the core's verdict, the same on every rank */
+  if (st == SCHEDC_OK && g->vf.digest) st = sc_verdict(cn, k->file, all, g->N, g->me, 1, g->vf.repair, dg, &fix);
+  if (st == SCHEDC_OK && fix >= 0 && (st = sc_rebroadcast(p->boot, host, bytes, fix)) == SCHEDC_OK) {
+    if (dg[g->me] != dg[fix] && (st = g->dv->copy(c->recv[0], host, bytes, g->stream[0])) == SCHEDC_OK)
       st = sc_cu_sync(g, g->stream[0]);
-    if (st == SCHEDC_OK && sc_verify_digest(NULL, host, bytes) != all[root])
-      st = sc_err(SCHEDC_ECORRUPT, "%s: repair failed on rank %d", cn, g->me);
+    if (st == SCHEDC_OK) st = sc_repaired(cn, g->me, sc_verify_digest(NULL, host, bytes), dg[fix]);
+    if (st == SCHEDC_OK) st = sc_digest_outcome(cn, dg, g->N, g->me, fix, 1);
   }
   free(host);
-  if (st != SCHEDC_OK) return st == SCHEDC_ECORRUPT ? st : sc_cu_breaks(g, st);
-  return nbad ? sc_digest_outcome(cn, all, g->N, g->me, root, g->vf.repair) : SCHEDC_OK;
+  return st == SCHEDC_OK || st == SCHEDC_ECORRUPT ? st : sc_cu_breaks(g, st);
 }
 
 /* The host barrier of the group's processes (the mode's rendezvous; each drained its stream). */
@@ -279,23 +294,18 @@ static schedc_status run_call(cu_group *g, const sc_call *k) {
     st = sc_cu_err_status(g, cn, NULL, NULL); /* a timeout of an earlier call not yet seen by schedc_cuda_sync */
   if (st != SCHEDC_OK) return sc_cu_breaks(g, st);
   if (grow) unmap_peers(g);
-  /* a custom op's value is this process's own: compare its source (the core's op_hash) */
-  uint64_t d[D_WORDS] = {g->epoch, (uint64_t)k->coll, (uint64_t)k->dtype, k->op_hash ? k->op_hash : (uint64_t)k->op,
-                         (uint64_t)k->root, k->count, k->plan->hash, (uint64_t)g->nblk,
-                         (uint64_t)(g->vf.digest | g->vf.check << 1 | g->vf.repair << 2), (uint64_t)g->nnodes,
-                         (uint64_t)grow};
+  sc_agreement a; /* the kernels do not slice: SCHEDC_SLICE is not compared */
+  sc_agreement_of(&a, k, SC_PATH_PLAN);
+  a.slice = 0;
+  uint64_t d[D_WORDS];
+  memcpy(d, &a, sizeof a);
+  d[X_NBLK] = (uint64_t)g->nblk;
+  d[X_NODES] = (uint64_t)g->nnodes;
+  d[X_GROW] = (uint64_t)grow;
   uint64_t all[CU_MAX_RANKS * D_WORDS]; /* the exchange tables: at most 64 ranks, so on the stack */
   st = sc_cu_proc_exchange(g, d, all, D_WORDS);
   for (int q = 0; q < N && st == SCHEDC_OK; q++)
-    for (int w = 0; w < D_WORDS && st == SCHEDC_OK; w++)
-      if (all[(size_t)q * D_WORDS + w] != d[w]) {
-        char mine[32], theirs[32];
-        d_word(w, d[w], mine, sizeof mine);
-        d_word(w, all[(size_t)q * D_WORDS + w], theirs, sizeof theirs);
-        st = sc_err(SCHEDC_EMISMATCH, "%s: ranks %d and %d disagree on the %s (rank %d: %s, rank %d: %s; every rank "
-                    "issues the same collectives in the same order with the same arguments)", cn, q < me ? q : me,
-                    q < me ? me : q, d_name[w], me, mine, q, theirs);
-      }
+    if (q != me) st = agree_call(g, k, d, q, all + (size_t)q * D_WORDS);
   if (st == SCHEDC_OK && grow) st = regrow(g, cells, tbytes, K * esz, mbytes);
   cu_kset *ks = NULL;
   if (st == SCHEDC_OK) st = sc_cu_kset(g, k->plan, (int)k->dtype, (int)k->op, &ks);

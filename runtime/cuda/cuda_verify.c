@@ -59,23 +59,28 @@ schedc_status sc_cu_result_digest(cu_group *g, const char *cn, int s, void *dst,
 schedc_status sc_cu_verify_slots(cu_group *g, const char *cn, void *const *recv, size_t bytes) {
   void *host = malloc(bytes ? bytes : 1);
   if (!host) return sc_err(SCHEDC_ENOMEM, "%s: out of memory for the digest of %zu bytes", cn, bytes);
-  uint64_t dg[CU_MAX_RANKS];
+  uint64_t rec[CU_MAX_RANKS * SC_VREC_WORDS], dg[CU_MAX_RANKS];
   const cu_checks *v = &g->vf;
+  const sc_corrupt none = {0}; /* the checksum kernels' verdict came before (sc_cu_check_verdict) */
   schedc_status st = SCHEDC_OK;
-  for (int s = 0; s < g->n && st == SCHEDC_OK; s++)
+  for (int s = 0; s < g->n && st == SCHEDC_OK; s++) {
     st = sc_cu_result_digest(g, cn, s, recv[s], bytes, v->flipout == s, host, &dg[s]);
-  int nbad = 0, root = st == SCHEDC_OK && v->digest ? sc_digest_majority(dg, g->n, &nbad) : 0;
+    sc_vrec_pack(rec + (size_t)s * SC_VREC_WORDS, dg[s], &none);
+  }
+  /* the core's verdict on every slot's record, this process speaking for all ranks */
+  int fix = -1;
+  if (st == SCHEDC_OK && v->digest) st = sc_verdict(cn, NULL, rec, g->n, -1, 1, v->repair, dg, &fix);
   /* repair: the majority's bits, device to device (every stream is drained), then digested again;
    * the repaired copy is clean, as the CPU backends' resend (no flipout on it) */
-  for (int s = 0; s < g->n && st == SCHEDC_OK && nbad && v->repair; s++) {
-    if (dg[s] == dg[root]) continue;
+  for (int s = 0; s < g->n && st == SCHEDC_OK && fix >= 0; s++) {
+    if (dg[s] == dg[fix]) continue;
     uint64_t again = 0;
-    if ((st = g->dv->select(g->dev[s])) == SCHEDC_OK && (st = g->dv->copy(recv[s], recv[root], bytes, g->stream[s])) == SCHEDC_OK)
+    if ((st = g->dv->select(g->dev[s])) == SCHEDC_OK && (st = g->dv->copy(recv[s], recv[fix], bytes, g->stream[s])) == SCHEDC_OK)
       st = sc_cu_result_digest(g, cn, s, recv[s], bytes, 0, host, &again);
-    if (st == SCHEDC_OK && again != dg[root]) st = sc_err(SCHEDC_ECORRUPT, "%s: repair failed on rank %d", cn, s);
+    if (st == SCHEDC_OK) st = sc_repaired(cn, s, again, dg[fix]);
   }
   free(host);
-  if (st == SCHEDC_OK && nbad) st = sc_digest_outcome(cn, dg, g->n, -1, root, v->repair);
+  if (st == SCHEDC_OK && fix >= 0) st = sc_digest_outcome(cn, dg, g->n, -1, fix, 1);
   return st;
 }
 
