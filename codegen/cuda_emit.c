@@ -22,26 +22,16 @@
 #include <string.h>
 
 #include "opreg.h"
+#include "strbuf.h"
 
-typedef struct sb { char *p; size_t len, cap; int oom; } sb;
+typedef sc_strbuf sb; /* the library's one growable string: a sticky oom, checked once at the end */
 
 static void put(sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(sb *b, const char *fmt, ...) {
-  if (b->oom) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-    va_end(ap);
-    if (k < 0) { b->oom = 1; return; }
-    if (b->p && b->len + (size_t)k < b->cap) { b->len += (size_t)k; return; }
-    size_t ncap = b->cap ? b->cap * 2 : 1 << 14;
-    while (ncap < b->len + (size_t)k + 1) ncap *= 2;
-    char *np = realloc(b->p, ncap);
-    if (!np) { b->oom = 1; return; }
-    b->p = np;
-    b->cap = ncap;
-  }
+  va_list ap;
+  va_start(ap, fmt);
+  sc_strbuf_vprintf(b, fmt, ap);
+  va_end(ap);
 }
 
 /* The fixed device code (cuda_device.cuh, compiled in as this array by cmake/embed.cmake):
@@ -81,12 +71,13 @@ static void put_fixed(sb *b, const char *name, int dtype) {
   end = end ? end + 1 : p + strlen(p);
   while (p < end) {
     const char *at = memchr(p, '@', (size_t)(end - p));
-    if (!at) { put(b, "%.*s", (int)(end - p), p); return; }
+    if (!at) { sc_strbuf_add(b, p, (size_t)(end - p)); return; }
     const char *close = memchr(at + 1, '@', (size_t)(end - at - 1));
     char num[16];
     const char *v = close ? placeholder(at + 1, (size_t)(close - at - 1), dtype, num) : NULL;
     if (!v) { b->oom = 1; return; }
-    put(b, "%.*s%s", (int)(at - p), p, v);
+    sc_strbuf_add(b, p, (size_t)(at - p));
+    sc_strbuf_puts(b, v);
     p = close + 1;
   }
 }
@@ -338,7 +329,7 @@ char *sc_cuda_emit_split(const sc_ir *ir, const sc_prog *prog, int rank, int dty
                          const sc_split *sp) {
   if (dtype < 0 || dtype >= SCHEDC_DTYPE_COUNT_ || op < 0 || (op >= SCHEDC_OP_COUNT_ && !sc_opreg_get(op))) return NULL;
   if (rank >= (int)ir->nranks) return NULL;
-  sb b = {0};
+  sb b = SC_STRBUF_INIT;
   put(&b, "/* schedc generated code: plan '%s' (%s, %u ranks, %u chunks, %u steps), %s %s, %s.\n"
           " * Straight-line write groups over the primitives below; no headers, everything comes in as\n"
           " * kernel parameters. Compile with --fmad=false: reductions must be add.rn/mul.rn, never fma. */\n",
@@ -351,6 +342,6 @@ char *sc_cuda_emit_split(const sc_ir *ir, const sc_prog *prog, int rank, int dty
   for (uint32_t r = 0; r < ir->nranks; r++)
     if (rank < 0 || (uint32_t)rank == r) emit_rank(&b, ir, prog, r, rank >= 0, check, sp);
   if (rank < 0) emit_all(&b, ir);
-  if (b.oom) { free(b.p); return NULL; }
+  if (b.oom) { sc_strbuf_free(&b); return NULL; }
   return b.p;
 }

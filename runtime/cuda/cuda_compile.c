@@ -13,7 +13,7 @@
 
 #include "err.h"
 #include "fileio.h"
-#include "ir.h" /* sc_fnv */
+#include "hash.h"
 #include "nvrtc.h"
 
 void schedc_free(void *p) { free(p); }

@@ -17,6 +17,7 @@
 #include "cuda_net.h"
 #include "cuda_proc.h"
 #include "err.h"
+#include "hash.h"
 #include "params.h"
 
 /* The NCCL communicator of the group's ranks: rank 0 makes the rendezvous, the host exchange
@@ -67,9 +68,7 @@ static uint64_t host_id(void) {
     if (f && !fgets(buf + l, (int)(sizeof buf - l), f)) buf[l] = 0;
     if (f) fclose(f);
   }
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for (const char *c = buf; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
-  return h;
+  return sc_fnv_str(SC_FNV_INIT, buf);
 }
 
 /* The transport and the nodes, from every rank's words {gpu, blocks, host, SCHEDC_CUDA_NET}
