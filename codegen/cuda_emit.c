@@ -36,7 +36,7 @@ static void put(sb *b, const char *fmt, ...) {
 
 /* The fixed device code (cuda_device.cuh, compiled in as this array by cmake/embed.cmake):
  * sections that start at a line "//@@ NAME: note" and run to the next one. */
-extern const char sc_cuda_device_cuh[];
+extern const unsigned char sc_cuda_device_cuh[];
 
 static const char *default_nan(int dtype);
 
@@ -57,11 +57,11 @@ static const char *placeholder(const char *key, size_t klen, int dtype, char num
  * with cuda_device.cuh: the emission fails (NULL source), and golden.cuda_emit names it. */
 static void put_fixed(sb *b, const char *name, int dtype) {
   size_t nlen = strlen(name);
-  const char *p = sc_cuda_device_cuh;
+  const char *text = (const char *)sc_cuda_device_cuh, *p = text;
   for (;;) {
     p = strstr(p, "//@@ ");
     if (!p) { b->oom = 1; return; }
-    if ((p == sc_cuda_device_cuh || p[-1] == '\n') && !strncmp(p + 5, name, nlen) && p[5 + nlen] == ':') break;
+    if ((p == text || p[-1] == '\n') && !strncmp(p + 5, name, nlen) && p[5 + nlen] == ':') break;
     p += 5;
   }
   p = strchr(p, '\n');

@@ -18,14 +18,11 @@
 #include <unistd.h>
 
 #include "agree.h"
-#include "backends.h"
 #include "cuda_modes.h"
 #include "cuda_net.h"
 #include "cuda_proc.h"
 #include "err.h"
 #include "kernels.h"
-#include "opreg.h"
-#include "params.h"
 
 static size_t up256(size_t x) { return (x + 255) / 256 * 256; }
 static size_t off_ctr(void) { return ARENA_HEAD; }
