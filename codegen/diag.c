@@ -3,6 +3,7 @@
  * is recorded (d->oom) and reported by the renderer, never rendered as a shorter list.
  */
 #include "diag.h"
+#include "strbuf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,10 +55,7 @@ static int cmp_diag(const void *pa, const void *pb) {
 char *sc_diags_render(sc_diags *d, const sc_ir *ir, uint32_t max_lines) {
   if (d->oom) return NULL;
   qsort(d->v, d->n, sizeof *d->v, cmp_diag);
-  size_t cap = 256, len = 0;
-  char *out = sc_alloc(cap);
-  if (!out) return NULL;
-  out[0] = 0;
+  sc_strbuf b = SC_STRBUF_INIT;
   uint32_t shown = 0, unique = 0;
   for (uint32_t i = 0; i < d->n; i++) {
     if (i && d->v[i].file == d->v[i - 1].file && d->v[i].line == d->v[i - 1].line &&
@@ -66,26 +64,16 @@ char *sc_diags_render(sc_diags *d, const sc_ir *ir, uint32_t max_lines) {
     unique++;
     if (shown >= max_lines) continue;
     const char *file = d->v[i].file < ir->nfiles ? ir->files[d->v[i].file] : "?";
-    int k = snprintf(NULL, 0, "%s%s:%u: %s", len ? "\n" : "", file, d->v[i].line, d->v[i].msg);
-    if (k < 0) continue;
-    while (len + (size_t)k + 1 > cap) {
-      char *p = sc_realloc(out, cap * 2);
-      if (!p) { free(out); return NULL; }
-      out = p;
-      cap *= 2;
-    }
-    snprintf(out + len, cap - len, "%s%s:%u: %s", len ? "\n" : "", file, d->v[i].line, d->v[i].msg);
-    len += (size_t)k;
+    sc_strbuf_printf(&b, "%s%s:%u: %s", b.len ? "\n" : "", file, d->v[i].line, d->v[i].msg);
     shown++;
   }
   uint32_t more = unique - shown + d->dropped;
-  if (more) {
-    char tail[96];
-    int k = snprintf(tail, sizeof tail, "\n... and %u more error%s", more, more == 1 ? "" : "s");
-    char *grown = len + (size_t)k + 1 <= cap ? out : sc_realloc(out, len + (size_t)k + 1);
-    if (!grown) { free(out); return NULL; } /* the count tells that more is wrong: never drop it */
-    out = grown;
-    memcpy(out + len, tail, (size_t)k + 1);
+  /* the count tells that more is wrong: never dropped (out of memory fails the whole render) */
+  if (more) sc_strbuf_printf(&b, "\n... and %u more error%s", more, more == 1 ? "" : "s");
+  if (!b.p && !b.oom && (b.p = sc_alloc(1)) != NULL) b.p[0] = 0; /* nothing to say: "", never NULL */
+  if (b.oom || !b.p) {
+    sc_strbuf_free(&b);
+    return NULL; /* NULL means out of memory */
   }
-  return out;
+  return b.p;
 }

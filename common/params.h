@@ -69,7 +69,7 @@
     "ipc (peers map each other's device memory: one host)|nccl (payloads between nodes through NCCL "            \
     "send/recv)", NULL, LIB, "cuda: how payloads cross nodes; unset: ipc on one host, nccl between hosts")       \
   X(SCHEDC_HOST_ID, STR, 0, 0, "any text", NULL, LIB,                                                           \
-    "cuda: this host's id instead of its name and boot id (containers sharing a name; tests)")                   \
+    "mpi, cuda: this host's id instead of its name and boot id (containers sharing a name; tests)")              \
   X(SCHEDC_NVRTC, PATH, 0, 0, "a library", NULL, LIB,                                                           \
     "cuda: the NVRTC to load; unset: libnvrtc.so*, $CUDA_HOME/lib64, /usr/local/cuda/lib64")                     \
   X(SCHEDC_LIBNCCL, PATH, 0, 0, "a library", NULL, LIB,                                                         \

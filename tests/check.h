@@ -1,7 +1,7 @@
 /*
  * check.h — the tiny assertion kit of the C tests: CHECK(cond) and CHECK_EQ_STR record a failure
  * with file:line and go on; DONE() prints "N passed, M failed" and returns the exit status;
- * SKIP_NO_CUDA is the cuda tests' way out without a device.
+ * SKIP_NO_CUDA (no GPU) and SKIP_TOOL (a missing tool) return the skip status 77.
  */
 #ifndef SC_TEST_CHECK_H
 #define SC_TEST_CHECK_H
@@ -35,9 +35,15 @@ static int tc_pass, tc_fail;
 #define DONE()                                                              \
   (printf("%d passed, %d failed\n", tc_pass, tc_fail), tc_fail ? 1 : 0)
 
-/* Return from main with [SKIP] (no GPU here: not a failure) — unless the emulated GPU was asked
- * for (SCHEDC_CUDA_PLUGIN, tests/emu/): then no device means the plugin failed, and the test fails
- * with the library's reason instead of skipping every check. Uses schedc_errmsg (schedc.h). */
+/* Skips are exit status 77 (ctest's SKIP_RETURN_CODE, set on every test that may skip:
+ * tests/CMakeLists.txt), the reason printed as "[SKIP] why" for the reader only. A skip never
+ * hides a failure already recorded: with tc_fail set, both macros return DONE() instead. */
+#define SC_SKIP_CODE 77
+
+/* Return from main skipping (no GPU here: not a failure; the GPU is never a "tool") — unless the
+ * emulated GPU was asked for (SCHEDC_CUDA_PLUGIN, tests/emu/): then no device means the plugin
+ * failed, and the test fails with the library's reason instead of skipping every check. Uses
+ * schedc_errmsg (schedc.h). */
 #define SKIP_NO_CUDA(why)                                                   \
   do {                                                                      \
     const char *p_ = getenv("SCHEDC_CUDA_PLUGIN");                          \
@@ -45,8 +51,25 @@ static int tc_pass, tc_fail;
       fprintf(stderr, "FAIL: %s, with SCHEDC_CUDA_PLUGIN=%s: %s\n", why, p_, schedc_errmsg()); \
       return 1;                                                             \
     }                                                                       \
+    if (tc_fail) return DONE();                                             \
     printf("[SKIP] %s\n", why);                                             \
-    return 0;                                                               \
+    return SC_SKIP_CODE;                                                    \
+  } while (0)
+
+/* Return from main skipping because TOOL (libclang, NVRTC, NCCL, MPI, ...) is missing, WHY
+ * saying what was tried and which package brings it — unless SCHEDC_REQUIRE_TOOLS is set (not
+ * empty, not 0: CI sets it, tests/README.md "Skips and required tools"), where the suite must
+ * have every tool and a missing one is this test's failure. */
+#define SKIP_TOOL(tool, why)                                                \
+  do {                                                                      \
+    const char *q_ = getenv("SCHEDC_REQUIRE_TOOLS");                        \
+    if (q_ && *q_ && strcmp(q_, "0")) {                                     \
+      fprintf(stderr, "FAIL: %s is missing and SCHEDC_REQUIRE_TOOLS=%s requires it: %s\n", tool, q_, why); \
+      return 1;                                                             \
+    }                                                                       \
+    if (tc_fail) return DONE();                                             \
+    printf("[SKIP] no %s: %s\n", tool, why);                                \
+    return SC_SKIP_CODE;                                                    \
   } while (0)
 
 #endif

@@ -366,7 +366,10 @@ SCHEDC_API schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, sche
 /* Destroy; NULL is a no-op. Safe after any error, including a dead peer. */
 SCHEDC_API void schedc_comm_free(schedc_comm *comm);
 /* The plan a call with plan NULL would use for `bytes` of whole buffer (the tuning table's
- * choice, else the built-in ring); owned by the communicator. NULL + errmsg on failure. */
+ * choice; else, when the ranks span hosts in equal consecutive blocks — an mpi communicator
+ * learns its hosts at init — the shipped hierarchical schedule with one node per host for
+ * allreduce, reduce_scatter and allgather; else the built-in ring); owned by the communicator.
+ * NULL + errmsg on failure. */
 SCHEDC_API const schedc_plan *schedc_comm_default_plan(schedc_comm *comm, schedc_collective coll, int root,
                                                        size_t bytes);
 SCHEDC_API int schedc_comm_rank(const schedc_comm *comm);

@@ -58,6 +58,7 @@ schedc_status sc_comm_new(const sc_backend *be, int rank, int nranks, const sche
   c->be = be;
   c->rank = rank;
   c->nranks = nranks;
+  c->nhosts = 1;
   c->timeout_s = timeout_s;
   c->slice_bytes = slice_bytes;
   c->init_plan = opts && HAS_FIELD(opts, plan) ? o.plan : NULL;

@@ -34,6 +34,8 @@ struct schedc_comm {
                               * that reaches the backend; a backend reads which call it is in) */
   int broken;
   int verify, repair;        /* SC_V_* bits; repair on mismatch */
+  int nhosts;                /* hosts the ranks are on (hosts.c; 1 until a backend learns more) */
+  int host_blocks;           /* nhosts > 1: the hosts hold equal consecutive blocks of ranks */
   sc_inject inj;
   void *scratch; size_t scratch_cap; /* private working memory */
   /* default plans (built-in ring) by collective and root */

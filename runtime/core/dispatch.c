@@ -4,6 +4,7 @@
  * the backend's collective run (c->be, chosen when the communicator was made). The calls the
  * library makes for itself (integrity.c, a cuda communicator's bootstrap) enter here directly.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@
 #include "comm.h"
 #include "err.h"
 #include "kernels.h"
+#include "log.h"
 #include "opreg.h"
 #include "plan.h"
 
@@ -26,6 +28,32 @@ schedc_status schedc_plan_builtin(schedc_collective coll, int nranks, int root, 
   return sc_plan_make(&ir, out);
 }
 
+/* Ranks on several hosts in equal consecutive blocks (hosts.c): the shipped hierarchical
+ * schedule with one node per host, for the collectives it has — rings inside each host, one
+ * ring across the hosts per block, so each payload crosses between hosts once per block instead
+ * of at every ring step. Every rank loads the same script with the same layout, so every rank
+ * gets the same plan (and if one could not, the call's agreement names the plan). NULL: the
+ * built-in ring (one host, another layout, another collective, or no such schedule here). */
+static schedc_plan *multi_host_plan(schedc_comm *c, int coll) {
+  if (c->nhosts < 2 || !c->host_blocks) return NULL;
+  if (coll != SCHEDC_ALLREDUCE && coll != SCHEDC_REDUCE_SCATTER && coll != SCHEDC_ALLGATHER) return NULL;
+  char def[64];
+  snprintf(def, sizeof def, "collective=%s", schedc_collective_name((schedc_collective)coll));
+  const char *defs[1] = {def};
+  schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
+  lo.nranks = c->nranks;
+  lo.nnodes = c->nhosts;
+  lo.defines = defs;
+  lo.ndefines = 1;
+  schedc_plan *p = NULL;
+  if (schedc_plan_open("hierarchical", &lo, &p) != SCHEDC_OK) {
+    sc_log(SCHEDC_LOG_INFO, "%s on %d hosts: no hierarchical plan (%s); the built-in ring",
+           schedc_collective_name((schedc_collective)coll), c->nhosts, schedc_errmsg());
+    return NULL;
+  }
+  return p;
+}
+
 static const schedc_plan *default_plan(schedc_comm *c, int coll, int root, size_t bytes, size_t *slice) {
   const sc_tuneentry *e = sc_tuning_pick(&c->tuning, coll, root, bytes);
   if (e) {
@@ -34,8 +62,8 @@ static const schedc_plan *default_plan(schedc_comm *c, int coll, int root, size_
   }
   for (int i = 0; i < c->ndefplan; i++)
     if (c->defplan[i].coll == coll && c->defplan[i].root == root) return c->defplan[i].plan;
-  schedc_plan *p;
-  if (schedc_plan_builtin((schedc_collective)coll, c->nranks, root, &p) != SCHEDC_OK) return NULL;
+  schedc_plan *p = multi_host_plan(c, coll);
+  if (!p && schedc_plan_builtin((schedc_collective)coll, c->nranks, root, &p) != SCHEDC_OK) return NULL;
   if (c->ndefplan == NDEFPLANS) {
     schedc_plan_free(c->defplan[0].plan);
     memmove(c->defplan, c->defplan + 1, sizeof c->defplan[0] * (NDEFPLANS - 1));

@@ -18,6 +18,7 @@
 #include "comm.h"
 #include "crc.h"
 #include "err.h"
+#include "hosts.h"
 #include "kernels.h"
 #include "params.h"
 #include "plan.h"
@@ -292,20 +293,27 @@ schedc_status schedc_comm_init_mpi(const void *mpi_comm, const schedc_comm_opts 
     schedc_comm_free(c);
     return sc_err(SCHEDC_EIO, "MPI_Comm_dup failed");
   }
-  /* Plan hashes at init, like the shared-memory backends. */
-  uint64_t h = c->init_plan ? c->init_plan->hash : 0;
-  uint64_t *all = malloc((size_t)size * sizeof *all);
-  if (!all) { schedc_comm_free(c); return sc_err(SCHEDC_ENOMEM, "out of memory"); }
-  MPI_Allgather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, d->comm);
-  for (int r = 0; r < size; r++)
-    if (all[r] != h) {
+  /* Plan hashes at init, like the shared-memory backends, and every rank's host: ranks on
+   * several hosts get hierarchical default plans (hosts.c, dispatch.c). */
+  uint64_t mine[2] = {c->init_plan ? c->init_plan->hash : 0, sc_host_id()}, h = mine[0];
+  uint64_t *all = malloc((size_t)size * 2 * sizeof *all), *ids = malloc((size_t)size * sizeof *ids);
+  if (!all || !ids) { free(all); free(ids); schedc_comm_free(c); return sc_err(SCHEDC_ENOMEM, "out of memory"); }
+  MPI_Allgather(mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, d->comm);
+  for (int r = 0; r < size; r++) {
+    ids[r] = all[2 * r + 1];
+    if (all[2 * r] != h) {
       st = sc_err(SCHEDC_EMISMATCH, "rank %d was initialised with plan %016llx but rank %d with plan %016llx", rank,
-                  (unsigned long long)h, r, (unsigned long long)all[r]);
+                  (unsigned long long)h, r, (unsigned long long)all[2 * r]);
       free(all);
+      free(ids);
       schedc_comm_free(c);
       return st;
     }
+  }
   free(all);
+  st = sc_comm_set_hosts(c, ids);
+  free(ids);
+  if (st != SCHEDC_OK) { schedc_comm_free(c); return st; }
   *out = c;
   return SCHEDC_OK;
 }

@@ -5,7 +5,7 @@
  * IPC and between hosts through NCCL (emulated without a GPU). Results checked against values
  * computed here (small integers: every order of the sum is exact), with both checks on. Then
  * schedc_comm_init_env under mpirun: SCHEDC_BACKEND=cuda over its own MPI communicator, and the
- * mpi backend by default. [SKIP] without a device or without MPI.
+ * mpi backend by default. Skipped without a device or without MPI.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +58,7 @@ int main(void) {
   if (schedc_cuda_device_count() < 1) SKIP_NO_CUDA("no CUDA device (and no SCHEDC_CUDA_PLUGIN)");
   schedc_comm *host = NULL, *c = NULL;
   schedc_status st = schedc_comm_init_mpi(NULL, NULL, &host);
-  if (st == SCHEDC_EUNAVAIL) { printf("[SKIP] %s\n", schedc_errmsg()); return 0; }
+  if (st == SCHEDC_EUNAVAIL) SKIP_TOOL("MPI", schedc_errmsg());
   CHECK(st == SCHEDC_OK);
   if (st != SCHEDC_OK) return DONE();
   int r = schedc_comm_rank(host), n = schedc_comm_nranks(host);

@@ -2,7 +2,7 @@
  * test_driver_stub.c — every CUDA driver entry point schedc uses (runtime/dl_abi.h) is exported
  * under the name it looks up, checked without a GPU against the toolkit's stub libcuda (argv[1],
  * lib64/stubs/libcuda.so: the driver's export list, whose cuInit always fails). The loader must
- * get past resolving the symbols and fail only at cuInit. [SKIP] without the stub.
+ * get past resolving the symbols and fail only at cuInit. Skipped without the stub.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +13,7 @@
 
 int main(int argc, char **argv) {
   if (argc < 2 || access(argv[1], R_OK)) {
-    printf("[SKIP] no stub libcuda.so (the CUDA toolkit's lib64/stubs)\n");
-    return 0;
+    SKIP_TOOL("stub libcuda.so", "the CUDA toolkit's lib64/stubs/libcuda.so was not found at configure time");
   }
   setenv("SCHEDC_LIBCUDA", argv[1], 1);
   unsetenv("SCHEDC_CUDA_PLUGIN"); /* schedc_cuda_device_count below: the driver's table */

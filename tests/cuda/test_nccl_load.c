@@ -1,7 +1,7 @@
 /*
  * test_nccl_load.c — NCCL loads with dlopen and every entry point schedc uses resolves, against
  * the real libnccl (the CUDA toolkit's lib64, or SCHEDC_LIBNCCL): the table a GPU run would use,
- * checked without a GPU (nothing is initialised: that needs a device). [SKIP] without NCCL.
+ * checked without a GPU (nothing is initialised: that needs a device). Skipped without NCCL.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +15,7 @@ int main(void) {
   schedc_status st = sc_cunet_nccl.load(&v);
   if (st != SCHEDC_OK) {
     CHECK_CONTAINS(schedc_errmsg(), "SCHEDC_LIBNCCL"); /* the refusal says what to set */
-    printf("[SKIP] %s\n", schedc_errmsg());
-    return tc_fail ? 1 : 0;
+    SKIP_TOOL("NCCL", schedc_errmsg());
   }
   printf("NCCL %d.%d.%d loaded, every entry point resolved\n", v / 10000, v / 100 % 100, v % 100);
   CHECK(v >= 20900); /* NCCL 2.x from 2.9 on codes its version as major * 10000 + minor * 100 + patch */

@@ -6,7 +6,7 @@ set -u
 S=$1; D=$2; G=$3
 "$S" emit-cuda "$D/ring.lua" --ranks 2 --ptx -o /tmp/schedc_probe_$$ >/dev/null 2>&1
 if grep -q "NVRTC is not available" <("$S" emit-cuda "$D/ring.lua" --ranks 2 --ptx -o /tmp/schedc_probe_$$ 2>&1); then
-  rm -rf /tmp/schedc_probe_$$; echo "[SKIP] NVRTC not available"; exit 0; fi
+  rm -rf /tmp/schedc_probe_$$; . "$(dirname "$0")/../skip.sh"; sc_skip_tool NVRTC "schedc emit-cuda --ptx: NVRTC is not available"; fi
 rm -rf /tmp/schedc_probe_$$
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export SCHEDC_CACHE_DIR=$tmp/cache

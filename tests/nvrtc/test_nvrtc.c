@@ -3,7 +3,7 @@
  * sm_80/sm_90, the kernels of all ranks compile with NVRTC; the emitted source includes no
  * header; the PTX rounds every reduction as the CPU does (add.rn / mul.rn, and no fma anywhere,
  * --fmad=false); the cache turns a second compile into a hit, also in a new process (disk).
- * Prints [SKIP] when NVRTC is not installed (ctest counts it as skipped).
+ * Skips (exit 77) when NVRTC is not installed; fails then under SCHEDC_REQUIRE_TOOLS (check.h).
  * Usage: test_nvrtc SCHEDULES_DIR [quick]
  */
 #include <stdio.h>
@@ -42,8 +42,7 @@ int main(int argc, char **argv) {
   size_t len;
   if (schedc_cuda_compile("extern \"C\" __global__ void k(float *x) { x[0] = x[1] + x[2]; }", "sm_90", 1, &img, &len, NULL) ==
       SCHEDC_EUNAVAIL) {
-    printf("[SKIP] NVRTC not available: %s\n", schedc_errmsg());
-    return 0;
+    SKIP_TOOL("NVRTC", schedc_errmsg());
   }
   schedc_free(img);
   const char *files[] = {"ring.lua", "tree.lua", "direct.lua", "halving_doubling.lua", "hierarchical.lua"};

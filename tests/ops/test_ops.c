@@ -5,8 +5,8 @@
  * double fma on floats (tests/ops/c_math.c: CUDA's float overload must not be used), schedc_accumulate's
  * canonical tree, the dtype pairing rules and a source mismatch between ranks.
  * cuda: the same on N virtual ranks of one GPU (the generated kernels with the operator's
- * __device__ function), against the same trees, so GPU bits = CPU bits ([SKIP] without a GPU).
- * Usage: test_ops SCHEDULES_DIR OPS_DIR [threads|shm|cuda]. [SKIP] without libclang or a C compiler.
+ * __device__ function), against the same trees, so GPU bits = CPU bits (skipped without a GPU).
+ * Usage: test_ops SCHEDULES_DIR OPS_DIR [threads|shm|cuda]. Skipped (exit 77) without libclang or a C compiler.
  */
 #include <math.h>
 #include <pthread.h>
@@ -240,12 +240,13 @@ static void check_one(int shm, schedc_collective coll, const schedc_plan *plan, 
 int main(int argc, char **argv) {
   if (argc < 3) return 2;
   int shm = argc > 3 && !strcmp(argv[3], "shm") ? 1 : argc > 3 && !strcmp(argv[3], "cuda") ? 2 : 0;
-  if (shm == 2 && schedc_cuda_device_count() < 1) { printf("[SKIP] no CUDA device\n"); return 0; }
+  if (shm == 2 && schedc_cuda_device_count() < 1) SKIP_NO_CUDA("no CUDA device");
   char path[4096];
   schedc_op absmax, l2, or64;
   snprintf(path, sizeof path, "%s/shipped/absmax.c", argv[2]);
   schedc_status st = schedc_op_create(path, "absmax", NULL, &absmax);
-  if (st == SCHEDC_EUNAVAIL) { printf("[SKIP] %s\n", schedc_errmsg()); return 0; }
+  /* the first operator: nothing ran before it, so a missing libclang or C compiler may skip */
+  if (st == SCHEDC_EUNAVAIL) SKIP_TOOL(strstr(schedc_errmsg(), "libclang") ? "libclang" : "C compiler", schedc_errmsg());
   CHECK(st == SCHEDC_OK);
   snprintf(path, sizeof path, "%s/shipped/l2combine.c", argv[2]);
   CHECK(schedc_op_create(path, "l2combine", NULL, &l2) == SCHEDC_OK);

@@ -1,0 +1,22 @@
+# skip.sh — sourced by the test scripts: how a script skips. A skip is exit status 77 (ctest's
+# SKIP_RETURN_CODE, set on every test that may skip: tests/CMakeLists.txt); "[SKIP] why" is for
+# the reader. A missing tool (libclang, NVRTC, mpirun, torch, ...) skips only while
+# SCHEDC_REQUIRE_TOOLS is unset or 0: CI sets it (scripts/test.sh), and there it is a failure.
+# Skip only before anything was checked: a skip must never hide a failure found earlier.
+
+# sc_skip WHY — no GPU or the like (never a tool): skip.
+sc_skip() { echo "[SKIP] $*"; exit 77; }
+
+# sc_require_tools — true when a missing tool must fail the test (SCHEDC_REQUIRE_TOOLS set, not 0).
+sc_require_tools() { [ -n "${SCHEDC_REQUIRE_TOOLS:-}" ] && [ "${SCHEDC_REQUIRE_TOOLS}" != 0 ]; }
+
+# sc_skip_tool TOOL WHY — TOOL is missing: skip, or fail under SCHEDC_REQUIRE_TOOLS.
+sc_skip_tool() {
+  local tool=$1; shift
+  if sc_require_tools; then
+    echo "FAIL: $tool is missing and SCHEDC_REQUIRE_TOOLS=$SCHEDC_REQUIRE_TOOLS requires it: $*"
+    exit 1
+  fi
+  echo "[SKIP] no $tool: $*"
+  exit 77
+}
