@@ -20,6 +20,7 @@ int cli_launch(int argc, char **argv); /* launch.c */
 int cli_bench(int argc, char **argv);  /* bench.c */
 int cli_cost(int argc, char **argv);   /* cost.c */
 int cli_tune(int argc, char **argv);   /* tune.c */
+int cli_topo(int argc, char **argv);   /* topo.c */
 /* cost.c helpers shared with tune.c and bench.c. */
 void cli_print_model(const schedc_cost_model *m, const char *from);
 double cli_busbw_factor(schedc_collective coll, int n);

@@ -40,6 +40,7 @@ static void usage_main(FILE *f) {
           "  bench [FILE]  collective throughput per size (nccl-tests columns)\n"
           "  cost FILE     the cost model's predicted time per size (--topology T or --links F)\n"
           "  tune          measure this host, choose the fastest plan per size, write a tuning table\n"
+          "  topo          describe this machine (hwloc, NVML) or NCCL/hwloc XML; write a topology file\n"
           "\n"
           "'schedc COMMAND --help' describes a command. FILE is a schedule (.lua) or a plan file.\n");
 }
@@ -390,7 +391,8 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
   if (!strcmp(cmd, "cost")) return cli_cost(argc - 1, argv + 1);
   if (!strcmp(cmd, "tune")) return cli_tune(argc - 1, argv + 1);
+  if (!strcmp(cmd, "topo")) return cli_topo(argc - 1, argv + 1);
   fprintf(stderr, "schedc: unknown command '%s' (commands: check, show, compile, viz, emit-cuda, run, launch, bench, "
-          "cost, tune, check-op)\n", cmd);
+          "cost, tune, topo, check-op)\n", cmd);
   return EXIT_USAGE;
 }

@@ -365,6 +365,10 @@ int cli_tune(int argc, char **argv) {
     strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
     fprintf(f, "schedc-tuning 1\n# written by schedc tune on %s: %s, %d ranks, %s, %s\n", date,
             schedc_collective_name(coll), n, model_only ? "model only" : "measured", model_only ? topo : backend);
+    schedc_topology *here = NULL; /* measured: the machine it was measured on (docs/topology.md) */
+    if (!model_only && schedc_topology_discover(&here) == SCHEDC_OK)
+      fprintf(f, "topology %016llx\n", (unsigned long long)schedc_topology_fingerprint(here));
+    schedc_topology_free(here);
     size_t lo = 0;
     for (int s = 0; s < nsizes; s++) {
       if (s + 1 < nsizes && best[s + 1] == best[s] && slice[s + 1] == slice[s]) continue;

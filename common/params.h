@@ -44,6 +44,8 @@
   X(SCHEDC_DEBUG, ENUM, 0, 0, "error|warn|info|debug", "warn", LIB,                                             \
     "the messages the default log writer prints to stderr: this level and the ones above it (schedc_set_log: "  \
     "a hook of the program's gets every level instead), c-api.md")                                              \
+  X(SCHEDC_TOPOLOGY, PATH, 0, 0, "a topology file or name", NULL, LIB,                                          \
+    "the machine's layout for calls without a plan (schedc topo -o): hierarchical.lua on it; unset: the hosts learned at init") \
   X(SCHEDC_TUNING, PATH, 0, 0, "a tuning table file", NULL, LIB,                                                \
     "size ranges to plan and slice for every communicator, tuning.md (opts.tuning overrides)")                   \
   X(SCHEDC_RANK, INT, 0, 65535, "a rank", NULL, LIB,                                                            \

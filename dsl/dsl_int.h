@@ -16,6 +16,15 @@ typedef struct sc_topo {
   uint32_t *local_rank;  /* [nranks] */
   uint32_t *node_first;  /* [nnodes + 1]: offsets into by_node */
   uint32_t *by_node;     /* ranks grouped by node, ascending within a node */
+  /* levels (docs/topology.md), outermost ("host") first. A file with `ranks` and `levels` gives
+   * them; otherwise two levels, "host" (the nodes) and "rank", and located == 0. */
+  uint32_t nlevels;
+  int located;
+  struct sc_topo_level { char name[16], kind[8]; double gbps, alpha_us; } *levels; /* gbps < 0: unknown */
+  uint32_t *order;       /* [nranks]: locality order (the groups' ids, then the rank) */
+  uint32_t *gid;         /* [nranks * nlevels]: rank r's group at level l, groups numbered in locality order */
+  uint32_t *ngroups;     /* [nlevels] */
+  char **nic;            /* [nranks]: nearest NIC's name or NULL */
 } sc_topo;
 
 typedef struct sc_builder {
@@ -78,6 +87,16 @@ void sc_dsl_open_builtins(lua_State *L);
 /* topo.c: build the topology (file, --nodes or one node) and install `topo`. Errors raise. */
 void sc_dsl_open_topo(lua_State *L);
 void sc_dsl_topo_free(sc_topo *t);
+/* Allocate t's per-rank and per-node arrays for n ranks on m nodes (raises on OOM). */
+void sc_dsl_topo_alloc(lua_State *L, sc_topo *t, uint32_t n, uint32_t m);
+/* Argument 1 as an integer in [0, limit) ("rank", "node"), else an argument error. */
+uint32_t sc_dsl_check_index(lua_State *L, uint32_t limit, const char *what);
+/* levels.c: read `levels` and `ranks` (the file's table on top; nodes from the host level,
+ * located = 1), or make the default levels host (the nodes) and rank; then install the level
+ * functions and `levels` in the `topo` table on top of the stack. Errors raise. */
+void sc_dsl_topo_read_ranks(lua_State *L, sc_topo *t, const char *path, uint32_t want_n);
+void sc_dsl_topo_default_levels(lua_State *L, sc_topo *t);
+void sc_dsl_topo_open_levels(lua_State *L, const sc_topo *t);
 /* Install `params` from the -D defines. */
 void sc_dsl_open_params(lua_State *L);
 

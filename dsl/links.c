@@ -63,6 +63,47 @@ static void read_link(lua_State *L, int t, const char *name, schedc_link *l, con
 
 typedef struct linkjob { const char *path; schedc_cost_model *m; } linkjob;
 
+/* A topology file with levels and no `links` (docs/topology.md): between hosts the "host"
+ * level's link; within a host the slowest inner level that has more than one group somewhere
+ * (a ring or tree inside a host uses every inner boundary, and a step waits for its slowest
+ * transfer). The levels table is on top of the stack; its checks are topo.c's. */
+static void from_levels(lua_State *L, linkjob *j) {
+  int t = lua_gettop(L);
+  lua_Integer nl = (lua_Integer)lua_rawlen(L, t);
+  schedc_cost_model *m = j->m;
+  int have_intra = 0;
+  for (lua_Integer i = 1; i <= nl; i++) {
+    if (lua_rawgeti(L, t, i) != LUA_TTABLE) luaL_error(L, "%s: levels[%I] is not a table", j->path, i);
+    int lt = lua_gettop(L);
+    lua_getfield(L, lt, "name");
+    int is_host = lua_type(L, -1) == LUA_TSTRING && !strcmp(lua_tostring(L, -1), "host");
+    lua_pop(L, 1);
+    schedc_link l = is_host ? m->inter : m->intra;
+    char where[32];
+    snprintf(where, sizeof where, "levels[%d].", (int)i);
+    if (lua_getfield(L, lt, "kind") == LUA_TSTRING) {
+      const char *k = lua_tostring(L, -1);
+      for (int q = 0; KINDS[q]; q++) if (!strcmp(k, KINDS[q])) l.kind = (schedc_link_kind)q;
+    }
+    lua_pop(L, 1);
+    l.alpha_us = num_field(L, lt, "alpha_us", l.alpha_us, j->path, where);
+    l.gbps = num_field(L, lt, "gbps", l.gbps, j->path, where);
+    if (l.gbps <= 0) luaL_error(L, "%s: levels[%d].gbps must be > 0", j->path, (int)i);
+    l.node_gbps = 0;
+    if (is_host) m->inter = l;
+    else if (!have_intra || l.gbps < m->intra.gbps) { m->intra = l; have_intra = 1; }
+    lua_pop(L, 1);
+  }
+  /* GPU links (nvlink, pcie): in-place collectives, no local copies; CPU (shm): two */
+  if (m->intra.kind != SCHEDC_LINK_SHM) m->local_passes = 0;
+  /* the device's numbers beside the levels (`schedc topo` writes them for GPUs) */
+  m->reduce_gbps = num_field(L, t - 1, "reduce_gbps", m->reduce_gbps, j->path, "");
+  m->copy_gbps = num_field(L, t - 1, "copy_gbps", m->copy_gbps, j->path, "");
+  m->call_us = num_field(L, t - 1, "call_us", m->call_us, j->path, "");
+  m->cores_per_node = (int)num_field(L, t - 1, "cores_per_node", m->cores_per_node, j->path, "");
+  if (m->reduce_gbps <= 0 || m->copy_gbps <= 0) luaL_error(L, "%s: reduce_gbps and copy_gbps must be > 0", j->path);
+}
+
 static int load_links(lua_State *L) {
   linkjob *j = lua_touserdata(L, 1);
   static const char *const keys[] = {"intra", "inter", "reduce_gbps", "copy_gbps", "local_passes", "call_us",
@@ -72,9 +113,12 @@ static int load_links(lua_State *L) {
   if (sc_dsl_loadfile(L, j->path) != LUA_OK) return lua_error(L);
   lua_call(L, 0, 1);
   if (!lua_istable(L, -1)) luaL_error(L, "%s: a topology file must return a table", j->path);
-  if (lua_getfield(L, -1, "links") != LUA_TTABLE)
+  if (lua_getfield(L, -1, "links") != LUA_TTABLE) {
+    lua_pop(L, 1);
+    if (lua_getfield(L, -1, "levels") == LUA_TTABLE) { from_levels(L, j); return 0; }
     luaL_error(L, "%s: no 'links' table: the cost model needs links = { intra = {...}, inter = {...}, ... } "
-                  "(docs/tuning.md)", j->path);
+                  "or the levels `schedc topo -o` writes (docs/tuning.md, docs/topology.md)", j->path);
+  }
   int t = lua_gettop(L);
   check_keys(L, t, keys, j->path, "links");
   schedc_cost_model *m = j->m;

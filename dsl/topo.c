@@ -1,8 +1,10 @@
 /*
  * topo.c — the topology a schedule sees as `topo` (nranks, nnodes, node_of, ranks_on,
- * local_rank) and the `params` table. The topology comes from a topology file (a Lua chunk run
- * in its own sandbox, returning { nodes = {{0,1,..}, ...} } or { nnodes = M, ranks_per_node = P }),
- * from --nodes M (M equal consecutive blocks), or is one node holding every rank.
+ * local_rank; the levels are levels.c's) and the `params` table.
+ * The topology comes from a topology file (a Lua chunk run in its own sandbox, returning
+ * { levels = {...}, ranks = {...} } as `schedc topo -o` writes, or the older
+ * { nodes = {{0,1,..}, ...} } / { nnodes = M, ranks_per_node = P }), from --nodes M (M equal
+ * consecutive blocks), or is one node holding every rank.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,18 +16,16 @@ void sc_dsl_topo_free(sc_topo *t) {
   free(t->local_rank);
   free(t->node_first);
   free(t->by_node);
+  free(t->levels);
+  free(t->order);
+  free(t->gid);
+  free(t->ngroups);
+  if (t->nic)
+    for (uint32_t r = 0; r < t->nranks; r++) free(t->nic[r]);
+  free(t->nic);
   memset(t, 0, sizeof *t);
 }
 
-static void topo_alloc(lua_State *L, sc_topo *t, uint32_t n, uint32_t m) {
-  t->nranks = n;
-  t->nnodes = m;
-  t->node_of = calloc(n, sizeof *t->node_of);
-  t->local_rank = calloc(n, sizeof *t->local_rank);
-  t->node_first = calloc((size_t)m + 1, sizeof *t->node_first);
-  t->by_node = calloc(n, sizeof *t->by_node);
-  if (!t->node_of || !t->local_rank || !t->node_first || !t->by_node) luaL_error(L, "not enough memory");
-}
 
 /* Fill local_rank / node_first / by_node from node_of; ranks ascend within a node. */
 static void topo_index(lua_State *L, sc_topo *t) {
@@ -48,19 +48,32 @@ static void topo_index(lua_State *L, sc_topo *t) {
 /* Read the topology file's table (on top of the stack of the topology's own state). */
 static void read_topo_table(lua_State *L, sc_topo *t, const char *path, uint32_t want_n) {
   if (lua_type(L, -1) != LUA_TTABLE)
-    luaL_error(L, "%s: a topology file must return a table { nodes = {{ranks...}, ...} } or "
-                  "{ nnodes = M, ranks_per_node = P }", path);
+    luaL_error(L, "%s: a topology file must return a table { levels = {...}, ranks = {...} }, "
+                  "{ nodes = {{ranks...}, ...} } or { nnodes = M, ranks_per_node = P }", path);
   int has_nodes = lua_getfield(L, -1, "nodes") == LUA_TTABLE;
   lua_pop(L, 1);
+  int has_ranks = lua_getfield(L, -1, "ranks") != LUA_TNIL;
+  lua_pop(L, 1);
+  if (has_ranks) {
+    lua_getfield(L, -1, "nnodes");
+    if (has_nodes || !lua_isnil(L, -1)) luaL_error(L, "%s: give either 'ranks' (with 'levels') or 'nodes' / 'nnodes', not both", path);
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "ranks");
+    if (!lua_istable(L, -1)) luaL_error(L, "%s: 'ranks' must be a list of { host = ..., ... } tables", path);
+    lua_pop(L, 1);
+    sc_dsl_topo_read_ranks(L, t, path, want_n);
+    return;
+  }
   if (!has_nodes) {
     lua_getfield(L, -1, "nnodes");
     lua_getfield(L, -2, "ranks_per_node");
     int ok1, ok2;
     lua_Integer m = lua_tointegerx(L, -2, &ok1), p = lua_tointegerx(L, -1, &ok2);
     if (!ok1 || !ok2 || m < 1 || p < 1 || m * p > (lua_Integer)SC_IR_MAX_RANKS)
-      luaL_error(L, "%s: needs 'nodes' (a list of rank lists) or integer 'nnodes' and 'ranks_per_node'", path);
+      luaL_error(L, "%s: needs 'ranks' and 'levels' (as `schedc topo -o` writes), 'nodes' (a list of rank lists) "
+                  "or integer 'nnodes' and 'ranks_per_node'", path);
     lua_pop(L, 2);
-    topo_alloc(L, t, (uint32_t)(m * p), (uint32_t)m);
+    sc_dsl_topo_alloc(L, t, (uint32_t)(m * p), (uint32_t)m);
     for (uint32_t r = 0; r < t->nranks; r++) t->node_of[r] = r / (uint32_t)p;
   } else {
     lua_getfield(L, -1, "nodes");
@@ -72,7 +85,7 @@ static void read_topo_table(lua_State *L, sc_topo *t, const char *path, uint32_t
       lua_pop(L, 1);
     }
     if (n < 1 || n > (lua_Integer)SC_IR_MAX_RANKS) luaL_error(L, "%s: %I ranks (must be 1..%d)", path, n, (int)SC_IR_MAX_RANKS);
-    topo_alloc(L, t, (uint32_t)n, (uint32_t)m);
+    sc_dsl_topo_alloc(L, t, (uint32_t)n, (uint32_t)m);
     for (uint32_t r = 0; r < t->nranks; r++) t->node_of[r] = UINT32_MAX;
     for (lua_Integer i = 1; i <= m; i++) {
       lua_rawgeti(L, -1, i);
@@ -128,35 +141,29 @@ static void build_topo(lua_State *L, sc_loader *ld) {
     if (n < 1) luaL_error(L, "the rank count is missing (give --ranks N or a topology file)");
     if (n > SC_IR_MAX_RANKS) luaL_error(L, "--ranks %d exceeds the limit of %d", (int)n, (int)SC_IR_MAX_RANKS);
     if (m > n || n % m) luaL_error(L, "--nodes %d does not divide %d ranks into equal nodes", (int)m, (int)n);
-    topo_alloc(L, t, n, m);
+    sc_dsl_topo_alloc(L, t, n, m);
     for (uint32_t r = 0; r < n; r++) t->node_of[r] = r / (n / m);
   }
   topo_index(L, t);
+  if (!t->located) sc_dsl_topo_default_levels(L, t);
 }
 
-static uint32_t check_index(lua_State *L, uint32_t limit, const char *what) {
-  int ok;
-  lua_Integer v = lua_tointegerx(L, 1, &ok);
-  if (!ok) sc_dsl_argerror(L, 1, "%s expected, got %s", what, luaL_typename(L, 1));
-  if (v < 0 || v >= (lua_Integer)limit) sc_dsl_argerror(L, 1, "%s %I out of range [0, %d)", what, v, (int)limit);
-  return (uint32_t)v;
-}
 
 static int t_node_of(lua_State *L) {
   sc_topo *t = &sc_dsl_loader(L)->topo;
-  lua_pushinteger(L, t->node_of[check_index(L, t->nranks, "rank")]);
+  lua_pushinteger(L, t->node_of[sc_dsl_check_index(L, t->nranks, "rank")]);
   return 1;
 }
 
 static int t_local_rank(lua_State *L) {
   sc_topo *t = &sc_dsl_loader(L)->topo;
-  lua_pushinteger(L, t->local_rank[check_index(L, t->nranks, "rank")]);
+  lua_pushinteger(L, t->local_rank[sc_dsl_check_index(L, t->nranks, "rank")]);
   return 1;
 }
 
 static int t_ranks_on(lua_State *L) {
   sc_topo *t = &sc_dsl_loader(L)->topo;
-  uint32_t nd = check_index(L, t->nnodes, "node");
+  uint32_t nd = sc_dsl_check_index(L, t->nnodes, "node");
   uint32_t lo = t->node_first[nd], hi = t->node_first[nd + 1];
   lua_createtable(L, (int)(hi - lo), 0);
   for (uint32_t i = lo; i < hi; i++) {
@@ -182,6 +189,7 @@ void sc_dsl_open_topo(lua_State *L) {
   lua_setfield(L, -2, "ranks_on");
   lua_pushcfunction(L, t_local_rank);
   lua_setfield(L, -2, "local_rank");
+  sc_dsl_topo_open_levels(L, &ld->topo);
   lua_setglobal(L, "topo");
 }
 

@@ -11,9 +11,14 @@
 -- ... inside the node first (intra-node transfers), then node sums pairwise across nodes (one
 -- inter-node transfer per chunk and merge), into the chunk's owner; allreduce sends the result
 -- back down the same tree (copies), so each chunk crosses node boundaries M-1 times each way.
+-- The nodes are the topology's "host" level. When the topology file places the ranks (levels
+-- from `schedc topo`), each node's ranks go in locality order (socket, PCIe switch, GPU), so the
+-- intra-node ring crosses sockets twice, and local rank j is the same slot on every host: the
+-- inter-node rings are rails, each through the NIC nearest to its GPUs (topo.near_nic).
 local M = topo.nnodes
 local nodes = {}
-for i = 0, M - 1 do nodes[i] = topo.ranks_on(i) end
+local byloc = topo.located and params.order ~= "canonical" and topo.groups("host")
+for i = 0, M - 1 do nodes[i] = byloc and byloc[i + 1] or topo.ranks_on(i) end
 local P = #nodes[0]
 for i = 1, M - 1 do
   if #nodes[i] ~= P then

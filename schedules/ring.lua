@@ -1,16 +1,16 @@
--- ring.lua — the ring: reduce-scatter then allgather around ranks 0 -> 1 -> ... -> n-1 -> 0.
--- Valid for any rank count. Each rank owns a block of k chunks (-D k=K, default 1; K > 1
--- pipelines smaller pieces). Collectives (-D collective=...): allreduce (default),
--- reduce_scatter, allgather, broadcast and reduce (-D root=R for the last two).
--- Chunk c's tree is the chain starting at rank c+1: (((r1+r2)+r3)+r0) for chunk 0 of 4 ranks.
-local n = nranks
+-- ring.lua — the ring: reduce-scatter then allgather around ranks 0 -> 1 -> ... -> n-1 -> 0
+-- (in locality order when the topology file places the ranks: topo.ring_order(), docs/topology.md;
+-- -D locality=false keeps rank order). Valid for any rank count. Each rank owns a block of k chunks
+-- (-D k=K, default 1; K > 1 pipelines smaller pieces). Collectives (-D collective=...): allreduce
+-- (default), reduce_scatter, allgather, broadcast and reduce (-D root=R for the last two).
+local n = nranks   -- chunk c's tree: the chain from rank c+1, (((r1+r2)+r3)+r0) for chunk 0 of 4 ranks
 local k = params.k or 1
 local coll = params.collective or "allreduce"
 local root = params.root or 0
 local dir = params.reverse and -1 or 1          -- -D reverse=true runs the ring the other way
-
-local function nxt(r, hops) return (r + dir * (hops or 1)) % n end
-
+local order, pos = topo.ring_order(), {}                -- rank order unless the file places ranks
+for i = 1, n do if params.locality == false then order[i] = i - 1 end pos[order[i]] = i - 1 end
+local function nxt(r, hops) return order[(pos[r] + dir * (hops or 1)) % n + 1] end
 local s = schedule{ collective = coll, chunks = n * k, name = "ring", root = root, order = params.order }
 
 -- Reduce-scatter: at step t rank r passes its partial of block (r - 1 - t) to the next rank, so

@@ -272,12 +272,45 @@ typedef struct schedc_cost_model {
     {SCHEDC_LINK_NET, 10.0, 10.0, 0.0}, 4.0, 5.0, 2.0, 1.0, 0}
 
 /* Read the `links` table of a topology file (docs/tuning.md) into *m (fields it does not name
- * keep their values). SCHEDC_EIO, SCHEDC_ESCRIPT or SCHEDC_EINVAL with "file:line: ..." */
+ * keep their values); a file without one but with levels (`schedc topo -o`, docs/topology.md)
+ * gives inter = its "host" level, intra = its slowest inner level. SCHEDC_EIO, SCHEDC_ESCRIPT or SCHEDC_EINVAL with "file:line: ..." */
 SCHEDC_API schedc_status schedc_cost_model_load(const char *topology_path, schedc_cost_model *m);
 /* Predicted time of one call of `plan` on a buffer of `bytes` (the whole buffer: for
  * reduce_scatter and allgather all ranks' blocks together), in microseconds. SCHEDC_EINVAL. */
 SCHEDC_API schedc_status schedc_plan_cost(const schedc_plan *plan, const schedc_cost_model *m, size_t bytes,
                                           double *us);
+
+/* ---- topology discovery and import (docs/topology.md) ---------------------------------------
+ * A machine's structure: hosts; per host packages, NUMA nodes, cores, PCIe switches, GPUs, NICs
+ * and NVLink links; derived from them the ranks (one per GPU, else one per core), each GPU's
+ * nearest NICs, the NVLink kind and the levels (host, numa, switch, nvlink, gpu/core) with a
+ * bandwidth and latency each. Written as schedc's topology file, it is what `--topology` and
+ * schedc_load_opts.topology accept. Immutable once made; any thread. */
+typedef struct schedc_topology schedc_topology;
+typedef enum schedc_topology_format {
+  SCHEDC_TOPOLOGY_SUMMARY = 0, /* readable lines (schedc topo) */
+  SCHEDC_TOPOLOGY_JSON = 1,    /* {"hosts": [{"numa", "gpus", "nics", "nvlink"}...], "ranks", "levels", ...} */
+  SCHEDC_TOPOLOGY_FILE = 2     /* schedc's topology file (a Lua table: levels, ranks, hosts) */
+} schedc_topology_format;
+/* This machine, through hwloc (and NVML for NVLink when a driver is present). SCHEDC_EUNAVAIL
+ * when this build has no hwloc; SCHEDC_ENOMEM. */
+SCHEDC_API schedc_status schedc_topology_discover(schedc_topology **out);
+/* Read NCCL topology XML (a <system> root: NCCL_TOPO_FILE inputs, NCCL_TOPO_DUMP_FILE dumps,
+ * fused multi-host dumps) or hwloc XML (a <topology> root, through hwloc's loader). Malformed
+ * input: SCHEDC_EINVAL with "file:line: what is wrong"; SCHEDC_EIO; SCHEDC_EUNAVAIL for hwloc
+ * XML without hwloc. */
+SCHEDC_API schedc_status schedc_topology_import(const char *path, schedc_topology **out);
+/* An hwloc synthetic machine ("pack:2 core:4"): for tests and what-if. SCHEDC_EINVAL, EUNAVAIL. */
+SCHEDC_API schedc_status schedc_topology_synthetic(const char *desc, schedc_topology **out);
+/* Write the topology in a format: at most cap bytes including the NUL; returns the full length
+ * (like snprintf), or -1 (bad argument, out of memory). */
+SCHEDC_API long schedc_topology_write(const schedc_topology *t, schedc_topology_format fmt, char *buf, size_t cap);
+/* Its fingerprint: a hash of the ranks' places and the levels' numbers (what plans and tuning
+ * depend on); also written in the topology file. 0 for NULL. */
+SCHEDC_API uint64_t schedc_topology_fingerprint(const schedc_topology *t);
+/* Ranks it places (one per GPU, else one per core); 0 for NULL. */
+SCHEDC_API int schedc_topology_nranks(const schedc_topology *t);
+SCHEDC_API void schedc_topology_free(schedc_topology *t);
 
 /* ---- communicators -------------------------------------------------------------------------
  * A communicator is one rank's handle on a group of nranks ranks. Collectives on a

@@ -11,6 +11,7 @@
 
 #include "comm.h"
 #include "err.h"
+#include "hash.h"
 #include "kernels.h"
 #include "params.h"
 #include "plan.h"
@@ -66,14 +67,28 @@ schedc_status sc_comm_new(const sc_backend *be, int rank, int nranks, const sche
   c->repair = o.repair || repair;
   st = sc_inject_parse(sc_param_str(SC_P_SCHEDC_INJECT), &c->inj);
   if (st == SCHEDC_OK) st = sc_inject_check(&c->inj, nranks, be ? be->name : NULL, be ? be->caps : 0);
+  const char *topo = sc_param_str(SC_P_SCHEDC_TOPOLOGY);
+  if (st == SCHEDC_OK && topo && *topo && !(c->topology = strdup(topo))) st = sc_err(SCHEDC_ENOMEM, "out of memory");
   const char *tun = o.tuning ? o.tuning : sc_param_str(SC_P_SCHEDC_TUNING);
   if (st == SCHEDC_OK && tun && *tun) st = sc_tuning_load(tun, nranks, &c->tuning);
   if (st != SCHEDC_OK) {
+    sc_tuning_free(&c->tuning);
+    free(c->topology);
     free(c);
     return st;
   }
   *out = c;
   return SCHEDC_OK;
+}
+
+uint64_t sc_comm_layout_word(const schedc_comm *c) {
+  return c->topology ? sc_fnv_str(SC_FNV_INIT, c->topology) : 0;
+}
+
+schedc_status sc_layout_mismatch(const schedc_comm *c, int r, uint64_t theirs) {
+  return sc_err(SCHEDC_EMISMATCH, "rank %d and rank %d disagree on the topology (SCHEDC_TOPOLOGY) at init (rank %d: %s; "
+                "rank %d: %s): default plans would differ", c->rank, r, c->rank, c->topology ? c->topology : "unset", r,
+                theirs ? "another" : "unset");
 }
 
 void *sc_scratch(schedc_comm *c, size_t bytes) {
@@ -89,6 +104,7 @@ void *sc_scratch(schedc_comm *c, size_t bytes) {
 void sc_comm_release(schedc_comm *c) {
   for (int i = 0; i < c->ndefplan; i++) schedc_plan_free(c->defplan[i].plan);
   sc_tuning_free(&c->tuning);
+  free(c->topology);
   free(c->scratch);
   free(c);
 }

@@ -36,6 +36,7 @@ struct schedc_comm {
   int verify, repair;        /* SC_V_* bits; repair on mismatch */
   int nhosts;                /* hosts the ranks are on (hosts.c; 1 until a backend learns more) */
   int host_blocks;           /* nhosts > 1: the hosts hold equal consecutive blocks of ranks */
+  char *topology;            /* SCHEDC_TOPOLOGY (owned), or NULL: the layout default plans follow */
   sc_inject inj;
   void *scratch; size_t scratch_cap; /* private working memory */
   /* default plans (built-in ring) by collective and root */
@@ -53,6 +54,11 @@ schedc_status sc_comm_new(const sc_backend *be, int rank, int nranks, const sche
                           schedc_comm **out);
 /* Free the head only (the backend's state was released, or never made). */
 void sc_comm_release(schedc_comm *c);
+/* What the ranks must agree on at init about the layout their default plans follow: a hash of
+ * SCHEDC_TOPOLOGY (0 when unset). sc_layout_mismatch: SCHEDC_EMISMATCH naming it, rank r's word
+ * being theirs. */
+uint64_t sc_comm_layout_word(const schedc_comm *c);
+schedc_status sc_layout_mismatch(const schedc_comm *c, int r, uint64_t theirs);
 /* The communicator's private scratch, grown to at least `bytes` (NULL + errmsg on OOM). */
 void *sc_scratch(schedc_comm *c, size_t bytes);
 

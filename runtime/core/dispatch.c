@@ -35,20 +35,22 @@ schedc_status schedc_plan_builtin(schedc_collective coll, int nranks, int root, 
  * gets the same plan (and if one could not, the call's agreement names the plan). NULL: the
  * built-in ring (one host, another layout, another collective, or no such schedule here). */
 static schedc_plan *multi_host_plan(schedc_comm *c, int coll) {
-  if (c->nhosts < 2 || !c->host_blocks) return NULL;
+  if (!c->topology && (c->nhosts < 2 || !c->host_blocks)) return NULL;
   if (coll != SCHEDC_ALLREDUCE && coll != SCHEDC_REDUCE_SCATTER && coll != SCHEDC_ALLGATHER) return NULL;
   char def[64];
   snprintf(def, sizeof def, "collective=%s", schedc_collective_name((schedc_collective)coll));
   const char *defs[1] = {def};
   schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
   lo.nranks = c->nranks;
-  lo.nnodes = c->nhosts;
+  if (c->topology) lo.topology = c->topology; /* SCHEDC_TOPOLOGY: the layout it describes (agreed at init) */
+  else lo.nnodes = c->nhosts;
   lo.defines = defs;
   lo.ndefines = 1;
   schedc_plan *p = NULL;
   if (schedc_plan_open("hierarchical", &lo, &p) != SCHEDC_OK) {
-    sc_log(SCHEDC_LOG_INFO, "%s on %d hosts: no hierarchical plan (%s); the built-in ring",
-           schedc_collective_name((schedc_collective)coll), c->nhosts, schedc_errmsg());
+    /* said out loud when the user asked for the layout; the ring still gives a right answer */
+    sc_log(c->topology ? SCHEDC_LOG_WARN : SCHEDC_LOG_INFO, "%s: no hierarchical plan for %s (%s); the built-in ring",
+           schedc_collective_name((schedc_collective)coll), c->topology ? c->topology : "the hosts", schedc_errmsg());
     return NULL;
   }
   return p;

@@ -3,6 +3,7 @@
  * schedc_comm_opts.tuning) to choose the plan (and slice) for calls made without one:
  *   schedc-tuning 1
  *   # comments
+ *   topology FINGERPRINT      (optional: the machine it was measured on; another is refused)
  *   entry COLLECTIVE NRANKS MIN_BYTES MAX_BYTES|inf SLICE_BYTES PLAN_FILE
  * Sizes are the whole buffer in bytes (as `schedc bench` reports them); PLAN_FILE is relative to
  * the table's directory. Only entries for the communicator's rank count are kept; their plans
@@ -31,6 +32,21 @@ static schedc_status bad(sc_tuning *t, FILE *f, const char *path, int line, cons
                 "PLAN_FILE')", path, line, what);
 }
 
+/* A table measured by `schedc tune` names the machine it measured (`topology HEX`: the
+ * fingerprint of `schedc topo`, docs/topology.md); on another machine its choices are not
+ * evidence, so it is refused. Without hwloc in this build the machine cannot be told: accepted. */
+static schedc_status machine_matches(const char *path, int ln, unsigned long long fp) {
+  schedc_topology *here = NULL;
+  schedc_status st = schedc_topology_discover(&here);
+  if (st == SCHEDC_EUNAVAIL) return SCHEDC_OK;
+  if (st != SCHEDC_OK) return st;
+  unsigned long long mine = schedc_topology_fingerprint(here);
+  schedc_topology_free(here);
+  if (mine == fp) return SCHEDC_OK;
+  return sc_err(SCHEDC_EMISMATCH, "%s:%d: this tuning table was measured on a machine whose topology fingerprint is %016llx; "
+                "this machine's is %016llx (schedc topo --json): run schedc tune here", path, ln, fp, mine);
+}
+
 schedc_status sc_tuning_load(const char *path, int nranks, sc_tuning *t) {
   memset(t, 0, sizeof t[0]);
   /* a regular file only (SCHEDC_TUNING=/dev/zero would feed fgets forever, a FIFO block) */
@@ -56,6 +72,12 @@ schedc_status sc_tuning_load(const char *path, int nranks, sc_tuning *t) {
     if (!seen_header) {
       if (strncmp(p, "schedc-tuning 1", 15)) return bad(t, f, path, ln, "not a schedc tuning table, version 1");
       seen_header = 1;
+      continue;
+    }
+    unsigned long long fp;
+    if (sscanf(p, "topology %16llx", &fp) == 1) { /* tuned on a machine of this fingerprint */
+      schedc_status ts = machine_matches(path, ln, fp);
+      if (ts != SCHEDC_OK) { sc_tuning_free(t); fclose(f); return ts; }
       continue;
     }
     char coll[32], maxs[32], plan[1024];

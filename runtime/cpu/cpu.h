@@ -49,6 +49,7 @@ typedef struct sc_slot {
   _Atomic uint64_t fail_seq; /* the call it failed in (before fault/state are set) */
   int32_t pid;
   uint64_t init_hash;
+  uint64_t layout;           /* sc_comm_layout_word: SCHEDC_TOPOLOGY, which every rank must share */
   sc_desc d[2];
 } __attribute__((aligned(64))) sc_slot;
 

@@ -90,13 +90,16 @@ schedc_status sc_cpu_start(schedc_comm *c) {
   sc_shared *sh = sc_cpu_of(c)->sh;
   sc_slot *me = &sh->slots[c->rank];
   me->init_hash = c->init_plan ? c->init_plan->hash : 0;
+  me->layout = sc_comm_layout_word(c);
   atomic_store(&me->state, SC_ALIVE);
   schedc_status st = sc_barrier(c, "communicator init", sc_now() + c->timeout_s);
   if (st != SCHEDC_OK) return st;
-  for (int r = 0; r < c->nranks; r++)
+  for (int r = 0; r < c->nranks; r++) {
     if (sh->slots[r].init_hash != me->init_hash)
       return sc_err(SCHEDC_EMISMATCH, "rank %d was initialised with plan %016llx but rank %d with plan %016llx",
                     c->rank, (unsigned long long)me->init_hash, r, (unsigned long long)sh->slots[r].init_hash);
+    if (sh->slots[r].layout != me->layout) return sc_layout_mismatch(c, r, sh->slots[r].layout);
+  }
   return SCHEDC_OK;
 }
 

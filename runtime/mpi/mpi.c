@@ -295,15 +295,16 @@ schedc_status schedc_comm_init_mpi(const void *mpi_comm, const schedc_comm_opts 
   }
   /* Plan hashes at init, like the shared-memory backends, and every rank's host: ranks on
    * several hosts get hierarchical default plans (hosts.c, dispatch.c). */
-  uint64_t mine[2] = {c->init_plan ? c->init_plan->hash : 0, sc_host_id()}, h = mine[0];
-  uint64_t *all = malloc((size_t)size * 2 * sizeof *all), *ids = malloc((size_t)size * sizeof *ids);
+  uint64_t mine[3] = {c->init_plan ? c->init_plan->hash : 0, sc_host_id(), sc_comm_layout_word(c)}, h = mine[0];
+  uint64_t *all = malloc((size_t)size * 3 * sizeof *all), *ids = malloc((size_t)size * sizeof *ids);
   if (!all || !ids) { free(all); free(ids); schedc_comm_free(c); return sc_err(SCHEDC_ENOMEM, "out of memory"); }
-  MPI_Allgather(mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, d->comm);
+  MPI_Allgather(mine, 3, MPI_UINT64_T, all, 3, MPI_UINT64_T, d->comm);
   for (int r = 0; r < size; r++) {
-    ids[r] = all[2 * r + 1];
-    if (all[2 * r] != h) {
-      st = sc_err(SCHEDC_EMISMATCH, "rank %d was initialised with plan %016llx but rank %d with plan %016llx", rank,
-                  (unsigned long long)h, r, (unsigned long long)all[2 * r]);
+    ids[r] = all[3 * r + 1];
+    if (all[3 * r] != h || all[3 * r + 2] != mine[2]) {
+      st = all[3 * r] != h ? sc_err(SCHEDC_EMISMATCH, "rank %d was initialised with plan %016llx but rank %d with plan %016llx",
+                                    rank, (unsigned long long)h, r, (unsigned long long)all[3 * r])
+                           : sc_layout_mismatch(c, r, all[3 * r + 2]);
       free(all);
       free(ids);
       schedc_comm_free(c);

@@ -2,7 +2,7 @@
 # test_layering.sh SRC — the layers of docs/design.md hold: each folder includes only the headers
 # of the folders below it (the build enforces this too, through each CMake target's include
 # directories; this names the offending line), only dsl/ includes Lua, only runtime/mpi/ MPI,
-# only runtime/cuda/ the CUDA/NCCL declarations, the CLI only the public header, and no .c file
+# only runtime/cuda/ the CUDA/NCCL declarations, only topology/ hwloc, the CLI only the public header, and no .c file
 # in runtime/core/ names a specific backend.
 set -u
 SRC=$1
@@ -12,12 +12,13 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 # folder of each project header, by name (headers are included by bare name, unique per project)
 declare -A home
-while read -r h; do home[$(basename "$h")]=$(dirname "$h"); done < <(find common codegen dsl runtime ops include cli -name '*.h' 2>/dev/null)
+while read -r h; do home[$(basename "$h")]=$(dirname "$h"); done < <(find common topology codegen dsl runtime ops include cli -name '*.h' 2>/dev/null)
 
 # allowed folders per layer (besides the file's own folder and the public header)
 allowed() {
   case $1 in
     common) echo "" ;;
+    topology) echo "common" ;;
     codegen) echo "common" ;;
     dsl) echo "common codegen" ;;
     ops) echo "common" ;;
@@ -30,7 +31,7 @@ allowed() {
   esac
 }
 
-for f in $(find common codegen dsl ops runtime cli -name '*.[ch]' 2>/dev/null | sort); do
+for f in $(find common topology codegen dsl ops runtime cli -name '*.[ch]' 2>/dev/null | sort); do
   dir=$(dirname "$f")
   ok=" $dir include/schedc $(allowed "$dir") "
   while IFS=: read -r line inc; do
@@ -45,11 +46,12 @@ done
 # third-party headers: each in its one folder
 check_only() { # PATTERN FOLDER WHAT
   local hits
-  hits=$(grep -rnE "$1" common codegen dsl ops runtime cli --include='*.[ch]' 2>/dev/null | grep -v "^$2/" || true)
+  hits=$(grep -rnE "$1" common topology codegen dsl ops runtime cli --include='*.[ch]' 2>/dev/null | grep -v "^$2/" || true)
   if [ -n "$hits" ]; then bad "$3 outside $2/: $hits"; else pass=$((pass + 1)); fi
 }
 check_only '^#include <(lua|lauxlib|lualib)\.h>' dsl "Lua headers"
 check_only '^#include <mpi\.h>' runtime/mpi "mpi.h"
+check_only '^#include <hwloc(\.h|/)' topology "hwloc headers"
 check_only '^#include <clang-c/' ops "clang-c headers"
 check_only '^#include <(cuda|cuda_runtime|nvrtc|nccl)\.h>' __nowhere__ "CUDA toolkit headers (loaded with dlopen, declared in runtime/cuda/dl_abi.h)"
 

@@ -1,0 +1,316 @@
+/*
+ * test_topo.c — the topology model (docs/topology.md): hwloc synthetic machines and hwloc XML,
+ * the NCCL-format fixtures of this folder (PROVENANCE), nearest NICs, NVLink kinds, ranks and
+ * levels; the written topology file through the DSL, the ring's crossings of the socket boundary
+ * counted on the plan's transfers, hierarchical's rails on a two-host dump, the cost model's
+ * links from the levels, and malformed XML rejected with its line.
+ * Usage: test_topo TESTS_TOPO_DIR SCHEDULES_DIR WORKDIR
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "fileio.h"
+#include "topology.h"
+
+static const char *dir, *sched, *work;
+
+static sc_tp *nccl(const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  size_t len;
+  char *text = sc_read_file(path, &len);
+  sc_tp *t = sc_tp_new();
+  schedc_status st = text && t ? sc_tp_import_nccl(t, name, text, len) : SCHEDC_EIO;
+  free(text);
+  if (st != SCHEDC_OK) { fprintf(stderr, "%s: %s\n", name, schedc_errmsg()); sc_tp_free(t); return NULL; }
+  return t;
+}
+
+static const char *numa_busid_nic(const sc_tp *t, int gpu, int k) { return t->nic[t->gpu[gpu].nics[k]].name; }
+static int gpu_numa_id(const sc_tp *t, int gpu) { return t->gpu[gpu].at.numa >= 0 ? t->numa[t->gpu[gpu].at.numa].id : -1; }
+static int level_of(const sc_tp *t, const char *name) {
+  for (int l = 0; l < t->nlevels; l++) if (!strcmp(t->level[l].name, name)) return l;
+  return -1;
+}
+
+/* Write t's topology file into WORKDIR/name; the path (static buffer per call site). */
+static const char *write_lua(const sc_tp *t, const char *name, char *path, size_t cap) {
+  snprintf(path, cap, "%s/%s", work, name);
+  char *s = sc_tp_lua(t);
+  FILE *f = fopen(path, "w");
+  CHECK(s && f);
+  if (s && f) fputs(s, f);
+  if (f) fclose(f);
+  free(s);
+  return path;
+}
+
+static schedc_plan *plan(const char *file, const char *topo, const char *def) {
+  char p[512];
+  snprintf(p, sizeof p, "%s/%s", sched, file);
+  schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
+  lo.topology = topo;
+  const char *defs[1] = {def};
+  lo.defines = defs;
+  lo.ndefines = def ? 1 : 0;
+  schedc_plan *pl = NULL;
+  if (schedc_plan_open(strchr(file, '/') ? file : p, &lo, &pl) != SCHEDC_OK) fprintf(stderr, "%s: %s\n", file, schedc_errmsg());
+  return pl;
+}
+
+/* Distinct directed edges (src -> dst) of a plan whose ranks differ in group at level l. */
+static int crossing_edges(const schedc_plan *pl, const sc_tp *t, int l) {
+  schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
+  schedc_plan_get_info(pl, &in);
+  int n = in.nranks, c = 0;
+  char *seen = calloc((size_t)n * n, 1);
+  for (long i = 0; i < in.ntransfers; i++) {
+    schedc_transfer x;
+    schedc_plan_transfer(pl, i, &x);
+    if (seen[x.src * n + x.dst]) continue;
+    seen[x.src * n + x.dst] = 1;
+    c += t->group[(size_t)x.src * SC_TP_MAX_LEVELS + l] != t->group[(size_t)x.dst * SC_TP_MAX_LEVELS + l];
+  }
+  free(seen);
+  return c;
+}
+
+static void test_synthetic(void) {
+  sc_tp *t = sc_tp_new();
+  schedc_status st = sc_tp_synthetic(t, "pack:2 core:4");
+  if (st == SCHEDC_EUNAVAIL) { printf("[no hwloc in this build: synthetic and hwloc XML skipped]\n"); sc_tp_free(t); return; }
+  CHECK(st == SCHEDC_OK);
+  CHECK(t->nranks == 8 && t->nhost == 1 && t->ngpu == 0);
+  CHECK(t->nnuma == 2 && t->numa[0].cpus == 4 && t->numa[1].cpus == 4 && t->numa[1].package == 1);
+  CHECK(t->nlevels == 3 && !strcmp(t->level[0].name, "host") && !strcmp(t->level[1].name, "numa") && !strcmp(t->level[2].name, "core"));
+  /* ranks 0-3 on package 0, 4-7 on package 1 */
+  CHECK(t->group[3 * SC_TP_MAX_LEVELS + 1] != t->group[4 * SC_TP_MAX_LEVELS + 1]);
+  CHECK(t->group[0 * SC_TP_MAX_LEVELS + 1] == t->group[3 * SC_TP_MAX_LEVELS + 1]);
+  char path[512];
+  write_lua(t, "syn.lua", path, sizeof path);
+  schedc_plan *pl = plan("ring.lua", path, NULL);
+  CHECK(pl != NULL);
+  if (pl) CHECK(crossing_edges(pl, t, 1) == 2);
+  schedc_plan_free(pl);
+  pl = plan("hierarchical.lua", path, NULL); /* one host: the plain ring */
+  CHECK(pl != NULL);
+  schedc_plan_free(pl);
+  sc_tp_free(t);
+  /* a bad description is an error, not a crash */
+  t = sc_tp_new();
+  CHECK(sc_tp_synthetic(t, "pack:two core:4") == SCHEDC_EINVAL);
+  sc_tp_free(t);
+
+  /* hwloc XML: this VM (1 NUMA node, 2 cores, eth0) and a two-socket machine with GPUs */
+  char p[512];
+  snprintf(p, sizeof p, "%s/hwloc_vm.xml", dir);
+  t = sc_tp_new();
+  CHECK(sc_tp_import_hwloc_xml(t, p) == SCHEDC_OK);
+  CHECK(t->nranks == 2 && t->nnuma == 1 && t->numa[0].cpus == 2 && t->numa[0].id == 0);
+  CHECK(t->nnic == 1 && !strcmp(t->nic[0].name, "eth0") && !strcmp(t->nic[0].busid, "0000:00:03.0"));
+  CHECK(t->host[0].nvlink == SC_NV_NONE && !strcmp(t->host[0].name, "vm"));
+  sc_tp_free(t);
+  snprintf(p, sizeof p, "%s/hwloc_2socket_gpu.xml", dir);
+  t = sc_tp_new();
+  CHECK(sc_tp_import_hwloc_xml(t, p) == SCHEDC_OK);
+  CHECK(t->ngpu == 3 && t->nnic == 2 && t->nranks == 3);
+  if (t->ngpu == 3 && t->nnic == 2) {
+    CHECK(gpu_numa_id(t, 0) == 0 && gpu_numa_id(t, 1) == 1 && gpu_numa_id(t, 2) == 1);
+    CHECK(t->gpu[0].at.sw >= 0 && t->gpu[1].at.sw >= 0 && t->gpu[2].at.sw < 0 && t->gpu[0].at.sw != t->gpu[1].at.sw);
+    CHECK(t->nic[1].at.sw == t->gpu[1].at.sw);                 /* mlx5_1 shares GPU 1's switch */
+    CHECK(t->gpu[0].nnics == 1 && !strcmp(numa_busid_nic(t, 0, 0), "mlx5_0"));
+    CHECK(t->gpu[2].nnics == 1 && !strcmp(numa_busid_nic(t, 2, 0), "mlx5_1")); /* same host bridge */
+    CHECK(t->host[0].nvlink == SC_NV_UNKNOWN);                 /* hwloc cannot see NVLink */
+    CHECK(level_of(t, "numa") == 1 && level_of(t, "switch") == 2);
+  }
+  sc_tp_free(t);
+  /* well-formed but inconsistent (found by fuzz.topo: hwloc 2.9's loader dies on it): refused,
+   * and this process lives (the loader's first run is in a child) */
+  snprintf(p, sizeof p, "%s/hwloc_crash.xml", dir);
+  t = sc_tp_new();
+  CHECK(sc_tp_import_hwloc_xml(t, p) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "hwloc_crash.xml: hwloc's XML loader crashed on it in a child process");
+  sc_tp_free(t);
+  /* not well-formed: our reader's line before hwloc sees it */
+  snprintf(p, sizeof p, "%s/bad_hwloc.xml", work);
+  FILE *f = fopen(p, "w");
+  fputs("<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n  <object type=\"Machine\">\n</topology>\n", f);
+  fclose(f);
+  t = sc_tp_new();
+  CHECK(sc_tp_import_hwloc_xml(t, p) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "bad_hwloc.xml:4: closing tag </topology> does not match <object>");
+  sc_tp_free(t);
+}
+
+static void test_nvswitch(void) {
+  sc_tp *t = nccl("nvswitch.xml");
+  CHECK(t != NULL);
+  if (!t) return;
+  CHECK(t->nhost == 1 && t->ngpu == 8 && t->nnic == 8 && t->nranks == 8 && t->host[0].nvlink == SC_NV_NVSWITCH);
+  CHECK(gpu_numa_id(t, 0) == 0 && gpu_numa_id(t, 3) == 0 && gpu_numa_id(t, 4) == 1 && gpu_numa_id(t, 7) == 1);
+  CHECK(t->gpu[0].at.sw == t->gpu[1].at.sw && t->gpu[1].at.sw != t->gpu[2].at.sw);
+  CHECK(t->gpu[0].nnics == 2 && !strcmp(numa_busid_nic(t, 0, 0), "mlx5_0") && !strcmp(numa_busid_nic(t, 0, 1), "mlx5_1"));
+  CHECK(t->gpu[5].nnics == 2 && !strcmp(numa_busid_nic(t, 5, 0), "mlx5_4"));
+  CHECK(t->nic_of[0] >= 0 && t->nic_of[1] >= 0 && !strcmp(t->nic[t->nic_of[0]].name, "mlx5_0") && !strcmp(t->nic[t->nic_of[1]].name, "mlx5_1"));
+  CHECK(t->nlevels == 2 && !strcmp(t->level[1].kind, "nvlink") && t->level[1].gbps == 18 * 20.0);
+  CHECK(t->level[0].gbps == 50.0); /* a 400 Gb/s rail NIC per GPU */
+  char *j = sc_tp_json(t);
+  CHECK_CONTAINS(j, "{\"busid\": \"0000:18:00.0\", \"numa\": 0, \"nics\": [\"0000:19:00.0\", \"0000:29:00.0\"]}");
+  CHECK_CONTAINS(j, "\"nvlink\": \"nvswitch\"");
+  CHECK_CONTAINS(j, "{\"busid\": \"0000:19:00.0\", \"name\": \"mlx5_0\", \"speed_mbps\": 400000, \"numa\": 0}");
+  free(j);
+  char path[512];
+  write_lua(t, "nvswitch.lua", path, sizeof path);
+  schedc_cost_model m = SCHEDC_COST_MODEL_INIT;
+  CHECK(schedc_cost_model_load(path, &m) == SCHEDC_OK);
+  CHECK(m.intra.kind == SCHEDC_LINK_NVLINK && m.intra.gbps == 360.0 && m.inter.kind == SCHEDC_LINK_NET && m.inter.gbps == 50.0);
+  CHECK(m.reduce_gbps == 1000.0 && m.local_passes == 0);
+  uint64_t fp = sc_tp_fingerprint(t);
+  sc_tp_free(t);
+  t = nccl("nvswitch.xml");
+  CHECK(t && sc_tp_fingerprint(t) == fp);
+  sc_tp_free(t);
+}
+
+static void test_pcie(void) {
+  sc_tp *t = nccl("pcie_2socket.xml");
+  CHECK(t != NULL);
+  if (!t) return;
+  CHECK(t->ngpu == 8 && t->host[0].nvlink == SC_NV_NONE);
+  /* ranks from rank="": round-robin across the sockets */
+  CHECK(t->gpu_of[1] == 4 && !strcmp(t->gpu[t->gpu_of[1]].busid, "0000:84:00.0") && gpu_numa_id(t, t->gpu_of[1]) == 1);
+  CHECK(t->gpu[1].pcie_gbps == 0 && t->gpu[3].pcie_gbps == 0 && t->gpu[0].pcie_gbps > 31 && t->gpu[0].pcie_gbps < 32);
+  int ln = level_of(t, "numa");
+  CHECK(ln == 1 && level_of(t, "switch") == 2 && level_of(t, "gpu") == 3);
+  CHECK(t->gpu[2].nnics == 1 && !strcmp(numa_busid_nic(t, 2, 0), "mlx5_0")); /* no NIC on its switch: same NUMA node */
+  char path[512];
+  write_lua(t, "pcie.lua", path, sizeof path);
+  schedc_plan *pl = plan("ring.lua", path, NULL);
+  CHECK(pl != NULL);
+  if (pl && ln >= 0) CHECK(crossing_edges(pl, t, ln) == 2);   /* the locality ring: twice */
+  schedc_plan_free(pl);
+  pl = plan("ring.lua", path, "locality=false");
+  CHECK(pl != NULL);
+  if (pl && ln >= 0) CHECK(crossing_edges(pl, t, ln) == 8);   /* rank order: every hop */
+  schedc_plan_free(pl);
+  /* the same count from the DSL */
+  char lua[512];
+  snprintf(lua, sizeof lua, "%s/crossings.lua", dir);
+  pl = plan(lua, path, NULL);
+  CHECK(pl != NULL);
+  schedc_plan_free(pl);
+  sc_tp_free(t);
+}
+
+static void test_mesh_and_fused(void) {
+  sc_tp *t = nccl("mesh.xml");
+  CHECK(t != NULL);
+  if (t) {
+    CHECK(t->ngpu == 4 && t->nlink == 12 && t->host[0].nvlink == SC_NV_MESH && t->nnic == 0);
+    CHECK(t->gpu[0].at.sw < 0 && t->gpu[0].nnics == 0 && t->nic_of[0] == -1);
+    CHECK(level_of(t, "nvlink") == 1 && t->level[2].gbps == 6 * 20.0);
+    CHECK(t->group[0 * SC_TP_MAX_LEVELS + 1] == t->group[3 * SC_TP_MAX_LEVELS + 1]); /* one NVLink component */
+  }
+  sc_tp_free(t);
+  t = nccl("fused_2host.xml");
+  CHECK(t != NULL);
+  if (!t) return;
+  CHECK(t->nhost == 2 && t->ngpu == 8 && t->nranks == 8);
+  CHECK(t->host[0].nvlink == SC_NV_NVSWITCH && t->host[1].nvlink == SC_NV_NVSWITCH);
+  CHECK(t->nlink == 32 && t->link[0].remote[0] == 0 && t->link[0].kind == SC_REMOTE_NVSWITCH); /* the sentinel */
+  CHECK(t->gpu[t->gpu_of[5]].host == 1 && t->group[5 * SC_TP_MAX_LEVELS] == 1);
+  char path[512];
+  write_lua(t, "fused.lua", path, sizeof path);
+  schedc_plan *pl = plan("hierarchical.lua", path, NULL);
+  CHECK(pl != NULL);
+  if (pl) {
+    schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
+    schedc_plan_get_info(pl, &in);
+    CHECK(in.nnodes == 2);
+    int inter = 0, rails = 0;
+    for (long i = 0; i < in.ntransfers; i++) {
+      schedc_transfer x;
+      schedc_plan_transfer(pl, i, &x);
+      if ((x.src < 4) != (x.dst < 4)) { inter++; rails += abs(x.src - x.dst) == 4; } /* local rank j <-> local rank j */
+    }
+    CHECK(inter > 0 && rails == inter);
+  }
+  schedc_plan_free(pl);
+  char lua[512];
+  snprintf(lua, sizeof lua, "%s/near_nic.lua", dir);
+  pl = plan(lua, path, NULL);
+  CHECK(pl != NULL);
+  schedc_plan_free(pl);
+  sc_tp_free(t);
+}
+
+/* Malformed and hostile inputs: each rejected with its line and what is wrong. */
+static void test_bad(void) {
+  static const struct { const char *text, *want; } bad[] = {
+      {"<system>\n<cpu numaid=\"0\">\n<pci busid=\"zz\"/>\n</cpu></system>", "bad.xml:3: <pci busid=\"zz\">: not a PCI bus id"},
+      {"<system>\n<cpu>\n</system>", "bad.xml:3: closing tag </system> does not match <cpu>"},
+      {"<system>\n<cpu numaid=\"0\" affinity=\"ff\">\n<pci busid=\"0000:01:00.0\">\n<gpu rank=\"x\"/></pci></cpu></system>", "bad.xml:4: <gpu rank=\"x\">"},
+      {"<!DOCTYPE system [<!ENTITY a \"aaaa\">]>\n<system/>", "bad.xml:1: a <!DOCTYPE with an internal subset"},
+      {"<system>\n<cpu a='1' a='2'/>\n</system>", "bad.xml:2: attribute 'a' given twice"},
+      {"", "bad.xml:1: no XML element"},
+      {"<system>\n\n<cpu numaid=\"0\"\n", "bad.xml:3: <cpu is not closed"},
+      {"<topo/>", "bad.xml:1: the root element is <topo>"},
+      {"<system>\n<gpu/></system>", "bad.xml:2: <gpu> must be inside a <pci> element"},
+      {"<system>\n<cpu x=\"&foo;\"/></system>", "bad.xml:2: unknown or malformed entity"},
+      {"<system><cpu numaid=\"0\">\n<pci busid=\"0000:01:00.0\"><gpu rank=\"0\"/></pci>\n<pci busid=\"0000:02:00.0\"><gpu rank=\"0\"/></pci></cpu></system>", "bad.xml: GPU 0000:02:00.0: rank 0"},
+      {"<system>\n<cpu numaid=\"0\"><pci busid=\"0000:01:00.0\"><gpu><nvlink target=\"0000:02:00.0\" count=\"-1\"/></gpu></pci></cpu></system>", "bad.xml:2: <nvlink count=\"-1\">"},
+      {"<system/>\n<system/>", "bad.xml:2: a second root element"},
+      {"<system>\n</cpu>", "bad.xml:2: closing tag </cpu> does not match <system>"},
+      {"<system><cpu numaid=\"99999999999\"/></system>", "bad.xml:1: <cpu numaid=\"99999999999\">"},
+      {"<system>\n<cpu numaid=\"0\"><nic><net speed=\"fast\"/></nic></cpu></system>", "bad.xml:2: <net speed=\"fast\">"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    sc_tp *t = sc_tp_new();
+    CHECK(sc_tp_import_nccl(t, "bad.xml", bad[i].text, strlen(bad[i].text)) == SCHEDC_EINVAL);
+    CHECK_CONTAINS(schedc_errmsg(), bad[i].want);
+    sc_tp_free(t);
+  }
+  /* nested deeper than the reader's bound; a NUL byte */
+  size_t n = 200 * 7 + 16;
+  char *deep = malloc(n);
+  strcpy(deep, "<system>\n");
+  for (int i = 0; i < 200; i++) strcat(deep, "<a>");
+  sc_tp *t = sc_tp_new();
+  CHECK(sc_tp_import_nccl(t, "deep.xml", deep, strlen(deep)) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "deep.xml:2: elements nested deeper than 64");
+  sc_tp_free(t);
+  free(deep);
+  t = sc_tp_new();
+  CHECK(sc_tp_import_nccl(t, "nul.xml", "<system>\n\0</system>", 19) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "nul.xml:2: a NUL byte");
+  sc_tp_free(t);
+  /* through the public API, from a file */
+  char p[512];
+  snprintf(p, sizeof p, "%s/bad_nccl.xml", work);
+  FILE *f = fopen(p, "w");
+  fputs("<system version=\"1\">\n  <cpu numaid=\"0\">\n    <pci busid=\"0000:01:00.0\" class=\"0x030200\">\n      <gpu dev=\"0\">\n        <nvlink target=\"nowhere\"/>\n", f);
+  fclose(f);
+  schedc_topology *pt = NULL;
+  CHECK(schedc_topology_import(p, &pt) == SCHEDC_EINVAL && pt == NULL);
+  CHECK_CONTAINS(schedc_errmsg(), "bad_nccl.xml:5: <nvlink target=\"nowhere\">: not a PCI bus id");
+  /* bus ids */
+  char b[SC_TP_BUSID];
+  CHECK(sc_tp_busid("0000:0F:00.0", b) == 1 && !strcmp(b, "0000:0f:00.0"));
+  CHECK(sc_tp_busid("fffffff:ff:ff.0", b) == 2 && b[0] == 0);
+  CHECK(sc_tp_busid("0000:0f:00", b) == 0 && sc_tp_busid("0000:0f:00.9", b) == 0 && sc_tp_busid("1:2:3.4.5", b) == 0);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 4) { fprintf(stderr, "usage: test_topo TESTS_TOPO_DIR SCHEDULES_DIR WORKDIR\n"); return 2; }
+  dir = argv[1];
+  sched = argv[2];
+  work = argv[3];
+  test_synthetic();
+  test_nvswitch();
+  test_pcie();
+  test_mesh_and_fused();
+  test_bad();
+  return DONE();
+}
