@@ -7,7 +7,8 @@
 # Then the busy-neighbour run: 8 B - 4 KiB, schedc (shm, built-in choice) and MPI, each with one
 # busy process (`while :; do :; done`) beside the job, and each quiet, BUSY_ITERS calls per size
 # (default 20000: a short run fits inside one scheduler slice and hides preemption entirely;
-# BUSY_ITERS4, default 2000, when the ranks outnumber the cores).
+# BUSY_ITERS4, default 2000, when the ranks outnumber the cores; BUSY_SIZES, default 8,64,512,4K);
+# each row gives the mean, p50, p99 and max per call of both systems.
 # Writes bench/results.md, bench/busbw.svg, and the table into docs/performance.md between the
 # compare markers. BUSY_ONLY=1: only the busy-neighbour run, its table on stdout, nothing written.
 set -euo pipefail
@@ -16,9 +17,10 @@ B=${1:-build}
 S=$B/schedc
 BUSY_ITERS=${BUSY_ITERS:-20000}
 BUSY_ITERS4=${BUSY_ITERS4:-2000} # 4 ranks on 2 cores: Open MPI takes ~ms per call beside a busy process
-# busy_table N: the busy-neighbour rows for N ranks (quiet and busy, schedc and MPI, alternated)
+# busy_table N: the busy-neighbour rows for N ranks (quiet and busy, schedc and MPI, alternated):
+# per call mean, p50, p99 and max (a stall of one call in thousands shows only in p99 and max)
 busy_table() {
-  local n=$1 bsz=8,64,512,4K t its
+  local n=$1 bsz=${BUSY_SIZES:-8,64,512,4K} t its
   its=$([ "$n" -gt "$(nproc)" ] && echo "$BUSY_ITERS4" || echo "$BUSY_ITERS")
   local bit="--iters $its --warmup 20"
   t=$(mktemp -d)
@@ -26,18 +28,22 @@ busy_table() {
     for sys in schedc mpi; do
       local bp=""
       if [ $mode = busy ]; then sh -c 'while :; do :; done' & bp=$!; fi
-      if [ $sys = schedc ]; then "$S" bench --backend shm --ranks "$n" --sizes $bsz $bit | grep -v '^#' | awk '{ print $1, $5 }' >"$t/$sys.$mode"
+      # size mean p50 p99 max
+      if [ $sys = schedc ]; then "$S" bench --backend shm --ranks "$n" --sizes "$bsz" $bit | grep -v '^#' | awk '{ print $1, $5, $8, $9, $10 }' >"$t/$sys.$mode"
       elif [ -x "$B/mpi_allreduce" ] && command -v mpirun >/dev/null; then
-        mpirun --allow-run-as-root --oversubscribe -np "$n" "$B/mpi_allreduce" --sizes $bsz $bit </dev/null | grep -v '^#' | awk '{ print $1, $5 }' >"$t/$sys.$mode"
-      else printf '8 0\n64 0\n512 0\n4096 0\n' >"$t/$sys.$mode"; fi
+        mpirun --allow-run-as-root --oversubscribe -np "$n" "$B/mpi_allreduce" --sizes "$bsz" $bit </dev/null | grep -v '^#' | awk '{ print $1, $5, $8, $9, $10 }' >"$t/$sys.$mode"
+      else awk '{ print $1, 0, 0, 0, 0 }' "$t/schedc.$mode" >"$t/$sys.$mode"; fi
       if [ -n "$bp" ]; then kill "$bp"; wait "$bp" 2>/dev/null || true; fi
     done
   done
-  echo "| size (B) | schedc quiet us | MPI quiet us | schedc busy us | MPI busy us | busy: schedc / MPI time |"
-  echo "|---:|---:|---:|---:|---:|---:|"
-  paste -d' ' "$t/schedc.quiet" "$t/mpi.quiet" "$t/schedc.busy" "$t/mpi.busy" | while read -r sz sq _ mq _ sb _ mb; do
-    awk -v sz=$sz -v sq=$sq -v mq=$mq -v sb=$sb -v mb=$mb 'BEGIN {
-      printf "| %s | %.2f | %.2f | %.2f | %.2f | %s |\n", sz, sq, mq, sb, mb, (mb > 0 ? sprintf("%.2f", sb / mb) : "-") }'
+  echo "| size (B) | neighbour | schedc mean us | p50 | p99 | max | MPI mean us | p50 | p99 | max | mean: schedc / MPI | max: schedc / MPI |"
+  echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  for mode in quiet busy; do
+    paste -d' ' "$t/schedc.$mode" "$t/mpi.$mode" | while read -r sz sm s50 s99 smx _ mm m50 m99 mmx; do
+      awk -v sz="$sz" -v md=$mode -v sm="$sm" -v s50="$s50" -v s99="$s99" -v smx="$smx" -v mm="$mm" -v m50="$m50" -v m99="$m99" -v mmx="$mmx" 'BEGIN {
+        printf "| %s | %s | %.2f | %.2f | %.2f | %.1f | %.2f | %.2f | %.2f | %.1f | %s | %s |\n", sz, md, sm, s50, s99, smx, mm, m50, m99, mmx,
+          (mm > 0 ? sprintf("%.2f", sm / mm) : "-"), (mmx > 0 ? sprintf("%.2f", smx / mmx) : "-") }'
+    done
   done
   rm -rf "$t"
 }
@@ -100,8 +106,8 @@ date=$(date -u +%Y-%m-%d)
   done
   echo
   echo "Busy neighbour: small messages, quiet and with one busy process (\`while :; do :; done\`) beside"
-  echo "the job, $BUSY_ITERS calls per size ($BUSY_ITERS4 with more ranks than cores; time = mean per call, slowest"
-  echo "rank; lower is better)."
+  echo "the job, $BUSY_ITERS calls per size ($BUSY_ITERS4 with more ranks than cores; mean, p50, p99 and max"
+  echo "per call, each the slowest rank's; lower is better)."
   for n in 2 4; do
     echo
     echo "#### $n ranks, busy neighbour"

@@ -2,11 +2,14 @@
  * bench.c — `schedc bench`: collective throughput in the conventions of nccl-tests. One row per
  * size: size (bytes of the whole buffer S), count, type, op, time_us (mean of back-to-back
  * iterations after warm-up, the slowest rank's), algbw = S/t and busbw (GB/s): allreduce
- * algbw*2(n-1)/n; reduce_scatter and allgather algbw*(n-1)/n; broadcast and reduce algbw.
+ * algbw*2(n-1)/n; reduce_scatter and allgather algbw*(n-1)/n; broadcast and reduce algbw; then
+ * p50, p99 and max of the per-call times (a stall of one call in a thousand hides in the mean) and
+ * the number of calls timed.
  * Ranks: threads in this process, forked shm processes, or the processes of an MPI launcher.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +42,26 @@ static size_t call_count(schedc_collective c, size_t S, size_t esz, int n) {
   return c == SCHEDC_REDUCE_SCATTER || c == SCHEDC_ALLGATHER ? k / (size_t)n : k;
 }
 
+static int cmp_float(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+/* The nearest-rank percentile's index among n sorted values: the smallest value with at least
+ * q of the values at or below it. */
+static int rank_of(double q, int n) {
+  int k = (int)ceil(q * n - 1e-9);
+  return k < 1 ? 0 : k - 1;
+}
+
+int cli_bench_auto_iters(double t_us) {
+  if (!(t_us > 0)) t_us = 1;
+  double n = 0.2e6 / t_us;                      /* 0.2 s of calls */
+  if (n < 1000) n = 1000;                       /* and at least 1,000 */
+  if (n * t_us > 2e6) n = 2e6 / t_us;           /* but not past 2 s ... */
+  if (n < 20) n = 20;                           /* ... beyond the first 20 */
+  return n > 1 << 24 ? 1 << 24 : (int)n;
+}
+
 static void bench_rank(const benchopts *o, const schedc_plan *plan, schedc_collective coll, schedc_comm *comm,
                        benchres *res) {
   int n = schedc_comm_nranks(comm);
@@ -69,12 +92,34 @@ static void bench_rank(const benchopts *o, const schedc_plan *plan, schedc_colle
       if (p) schedc_plan_get_info(p, &pi);
       snprintf(res->chosen[si], sizeof res->chosen[si], "%s", p ? pi.name : "?");
     }
-    for (int w = 0; w < o->warmup; w++)
+    /* Warm-up; its mean sets the automatic call count (iters 0), agreed as the largest of the
+     * ranks' so every rank makes the same number of calls. */
+    int warm = o->warmup > 0 ? o->warmup : !o->iters; /* automatic count, no warm-up: one probe call */
+    double tw = now_s();
+    for (int w = 0; w < warm; w++)
       if ((res->status = call(coll, send, recv, count, o->dtype, o->op, comm, plan))) goto fail;
-    double t0 = now_s();
-    for (int it = 0; it < o->iters; it++)
-      if ((res->status = call(coll, send, recv, count, o->dtype, o->op, comm, plan))) goto fail;
-    res->us[si] = (now_s() - t0) / o->iters * 1e6;
+    int iters = o->iters;
+    if (!iters) {
+      int64_t mine = cli_bench_auto_iters(warm ? (now_s() - tw) / warm * 1e6 : 1), all = 0;
+      if ((res->status = schedc_allreduce(&mine, &all, 1, SCHEDC_I64, SCHEDC_MAX, comm, NULL))) goto fail;
+      iters = (int)all;
+    }
+    float *lat = malloc((size_t)iters * sizeof *lat); /* per call, us */
+    if (!lat) { res->status = SCHEDC_ENOMEM; snprintf(res->err, sizeof res->err, "out of memory (%d call times)", iters); goto out; }
+    double t0 = now_s(), prev = t0;
+    for (int it = 0; it < iters; it++) {
+      if ((res->status = call(coll, send, recv, count, o->dtype, o->op, comm, plan))) { free(lat); goto fail; }
+      double t = now_s();
+      lat[it] = (float)((t - prev) * 1e6);
+      prev = t;
+    }
+    res->us[si] = (prev - t0) / iters * 1e6;
+    res->iters[si] = iters;
+    qsort(lat, (size_t)iters, sizeof *lat, cmp_float);
+    res->p50[si] = lat[rank_of(0.50, iters)];
+    res->p99[si] = lat[rank_of(0.99, iters)];
+    res->max[si] = lat[iters - 1];
+    free(lat);
   }
   goto out;
 fail:
@@ -129,31 +174,42 @@ int cli_bench_measure(const benchopts *o, const schedc_plan *plan, schedc_collec
 static void print_table(const benchopts *o, schedc_collective coll, int n, const char *name, const char *backend,
                         const benchres *res) {
   double bw_factor = cli_busbw_factor(coll, n);
-  printf("# schedc bench: %s, %s, backend %s, %d ranks, %s %s, %d iterations after %d warm-up\n", name,
-         schedc_collective_name(coll), backend, n, schedc_dtype_name(o->dtype), schedc_op_name(o->op), o->iters,
+  char its[96];
+  if (o->iters) snprintf(its, sizeof its, "%d iterations", o->iters);
+  else snprintf(its, sizeof its, "iterations: at least 1,000 calls and 0.2 s (column iters)");
+  printf("# schedc bench: %s, %s, backend %s, %d ranks, %s %s, %s after %d warm-up\n", name,
+         schedc_collective_name(coll), backend, n, schedc_dtype_name(o->dtype), schedc_op_name(o->op), its,
          o->warmup);
   printf("# buffers: %s, %s\n", o->plain ? "malloc (--plain: copied into the shared arena and out)"
                                           : "schedc_mem_alloc (shared: no copy into the arena or out)",
          o->inplace ? "in place (--inplace)" : "out of place");
   printf("# time: mean per call of the slowest rank; algbw = size/time; busbw = algbw * %.3f\n", bw_factor);
+  printf("# p50, p99, max: median, 99th percentile and longest of one rank's per-call times, the largest over ranks\n");
   const char *tuning = NULL; /* a path: never malformed */
   int tuned = o->tuning || (schedc_param_get("SCHEDC_TUNING", &tuning) == SCHEDC_OK && tuning);
   for (int si = 0; si < o->nsizes && res[0].chosen[si][0]; si++)
     printf("# size %zu: plan '%s'%s\n", o->sizes[si], res[0].chosen[si], tuned ? "" : " (built-in)");
-  printf("#%11s %12s %6s %6s %12s %10s %10s\n", "size", "count", "type", "op", "time_us", "algbw", "busbw");
+  printf("#%11s %12s %6s %6s %12s %10s %10s %10s %10s %10s %9s\n", "size", "count", "type", "op", "time_us", "algbw",
+         "busbw", "p50_us", "p99_us", "max_us", "iters");
   size_t esz = schedc_dtype_size(o->dtype);
   for (int si = 0; si < o->nsizes; si++) {
-    double t = 0;
-    for (int r = 0; r < n; r++) if (res[r].us[si] > t) t = res[r].us[si];
+    double t = 0, p50 = 0, p99 = 0, mx = 0;
+    for (int r = 0; r < n; r++) {
+      if (res[r].us[si] > t) t = res[r].us[si];
+      if (res[r].p50[si] > p50) p50 = res[r].p50[si];
+      if (res[r].p99[si] > p99) p99 = res[r].p99[si];
+      if (res[r].max[si] > mx) mx = res[r].max[si];
+    }
     double alg = t > 0 ? (double)o->sizes[si] / (t * 1e3) : 0;
-    printf(" %11zu %12zu %6s %6s %12.2f %10.3f %10.3f\n", o->sizes[si], call_count(coll, o->sizes[si], esz, n),
-           schedc_dtype_name(o->dtype), schedc_op_name(o->op), t, alg, alg * bw_factor);
+    printf(" %11zu %12zu %6s %6s %12.2f %10.3f %10.3f %10.2f %10.2f %10.2f %9d\n", o->sizes[si],
+           call_count(coll, o->sizes[si], esz, n), schedc_dtype_name(o->dtype), schedc_op_name(o->op), t, alg,
+           alg * bw_factor, p50, p99, mx, res[0].iters[si]);
   }
 }
 
 int cli_bench(int argc, char **argv) {
   benchopts o = {0};
-  o.iters = 20;
+  o.iters = 0; /* automatic: at least 1,000 calls and 0.2 s per size */
   o.warmup = 5;
   o.dtype = SCHEDC_F32;
   o.op = SCHEDC_SUM;
@@ -188,11 +244,12 @@ int cli_bench(int argc, char **argv) {
              "                    [--nodes M] [--tuning TABLE] [--collective C] [--plain] [--inplace]\n\n"
              "Prints '#' header lines, then per size: size (bytes of the whole buffer), count, type, op, time_us\n"
              "(mean of I back-to-back calls after W warm-up calls, slowest rank), algbw and busbw in GB/s\n"
-             "(nccl-tests conventions). Without FILE the communicator chooses per size: the tuning table\n"
-             "(--tuning or $SCHEDC_TUNING, written by 'schedc tune'), else the built-in ring; the header\n"
-             "names the plan used for each size. Buffers come from schedc_mem_alloc (memory every rank\n"
-             "maps: no copy into the shared arena and out); --plain: malloc'd buffers, as most callers\n"
-             "have. --inplace: send == recv. With mpi, start under mpirun.\n");
+             "(nccl-tests conventions), then p50_us, p99_us and max_us per call and iters. Without --iters:\n"
+             "at least 1,000 calls and 0.2 s per size (at most 2 s beyond 20 calls). Without FILE the\n"
+             "communicator chooses per size: the tuning table (--tuning or $SCHEDC_TUNING, written by\n"
+             "'schedc tune'), else the built-in ring; the header names the plan used for each size.\n"
+             "Buffers come from schedc_mem_alloc (memory every rank maps: no copy into the shared arena\n"
+             "and out); --plain: malloc'd buffers, as most callers have. --inplace: send == recv. With mpi, start under mpirun.\n");
       rc = EXIT_OK;
       goto done;
     case O_RANKS: bad = cli_opt_int(&a, v, 1, 65536, "a rank count from 1 to 65536", &o.ranks); break;

@@ -11,7 +11,8 @@
 
 typedef struct benchopts {
   const char *file;
-  int ranks, backend, iters, warmup, nsizes;
+  int ranks, backend, warmup, nsizes;
+  int iters;                   /* calls timed per size; 0: at least 1,000 calls and 0.2 s (cli_bench_auto_iters) */
   schedc_collective coll;      /* plan NULL: which collective */
   const char *tuning;          /* tuning table for plan NULL (else $SCHEDC_TUNING) */
   size_t slice;                /* 0: the default */
@@ -25,7 +26,9 @@ typedef struct benchopts {
 } benchopts;
 
 typedef struct benchres {
-  double us[MAXSIZES];
+  double us[MAXSIZES];         /* mean per call */
+  double p50[MAXSIZES], p99[MAXSIZES], max[MAXSIZES]; /* per call: median, 99th percentile, slowest */
+  int iters[MAXSIZES];         /* calls timed (o->iters, or the automatic count when that is 0) */
   int status;
   char err[400];
   char chosen[MAXSIZES][64];   /* plan NULL: the plan the communicator chose per size */
@@ -37,6 +40,10 @@ typedef struct benchres {
 int cli_bench_measure(const benchopts *o, const schedc_plan *plan, schedc_collective coll, int backend, benchres *res);
 benchres *cli_bench_alloc(int n);
 void cli_bench_release(benchres *res, int n);
+/* The automatic call count for a call of about t_us microseconds: at least 1,000 calls and at least
+ * 0.2 s of them (so a stall of one scheduler slice in a thousand calls shows in p99 and max), but
+ * no more than 2 s of calls beyond the first 20 (a 64 MiB call of 20 ms runs 100 times, not 1,000). */
+int cli_bench_auto_iters(double t_us);
 /* Slowest rank's time for size index si (0 if a rank failed). */
 double cli_bench_slowest(const benchres *res, int n, int si);
 

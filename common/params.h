@@ -34,7 +34,8 @@
     "verification of every collective, integrity.md (opts.verify overrides)")                                    \
   X(SCHEDC_REPAIR, ENUM, 0, 0, "0|1", "0", LIB, "1: repair what verification finds, integrity.md (opts.repair)") \
   X(SCHEDC_SPIN, ENUM, 0, 0, "auto|short", "auto", LIB,                                                          \
-    "cpu waits: auto spins while the awaited rank may be running (also preempted); short sleeps after 100 us")   \
+    "cpu waits: auto spins while the awaited rank runs elsewhere, yields to it on this CPU, sleeps after 1 ms "  \
+    "preempted elsewhere (performance.md); short sleeps after 100 us")                                           \
   X(SCHEDC_SMALL, SIZE, 0, 8192, "", "8192", LIB,                                                               \
     "cpu: calls of at most this many bytes (accumulation type) take the small-message path (0: never; above "   \
     "64 ranks at most 512 KiB / ranks, an arrival line's data), performance.md")                                 \

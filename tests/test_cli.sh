@@ -47,8 +47,8 @@ if [ "$arrows" = 24 ] && grep -q '</svg>' "$tmp/r.svg"; then pass=$((pass + 1));
 t viz-unwritable 1 "cannot write" "$S" viz "$D/ring.lua" --ranks 4 -o /nonexistent/dir/x.svg
 # bench: the nccl-tests columns, one row per size (format only; speed is not a test)
 out=$("$S" bench --ranks 2 --sizes 8,4K --iters 2 --warmup 1 2>&1)
-rows=$(grep -cE '^ +(8|4096) +(2|1024) +f32 +sum +[0-9.]+ +[0-9.]+ +[0-9.]+$' <<<"$out")
-if [ "$rows" = 2 ] && grep -q '^# *size *count *type *op *time_us *algbw *busbw' <<<"$out"; then pass=$((pass + 1)); else echo "FAIL bench output:"; echo "$out"; fail=$((fail + 1)); fi
+rows=$(grep -cE '^ +(8|4096) +(2|1024) +f32 +sum +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +2$' <<<"$out")
+if [ "$rows" = 2 ] && grep -q '^# *size *count *type *op *time_us *algbw *busbw *p50_us *p99_us *max_us *iters' <<<"$out"; then pass=$((pass + 1)); else echo "FAIL bench output:"; echo "$out"; fail=$((fail + 1)); fi
 t bench-bad-backend 2 "--backend 'tcp'" "$S" bench --ranks 2 --backend tcp
 t bench-rs 0 "reduce_scatter" "$S" bench "$D/ring.lua" --ranks 2 -D collective=reduce_scatter --sizes 4K --iters 1 --warmup 0
 echo "$pass passed, $fail failed"

@@ -23,54 +23,6 @@ static inline uint32_t bits32(float f) { uint32_t u; memcpy(&u, &f, 4); return u
 static inline double f64_of(uint64_t u) { double f; memcpy(&f, &u, 8); return f; }
 static inline uint64_t bits64(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }
 
-/* Binary ops on one element. NaN results become the default NaN; min/max order -0 < +0. */
-static inline float op_f32(schedc_op op, float a, float b) {
-  float r;
-  switch (op) {
-  case SCHEDC_PROD: r = a * b; break;
-  case SCHEDC_MIN:
-    if (a != a || b != b) return f32_of(QNAN_F32);
-    r = a < b ? a : b < a ? b : f32_of(bits32(a) | bits32(b));
-    break;
-  case SCHEDC_MAX:
-    if (a != a || b != b) return f32_of(QNAN_F32);
-    r = a > b ? a : b > a ? b : f32_of(bits32(a) & bits32(b));
-    break;
-  default: r = a + b; break;
-  }
-  return r != r ? f32_of(QNAN_F32) : r;
-}
-
-static inline double op_f64(schedc_op op, double a, double b) {
-  double r;
-  switch (op) {
-  case SCHEDC_PROD: r = a * b; break;
-  case SCHEDC_MIN:
-    if (a != a || b != b) return f64_of(QNAN_F64);
-    r = a < b ? a : b < a ? b : f64_of(bits64(a) | bits64(b));
-    break;
-  case SCHEDC_MAX:
-    if (a != a || b != b) return f64_of(QNAN_F64);
-    r = a > b ? a : b > a ? b : f64_of(bits64(a) & bits64(b));
-    break;
-  default: r = a + b; break;
-  }
-  return r != r ? f64_of(QNAN_F64) : r;
-}
-
-/* Integers wrap (two's complement) instead of overflowing into undefined behaviour. */
-#define INT_OP(T, U)                                                              \
-  static inline T op_##T(schedc_op op, T a, T b) {                                \
-    switch (op) {                                                                 \
-    case SCHEDC_PROD: return (T)((U)a * (U)b);                                    \
-    case SCHEDC_MIN: return a < b ? a : b;                                        \
-    case SCHEDC_MAX: return a > b ? a : b;                                        \
-    default: return (T)((U)a + (U)b);                                             \
-    }                                                                             \
-  }
-INT_OP(int32_t, uint32_t)
-INT_OP(int64_t, uint64_t)
-
 /* Hot paths: plain sum of f32 / f64 with one to four sources, vectorised. */
 /* The default NaN is a value taken once, outside the loop: written as f32_of(QNAN_F32) inside it
  * (a memcpy of an integer) it kept gcc from vectorising, and these loops ran one element at a
@@ -107,27 +59,77 @@ SC_CLONES static void sum1_f64_blk(double *d, const double *a, const double *res
 PREFETCHED_SUM(float, sum1_f32, sum1_f32_blk)
 PREFETCHED_SUM(double, sum1_f64, sum1_f64_blk)
 
-/* A chain step of a float sum, acc[i] += s[i] with the default NaN, as a loop the vectoriser
- * takes (the generic step calls op_f32 per element, whose switch and NaN constant it does not);
- * the same IEEE additions. 1 when done (sum, avg), 0 for other ops. */
-#define SUM_STEP(T, NAME, QNAN_OF)                                                          \
-  static inline int NAME(schedc_op op, T *acc, const T *s, size_t m) {                      \
-    if (op != SCHEDC_SUM && op != SCHEDC_AVG) return 0;                                     \
-    const T qnan = QNAN_OF;                                                                  \
-    for (size_t i = 0; i < m; i++) {                                                         \
-      T r = acc[i] + s[i];                                                                   \
-      acc[i] = r != r ? qnan : r;                                                            \
-    }                                                                                        \
-    return 1;                                                                                \
+/* One step of a chain, d[i] = op(a[i], s[i]) (d may be a), as loops the vectoriser takes: the
+ * switch on the op outside the element loop (inside, it kept gcc from vectorising: min, max, prod
+ * and the integer ops ran one element at a time — docs/performance.md), no branches in it, the
+ * default NaN a constant taken before it. Per element the rules of kernels.h (checked against
+ * tests/unit/test_kernels.c's scalar reference):
+ *  - min: x < y ? x : y (vminps' own rule; for equal non-zero values both have the same bits),
+ *    except two zeros: the OR of their bits (-0 < +0); max: x > y ? x : y, two zeros: the AND;
+ *  - a NaN input gives the default NaN (NaN wins), as does a NaN result of a sum or product.
+ * min and max pick bits with integer selects on the same words (the build has
+ * -fno-strict-aliasing): a float select on a signalling comparison is not if-converted while
+ * floating-point traps count (-ftrapping-math, the default we keep), so gcc left those loops scalar.
+ * -ffp-contract=off and no -ffast-math keep every operation as written. */
+#define FSTEP(T, U, NAME, QNAN, ABS, INF)                                                        \
+  static inline __attribute__((always_inline)) void NAME(schedc_op op, T *d, const T *a,         \
+                                                        const T *restrict s, size_t m) {         \
+    const T qnan = QNAN##_of(QNAN);                                                               \
+    const U *ua = (const U *)a, *us = (const U *)s;                                               \
+    U *ud = (U *)d;                                                                               \
+    switch (op) {                                                                                 \
+    case SCHEDC_PROD:                                                                             \
+      for (size_t i = 0; i < m; i++) {                                                            \
+        T r = a[i] * s[i];                                                                        \
+        d[i] = r != r ? qnan : r;                                                                 \
+      }                                                                                           \
+      break;                                                                                      \
+    case SCHEDC_MIN:                                                                              \
+      for (size_t i = 0; i < m; i++) {                                                            \
+        T x = a[i], y = s[i], lo = x < y ? x : y;                                                 \
+        U ux = ua[i], uy = us[i], ul;                                                             \
+        memcpy(&ul, &lo, sizeof ul);                                                              \
+        U r = ((ux | uy) & ABS) == 0 ? (ux | uy) : ul;                                            \
+        ud[i] = (((ux & ABS) > INF) | ((uy & ABS) > INF)) ? QNAN : r;                             \
+      }                                                                                           \
+      break;                                                                                      \
+    case SCHEDC_MAX:                                                                              \
+      for (size_t i = 0; i < m; i++) {                                                            \
+        T x = a[i], y = s[i], hi = x > y ? x : y;                                                 \
+        U ux = ua[i], uy = us[i], uh;                                                             \
+        memcpy(&uh, &hi, sizeof uh);                                                              \
+        U r = ((ux | uy) & ABS) == 0 ? (ux & uy) : uh;                                            \
+        ud[i] = (((ux & ABS) > INF) | ((uy & ABS) > INF)) ? QNAN : r;                             \
+      }                                                                                           \
+      break;                                                                                      \
+    default: /* sum, avg */                                                                       \
+      for (size_t i = 0; i < m; i++) {                                                            \
+        T r = a[i] + s[i];                                                                        \
+        d[i] = r != r ? qnan : r;                                                                 \
+      }                                                                                           \
+      break;                                                                                      \
+    }                                                                                             \
   }
-SUM_STEP(float, sum_step_f32, f32_of(QNAN_F32))
-SUM_STEP(double, sum_step_f64, f64_of(QNAN_F64))
-static inline int no_sum_step(schedc_op op, const void *acc, const void *s, size_t m) {
-  (void)op; (void)acc; (void)s; (void)m;
-  return 0; /* integers: the generic step (wrapping adds) */
-}
+#define QNAN_F32_of f32_of
+#define QNAN_F64_of f64_of
+FSTEP(float, uint32_t, step_f32, QNAN_F32, 0x7fffffffu, 0x7f800000u)
+FSTEP(double, uint64_t, step_f64, QNAN_F64, 0x7fffffffffffffffull, 0x7ff0000000000000ull)
+/* Integers wrap (two's complement) instead of overflowing into undefined behaviour: the unsigned
+ * type's arithmetic. */
+#define ISTEP(T, U, NAME)                                                                         \
+  static inline __attribute__((always_inline)) void NAME(schedc_op op, T *d, const T *a,               \
+                                                        const T *restrict s, size_t m) {             \
+    switch (op) {                                                                                 \
+    case SCHEDC_PROD: for (size_t i = 0; i < m; i++) d[i] = (T)((U)a[i] * (U)s[i]); break;        \
+    case SCHEDC_MIN: for (size_t i = 0; i < m; i++) d[i] = a[i] < s[i] ? a[i] : s[i]; break;      \
+    case SCHEDC_MAX: for (size_t i = 0; i < m; i++) d[i] = a[i] > s[i] ? a[i] : s[i]; break;      \
+    default: for (size_t i = 0; i < m; i++) d[i] = (T)((U)a[i] + (U)s[i]); break;                 \
+    }                                                                                             \
+  }
+ISTEP(int32_t, uint32_t, step_int32_t)
+ISTEP(int64_t, uint64_t, step_int64_t)
 
-#define CHAIN(T, OPF)                                                                        \
+#define CHAIN(T, STEP)                                                                       \
   SC_CLONES static void chain_##T(schedc_op op, T *d, const T *a, const void *const *s, int n, \
                                   size_t len) {                                              \
     const size_t B = 512; /* block so the chain stays in L1 */                              \
@@ -135,24 +137,34 @@ static inline int no_sum_step(schedc_op op, const void *acc, const void *s, size
       size_t hi = lo + B < len ? lo + B : len;                                               \
       T acc[512];                                                                            \
       for (size_t i = lo; i < hi; i++) acc[i - lo] = a[i];                                   \
-      for (int k = 0; k < n; k++) {                                                          \
-        const T *sk = (const T *)s[k];                                                       \
-        if (SUMF(op, acc, sk + lo, hi - lo)) continue;                                       \
-        for (size_t i = lo; i < hi; i++) acc[i - lo] = OPF(op, acc[i - lo], sk[i]);          \
-      }                                                                                      \
+      for (int k = 0; k < n; k++) STEP(op, acc, acc, (const T *)s[k] + lo, hi - lo);         \
       for (size_t i = lo; i < hi; i++) d[i] = acc[i - lo];                                   \
     }                                                                                        \
   }
-#define SUMF sum_step_f32
-CHAIN(float, op_f32)
-#undef SUMF
-#define SUMF sum_step_f64
-CHAIN(double, op_f64)
-#undef SUMF
-#define SUMF no_sum_step
-CHAIN(int32_t, op_int32_t)
-CHAIN(int64_t, op_int64_t)
-#undef SUMF
+CHAIN(float, step_f32)
+CHAIN(double, step_f64)
+CHAIN(int32_t, step_int32_t)
+CHAIN(int64_t, step_int64_t)
+
+/* One source, any op: d = op(a, s) in blocks with the next block prefetched, as the sum's. */
+#define ONE(T, STEP)                                                                            \
+  SC_CLONES static void one_##T##_blk(schedc_op op, T *d, const T *a, const T *restrict s, size_t n) { \
+    STEP(op, d, a, s, n);                                                                       \
+  }                                                                                             \
+  static void one_##T(schedc_op op, T *d, const T *a, const T *restrict s, size_t n) {          \
+    const size_t B = PF_BYTES / sizeof(T);                                                      \
+    for (size_t i = 0; i < n; i += B) {                                                         \
+      for (size_t p = 0; p < PF_BYTES; p += 64) {                                               \
+        __builtin_prefetch((const char *)(s + i + B) + p);                                      \
+        __builtin_prefetch((const char *)(a + i + B) + p);                                      \
+      }                                                                                         \
+      one_##T##_blk(op, d + i, a + i, s + i, n - i < B ? n - i : B);                            \
+    }                                                                                           \
+  }
+ONE(float, step_f32)
+ONE(double, step_f64)
+ONE(int32_t, step_int32_t)
+ONE(int64_t, step_int64_t)
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -266,14 +278,22 @@ void sc_reduce_chain(schedc_dtype t, schedc_op op, void *dst, const void *a, con
   switch (t) {
   case SCHEDC_F32:
     if (sum && n == 1) sum1_f32(dst, a, s[0], len);
+    else if (n == 1) one_float(op, dst, a, s[0], len);
     else chain_float(op, dst, a, s, n, len);
     break;
   case SCHEDC_F64:
     if (sum && n == 1) sum1_f64(dst, a, s[0], len);
+    else if (n == 1) one_double(op, dst, a, s[0], len);
     else chain_double(op, dst, a, s, n, len);
     break;
-  case SCHEDC_I32: chain_int32_t(op, dst, a, s, n, len); break;
-  case SCHEDC_I64: chain_int64_t(op, dst, a, s, n, len); break;
+  case SCHEDC_I32:
+    if (n == 1) one_int32_t(op, dst, a, s[0], len);
+    else chain_int32_t(op, dst, a, s, n, len);
+    break;
+  case SCHEDC_I64:
+    if (n == 1) one_int64_t(op, dst, a, s[0], len);
+    else chain_int64_t(op, dst, a, s, n, len);
+    break;
   default: break; /* f16/bf16 never reach here: they accumulate in f32 */
   }
 }

@@ -43,6 +43,8 @@ typedef struct sc_slot {
   _Atomic uint32_t beat;     /* advanced while the rank runs inside schedc (spinning, per slice) */
   _Atomic uint32_t beat_ms;  /* monotonic clock in ms (low 32 bits) at the last beat: for messages */
   _Atomic uint32_t asleep;   /* in a futex wait (not merely preempted) */
+  _Atomic uint32_t cpu;      /* 1 + the CPU it ran on at its last beat (0: not known): a waiter on that
+                              * CPU whose peer stopped beating knows it is queued behind it */
   _Atomic uint32_t at_barrier; /* waiting at the init barrier: it is not what anyone waits for */
   _Atomic uint32_t entered;  /* low 32 bits of the sequence number of the last call it entered */
   _Atomic uint32_t fault;    /* SC_DEAD or SC_ABORTED once it failed (state becomes SC_LEFT when it frees) */
@@ -190,6 +192,29 @@ schedc_status sc_peer_failure(sc_waitctx *w);
 void sc_publish(_Atomic uint32_t *ctr, uint32_t value);  /* store value, wake sleepers */
 void sc_bump(_Atomic uint32_t *ctr);                      /* add 1, wake sleepers */
 schedc_status sc_barrier(schedc_comm *c, const char *what, double deadline);
+
+/* The waiting policy, a pure function of what a waiter knows (sync.c applies it every
+ * SC_CHECK_SPINS pauses of a wait that has not ended; tests/cpu/test_waitpolicy.c checks its
+ * decisions). Spin while the awaited rank runs on another core; yield the core when it is queued
+ * behind this waiter on this one; sleep (futex, woken by the publisher) when it is off its core
+ * elsewhere for long — this core going idle lets the scheduler pull it over at once, where a
+ * spin kept it queued behind the busy process until the end of a scheduler slice (up to 100 ms
+ * per stall measured, issue 30) — or when it waits itself or runs outside schedc. */
+typedef struct sc_waitview {
+  int oversubscribed;        /* more ranks than online CPUs at init (sc_cpu.oversubscribed) */
+  int spin_short;            /* SCHEDC_SPIN=short */
+  int peer_may_run;          /* the awaited rank is inside a collective, alive and not in a futex wait */
+  int peer_here;             /* its last beat came from the CPU this waiter runs on */
+  double still_s;            /* how long its beat has stood still (a running rank beats every few us) */
+  int yields;                /* sched_yields this wait has made (oversubscribed) */
+} sc_waitview;
+enum { SC_WAIT_SPIN = 0, SC_WAIT_YIELD = 1, SC_WAIT_SLEEP = 2 };
+#define SC_WAIT_YIELDS 64        /* oversubscribed: yield this often, then sleep */
+#define SC_WAIT_HERE_S 20e-6     /* queued behind this waiter on its CPU: yield after this long still */
+#define SC_WAIT_PREEMPT_S 1e-3   /* inside the call but off its core elsewhere: sleep after this long */
+#define SC_WAIT_STALE_S 10e-3    /* asleep itself, or outside schedc: sleep after this long */
+#define SC_WAIT_SHORT_S 100e-6   /* SCHEDC_SPIN=short: sleep after this long, whatever the peer does */
+int sc_wait_decide(const sc_waitview *v);
 /* After a failure: wait (bounded by the timeout) until no peer is still inside the collective,
  * so the caller may free buffers peers could be reading (threads share memory). */
 void sc_quiesce(schedc_comm *c);
@@ -197,9 +222,11 @@ void sc_quiesce(schedc_comm *c);
 void sc_fail(schedc_comm *c, int state, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* This rank is running (on a core): waiters on it keep spinning rather than sleep. */
 /* now > 0: also record the time (waiters do; a computing rank beats without reading the clock). */
+uint32_t sc_cpu_here(void); /* 1 + the CPU this thread runs on now (0: not known); sync.c */
 static inline void sc_beat(schedc_comm *c, double now) {
   sc_slot *s = &sc_cpu_of(c)->sh->slots[c->rank];
   atomic_store_explicit(&s->beat, atomic_load_explicit(&s->beat, memory_order_relaxed) + 1, memory_order_relaxed);
+  atomic_store_explicit(&s->cpu, sc_cpu_here(), memory_order_relaxed);
   if (now > 0) atomic_store_explicit(&s->beat_ms, (uint32_t)(uint64_t)(now * 1e3), memory_order_relaxed);
 }
 

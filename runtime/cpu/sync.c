@@ -1,15 +1,16 @@
 /*
  * sync.c — waiting on shared counters and arrival lines, and the init barrier. A wake-up from a futex sleep costs
  * 30-150 us on our VMs and, with another busy process on the machine, often a whole scheduler
- * slice; a spin costs 1-8 us. So a waiter spins as long as the rank it waits for is running (its
- * beat, sc_slot.beat, moves: a rank beats while it spins and once per slice it computes) or could
- * be running (inside a collective and not asleep: merely preempted, it comes back within a
- * scheduler slice, and a sleep would only add a wake-up that must preempt someone); it sleeps on a
- * futex only once the awaited rank stood still for STALE_S and is asleep itself or outside
- * schedc. Sleeps are short slices so the waiter notices a deadline, a dead process or a failure
- * recorded by another rank; spins are bounded by the same checks every SPIN_S.
+ * slice; a spin costs 1-8 us. The policy (sc_wait_decide, a pure function of what the waiter
+ * knows) spins while the rank it waits for runs on another core (its beat, sc_slot.beat, moves: a
+ * rank beats while it spins and once per slice it computes), yields the core when that rank is
+ * queued behind the waiter on the waiter's own CPU (sc_slot.cpu: where it last beat), and sleeps
+ * on a futex when it has been off its core elsewhere for SC_WAIT_PREEMPT_S (the idle core lets
+ * the scheduler pull it over) or waits itself / runs outside schedc for SC_WAIT_STALE_S. Sleeps are
+ * short slices so the waiter notices a deadline, a dead process or a failure recorded by another
+ * rank; spins are bounded by the same checks every SPIN_S.
  * Counters carry a "sleeper" flag in bit 31 so that publishers call futex_wake only when someone
- * sleeps. With more ranks than cores a waiter yields instead of spinning.
+ * sleeps. With more ranks than cores a waiter yields instead of spinning, then sleeps.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,10 +29,7 @@
 
 #define SLEEPER 0x80000000u
 #define CHECK_SPINS 64     /* pauses between clock reads (a pause is ~25 ns here, a clock read ~28 ns) */
-#define STALE_S 10e-3      /* a peer whose beat stood still this long is taken to be off its core */
-#define STALE_SHORT_S 100e-6 /* SCHEDC_SPIN=short: this long, and no spinning on a preempted peer */
 #define SPIN_S 5e-3        /* spinning on a running peer: liveness and the deadline are checked this often */
-#define YIELDS 64          /* oversubscribed: sched_yield this often before sleeping */
 #define SLICE_NS 5000000L  /* 5 ms futex slices */
 #define CHECK_S 5e-3       /* the liveness probe (a syscall and a /proc read for shm) at most this often */
 
@@ -39,6 +37,23 @@ static void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
+}
+
+uint32_t sc_cpu_here(void) {
+  int c = sched_getcpu(); /* glibc: the rseq area's cpu_id, or the vDSO: a few ns */
+  return c < 0 ? 0u : (uint32_t)c + 1u;
+}
+
+int sc_wait_decide(const sc_waitview *v) {
+  if (v->oversubscribed) return v->yields < SC_WAIT_YIELDS ? SC_WAIT_YIELD : SC_WAIT_SLEEP;
+  /* On this CPU and not beating: runnable behind this waiter; its every spin delays it. */
+  if (v->peer_here && v->still_s > SC_WAIT_HERE_S) return SC_WAIT_YIELD;
+  if (v->spin_short) return v->still_s > SC_WAIT_SHORT_S ? SC_WAIT_SLEEP : SC_WAIT_SPIN;
+  /* Preempted on another CPU: spinning here keeps this core busy, so it stays queued there. */
+  if (v->peer_may_run) return v->still_s > SC_WAIT_PREEMPT_S ? SC_WAIT_SLEEP : SC_WAIT_SPIN;
+  /* Asleep itself (waiting on a third rank) or outside schedc (running the caller's code): it
+   * comes back by itself; sleep only once that is long. */
+  return v->still_s > SC_WAIT_STALE_S ? SC_WAIT_SLEEP : SC_WAIT_SPIN;
 }
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts) {
@@ -255,6 +270,17 @@ static int may_run(const schedc_comm *c, int peer) {
   return 0;
 }
 
+/* Did the awaited rank(s) last beat on CPU `here` (1 + index), inside a collective? */
+static int on_cpu(const schedc_comm *c, int peer, uint32_t here) {
+  sc_shared *sh = sc_cpu_of(c)->sh;
+  if (!here) return 0;
+  for (int r = peer >= 0 ? peer : 0; r < (peer >= 0 ? peer + 1 : c->nranks); r++)
+    if (r != c->rank && !at_barrier(sh, r) && atomic_load_explicit(&sh->slots[r].busy, memory_order_relaxed) &&
+        atomic_load_explicit(&sh->slots[r].cpu, memory_order_relaxed) == here)
+      return 1;
+  return 0;
+}
+
 /* Sleep on ctr while it holds v (5 ms at most), marked asleep so waiters on this rank sleep too. */
 static void nap(schedc_comm *c, _Atomic uint32_t *ctr, uint32_t v) {
   _Atomic uint32_t *me = &sc_cpu_of(c)->sh->slots[c->rank].asleep;
@@ -270,16 +296,18 @@ enum { DONE, STALE, LONG };
 /* What a waiter last saw of the ranks it waits on: their beats, and when they last moved. */
 typedef struct spinstate { uint32_t b; double seen; int init; } spinstate;
 
-/* Spin until the wait ends (DONE), the awaited rank(s) stood still for STALE_S (STALE: sleep) or
- * SPIN_S passed (LONG: check liveness and the deadline, then spin on). This rank beats meanwhile,
- * so that a rank waiting on it keeps spinning too. With more ranks than cores: yield YIELDS times,
- * then STALE. */
+/* Spin until the wait ends (DONE), the policy says sleep (STALE) or SPIN_S passed (LONG: check
+ * liveness and the deadline, then spin on). Every CHECK_SPINS pauses this rank beats (so a rank
+ * waiting on it keeps spinning too) and asks sc_wait_decide, which may also have it yield. */
 static int spin(schedc_comm *c, _Atomic uint32_t *ctr, uint32_t want, int mode, int peer, spinstate *ss) {
   if (reached(ctr, want, mode)) return DONE; /* no clock read when nothing to wait for */
-  if (sc_cpu_of(c)->oversubscribed) {
+  sc_cpu *x = sc_cpu_of(c);
+  sc_waitview v = {x->oversubscribed, x->spin_short, 0, 0, 0, 0};
+  if (v.oversubscribed) {
     sc_beat(c, sc_now()); /* between sleeps too: a waiting rank shows it is alive */
-    for (int i = 0; i < YIELDS; i++) {
+    for (;; v.yields++) {
       if (reached(ctr, want, mode)) return DONE;
+      if (sc_wait_decide(&v) != SC_WAIT_YIELD) break;
       sched_yield();
     }
     return reached(ctr, want, mode) ? DONE : STALE;
@@ -293,18 +321,20 @@ static int spin(schedc_comm *c, _Atomic uint32_t *ctr, uint32_t want, int mode, 
     sc_beat(c, t);
     if (i == CHECK_SPINS) t0 = t;
     uint32_t nb = beats(c, peer);
-    if (!ss->init) {
+    if (!ss->init || nb != ss->b) {
       ss->init = 1;
       ss->b = nb;
       ss->seen = t;
-    } else if (nb != ss->b) {
-      ss->b = nb;
-      ss->seen = t;
-    } else if (t - ss->seen > (sc_cpu_of(c)->spin_short ? STALE_SHORT_S : STALE_S)) {
-      ss->seen = t; /* after the sleep, give it another STALE_S */
-      if (reached(ctr, want, mode)) return DONE;
-      if (sc_cpu_of(c)->spin_short || !may_run(c, peer)) return STALE;
-      return LONG; /* preempted, not waiting: it comes back within a scheduler slice or so */
+    } else if (t - ss->seen > SC_WAIT_HERE_S) { /* not beating: ask the policy */
+      v.still_s = t - ss->seen;
+      v.peer_may_run = may_run(c, peer);
+      v.peer_here = on_cpu(c, peer, atomic_load_explicit(&x->sh->slots[c->rank].cpu, memory_order_relaxed));
+      int d = sc_wait_decide(&v);
+      if (d == SC_WAIT_YIELD) sched_yield();
+      else if (d == SC_WAIT_SLEEP) {
+        ss->seen = t; /* after the sleep, give it its time again */
+        return reached(ctr, want, mode) ? DONE : STALE;
+      }
     }
     if (t - t0 > SPIN_S || sc_failure_now(c))
       return reached(ctr, want, mode) ? DONE : LONG;
