@@ -1,15 +1,18 @@
 /*
- * cuda_emit.c — the CUDA source generator (see cuda_emit.h). A rank runs as one or more thread
- * blocks; block b of every rank owns part b of every chunk (tiles cut at 16-byte boundaries and
- * dealt to the blocks in turn) with its own counters, so blocks pipeline independently. Each
- * block walks the rank's write groups in order: thread 0 spins on the counters the group needs
- * (RAW on source versions, WAR on its own
- * reads) with a clock64 budget, the block computes its part with 16-byte vectors, then thread 0
- * fences, counts its reads and publishes the cell's version. The arithmetic is the CPU kernels':
- * IEEE round-to-nearest, NaN results as the default NaN, min/max with NaN winning and -0 < +0,
- * integers wrapping; compile with --fmad=false. Two variants on top: checksums (sc_seal after
- * each publishing write, sc_check before each read) and a plan split across nodes (one phase per
- * launch, cross-node sources read from mirror slots; codegen/cuda_split.h).
+ * cuda_emit.c — the CUDA source generator (see cuda_emit.h): the plan's own parts (types,
+ * sc_args's fields from cuda_abi.h, sc_op for the dtype and op, each rank's write groups, the
+ * kernels) around the fixed device code of cuda_device.cuh (waits, tiles, the reduce chain,
+ * checksums, entry and drain, conversions, avg), which is compiled in. A rank runs as one or more
+ * thread blocks; block b of every rank owns part b of every chunk (tiles cut at 16-byte
+ * boundaries and dealt to the blocks in turn) with its own counters, so blocks pipeline
+ * independently. Each block walks the rank's write groups in order: thread 0 spins on the
+ * counters the group needs (RAW on source versions, WAR on its own reads) with a clock64 budget,
+ * the block computes its part with 16-byte vectors, then thread 0 fences, counts its reads and
+ * publishes the cell's version. The arithmetic is the CPU kernels': IEEE round-to-nearest, NaN
+ * results as the default NaN, min/max with NaN winning and -0 < +0, integers wrapping; compile
+ * with --fmad=false. Two variants on top: checksums (sc_seal after each publishing write,
+ * sc_check before each read) and a plan split across nodes (one phase per launch, cross-node
+ * sources read from mirror slots; codegen/cuda_split.h). golden.cuda_emit holds the text.
  */
 #include "cuda_emit.h"
 
@@ -19,25 +22,63 @@
 #include <string.h>
 
 #include "opreg.h"
+#include "strbuf.h"
 
-typedef struct sb { char *p; size_t len, cap; int oom; } sb;
+typedef sc_strbuf sb; /* the library's one growable string: a sticky oom, checked once at the end */
 
 static void put(sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(sb *b, const char *fmt, ...) {
-  if (b->oom) return;
+  va_list ap;
+  va_start(ap, fmt);
+  sc_strbuf_vprintf(b, fmt, ap);
+  va_end(ap);
+}
+
+/* The fixed device code (cuda_device.cuh, compiled in as this array by cmake/embed.cmake):
+ * sections that start at a line "//@@ NAME: note" and run to the next one. */
+extern const unsigned char sc_cuda_device_cuh[];
+
+static const char *default_nan(int dtype);
+
+/* The value of placeholder @key@ (klen bytes) in the fixed code, or NULL: not a placeholder. */
+static const char *placeholder(const char *key, size_t klen, int dtype, char num[16]) {
+#define IS(k) (klen == sizeof(k) - 1 && !memcmp(key, k, klen))
+  if (IS("EPOCH_BITS")) { snprintf(num, 16, "%d", SC_CUDA_EPOCH_BITS); return num; }
+  if (IS("ENTRY_WIDEN")) return SC_CUDA_ENTRY_WIDEN;
+  if (IS("ENTRY_NARROW")) return SC_CUDA_ENTRY_NARROW;
+  if (IS("ENTRY_AVG")) return SC_CUDA_ENTRY_AVG;
+  if (IS("NAN")) return default_nan(dtype);
+#undef IS
+  return NULL;
+}
+
+/* Section `name` of the fixed code, its placeholders replaced (for dtype). The array is built
+ * with the library, so a missing section or an unknown placeholder is this file out of step
+ * with cuda_device.cuh: the emission fails (NULL source), and golden.cuda_emit names it. */
+static void put_fixed(sb *b, const char *name, int dtype) {
+  size_t nlen = strlen(name);
+  const char *text = (const char *)sc_cuda_device_cuh, *p = text;
   for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-    va_end(ap);
-    if (k < 0) { b->oom = 1; return; }
-    if (b->p && b->len + (size_t)k < b->cap) { b->len += (size_t)k; return; }
-    size_t ncap = b->cap ? b->cap * 2 : 1 << 14;
-    while (ncap < b->len + (size_t)k + 1) ncap *= 2;
-    char *np = realloc(b->p, ncap);
-    if (!np) { b->oom = 1; return; }
-    b->p = np;
-    b->cap = ncap;
+    p = strstr(p, "//@@ ");
+    if (!p) { b->oom = 1; return; }
+    if ((p == text || p[-1] == '\n') && !strncmp(p + 5, name, nlen) && p[5 + nlen] == ':') break;
+    p += 5;
+  }
+  p = strchr(p, '\n');
+  if (!p) { b->oom = 1; return; }
+  p++;
+  const char *end = strstr(p, "\n//@@ ");
+  end = end ? end + 1 : p + strlen(p);
+  while (p < end) {
+    const char *at = memchr(p, '@', (size_t)(end - p));
+    if (!at) { sc_strbuf_add(b, p, (size_t)(end - p)); return; }
+    const char *close = memchr(at + 1, '@', (size_t)(end - at - 1));
+    char num[16];
+    const char *v = close ? placeholder(at + 1, (size_t)(close - at - 1), dtype, num) : NULL;
+    if (!v) { b->oom = 1; return; }
+    sc_strbuf_add(b, p, (size_t)(at - p));
+    sc_strbuf_puts(b, v);
+    p = close + 1;
   }
 }
 
@@ -97,96 +138,12 @@ static void emit_op(sb *b, int dtype, int op, int copy_only) {
   put(b, "}\n\n");
 }
 
-/* Checksum mode: the sum of a cell part is the sum, mod 2^64, of mix(element bits, element index):
- * mix is a bijection of the bits for a given index, so any change of any one element changes the
- * sum, and it adds up in any order, so a block computes it in parallel with the same result on
- * the writer and the reader. */
-static void emit_checksums(sb *b) {
-  put(b,
-      "/* Checksums (SCHEDC_VERIFY=checksum). sc_sum_part: the block's sum over its part (sc_tile0) of\n"
-      " * chunk c of the operand at base (kind 0: indexed like the working buffer; 1: a slot holding the\n"
-      " * chunk, a mirror); the part's element `at` (counted across its tiles) is read with the bits\n"
-      " * `mask` flipped (injection; at = ~0: none). One block-wide reduction per part, not per tile. */\n"
-      "__device__ __noinline__ sc_u64 sc_sum_part(const sc_args &a, const sc_acc *base, int kind, int c, int blk, int nblk,\n"
-      "                                         sc_u64 at, sc_u64 mask) {\n"
-      "  __shared__ sc_u64 tot;\n"
-      "  __syncthreads(); /* the part's writes by this block, and the last use of tot, are done */\n"
-      "  if (threadIdx.x == 0) tot = 0;\n"
-      "  __syncthreads();\n"
-      "  sc_u64 s = 0, pos = 0;\n"
-      "  for (sc_tile t = sc_tile0(a, c, blk); t.x0 < t.x1; sc_tile_next(t, nblk)) {\n"
-      "    const sc_acc *p = base + (kind ? sc_coff(t) : t.x0);\n"
-      "    sc_u64 n = t.x1 - t.x0;\n"
-      "    for (sc_u64 i = threadIdx.x; i < n; i += blockDim.x) {\n"
-      "      union { sc_acc v; sc_u64 u; } w;\n"
-      "      w.u = 0;\n"
-      "      w.v = p[i];\n"
-      "      if (pos + i == at) w.u ^= mask;\n"
-      "      s += (w.u ^ ((t.x0 + i) * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;\n"
-      "    }\n"
-      "    pos += n;\n"
-      "  }\n"
-      "  atomicAdd(&tot, s);\n"
-      "  __syncthreads();\n"
-      "  return tot;\n"
-      "}\n\n"
-      "/* Writer: the sum of its part of a cell, stored before the version is published (fenced there). */\n"
-      "__device__ __noinline__ void sc_seal(const sc_args &a, int rank, sc_u64 cell, const sc_acc *buf, int c, int blk,\n"
-      "                                     int nblk) {\n"
-      "  sc_u64 s = sc_sum_part(a, buf, 0, c, blk, nblk, ~0ull, 0);\n"
-      "  if (threadIdx.x == 0) a.sum[rank][cell] = s;\n"
-      "}\n\n"
-      "/* Reader: the sum of what it loads from src's part must be the one src published (*sum), before any\n"
-      " * use. A mismatch is read once more with repair (a transient fault: recorded as repaired in\n"
-      " * err[8..15] once per call), else recorded in err[0..7] (code 2) and every block stops. */\n"
-      "__device__ __noinline__ bool sc_check(const sc_args &a, int src, const sc_u64 *sum, const sc_acc *base, int kind,\n"
-      "                                      int chunk, int blk, int nblk, int rank, int step) {\n"
-      "  sc_u64 want = *(volatile const sc_u64 *)sum, at = ~0ull, mask = 0, n = 0;\n"
-      "  if (a.flip_src == src && a.flip_dst == rank && a.flip_step == step && a.flip_chunk == chunk && blk == 0) {\n"
-      "    for (sc_tile t = sc_tile0(a, chunk, blk); t.x0 < t.x1; sc_tile_next(t, nblk)) n += t.x1 - t.x0;\n"
-      "    sc_u64 nb = n * 8 * sizeof(sc_acc), bits = !n ? 0 : a.flip_bit < 0 ? nb / 2 + 3 : (sc_u64)a.flip_bit %% nb;\n"
-      "    at = n ? bits / (8 * sizeof(sc_acc)) : ~0ull;\n"
-      "    mask = n ? 1ull << (bits %% (8 * sizeof(sc_acc))) : 0;\n"
-      "  }\n"
-      "  sc_u64 got = sc_sum_part(a, base, kind, chunk, blk, nblk, at, mask);\n"
-      "  if (got == want) return true;\n"
-      "  sc_u32 call = (sc_u32)(a.epoch >> %d);\n"
-      "  if (a.repair && sc_sum_part(a, base, kind, chunk, blk, nblk, ~0ull, 0) == want) {\n"
-      "    if (threadIdx.x == 0) {\n"
-      "      sc_u32 prev = *(volatile sc_u32 *)(a.err + 8);\n"
-      "      if (prev != call && atomicCAS(a.err + 8, prev, call) == prev) {\n"
-      "        a.err[9] = rank; a.err[10] = step; a.err[11] = src; a.err[12] = chunk;\n"
-      "        a.err[13] = (sc_u32)got; a.err[14] = (sc_u32)want;\n"
-      "      }\n"
-      "    }\n"
-      "    return true;\n"
-      "  }\n"
-      "  if (threadIdx.x == 0 && atomicCAS(a.err, 0u, 2u) == 0u) {\n"
-      "    a.err[1] = rank; a.err[2] = step; a.err[3] = src; a.err[4] = chunk;\n"
-      "    a.err[5] = (sc_u32)got; a.err[6] = (sc_u32)want;\n"
-      "  }\n"
-      "  return false;\n"
-      "}\n\n",
-      SC_CUDA_EPOCH_BITS);
-}
-
 static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_only, int check, int split) {
   put(b, "typedef unsigned int sc_u32;\ntypedef unsigned long long sc_u64;\ntypedef %s sc_acc;\n",
       elem_type(dtype, copy_only));
-  put(b, "#define SC_NRANKS %u\n#define SC_NCHUNKS %uull\n#define SC_VW (16 / sizeof(sc_acc))\n", ir->nranks,
-      ir->nchunks);
-  put(b, "#define SC_LO(K, c) ((K) * (sc_u64)(c) / SC_NCHUNKS) /* chunk c is [SC_LO(c), SC_LO(c+1)) */\n");
-  put(b, "#define SC_INFLIGHT 8 /* 16-byte loads per thread in one pass of sc_chain */\n");
-  put(b, "struct alignas(16) sc_vec { sc_acc v[SC_VW]; };\n\n");
-  put(b,
-      "/* One call, the same for every rank (one fused launch or one launch per rank): the runtime's\n"
-      " * parameter block, word for word (codegen/cuda_abi.h). Counters are per (cell, block):\n"
-      " * ver[r][c * nblk + b], reads[r][c * nblk + b]; a call's values start at `epoch` (call number\n"
-      " * << %d), so nothing is reset between calls and a stale value from an earlier call never\n"
-      " * satisfies a wait. temp[r] holds tstride elements per (temp slot, block): at least the tiles\n"
-      " * of the longest part of a chunk plus a vector (sc_poff). */\n"
-      "struct sc_args {\n",
-      SC_CUDA_EPOCH_BITS);
+  put(b, "#define SC_NRANKS %u\n#define SC_NCHUNKS %uull\n", ir->nranks, ir->nchunks);
+  put_fixed(b, "defs", dtype);
+  put_fixed(b, "args_doc", dtype);
   unsigned variant = (check ? SC_ABI_CHECK : 0) | (split ? SC_ABI_SPLIT : 0);
   static const struct { const char *name, *type, *doc; int table; } field[] = {
 #define X(name, kind, type, variant, doc) {#name, type, doc, SC_ABI_##kind == SC_ABI_TABLE},
@@ -206,205 +163,26 @@ static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_onl
   int words = sc_cuda_abi_index(SC_ABI_NFIELDS, (int)ir->nranks, variant);
   put(b, "static_assert(sizeof(sc_args) == %d * 8, \"the runtime fills %d words (cuda_abi.h)\");\n\n", words, words);
   emit_op(b, dtype, op, copy_only);
-  put(b,
-      "/* Thread 0 waits until *ctr >= want (then fences: acquire), within `budget` cycles; on timeout or\n"
-      " * a failure raised elsewhere it records (rank, step, peer) once and every thread of the block\n"
-      " * returns false. */\n"
-      "__device__ __noinline__ bool sc_wait(const sc_u64 *ctr, sc_u64 want, const sc_args &a, int rank, int step,\n"
-      "                                     int peer) {\n"
-      "  __shared__ int ok;\n"
-      "  if (threadIdx.x == 0) {\n"
-      "    ok = 1;\n"
-      "    long long t0 = clock64();\n"
-      "    for (unsigned ns = 32; *(volatile const sc_u64 *)ctr < want; ns = ns < 256 ? 2 * ns : ns) {\n"
-      "      if (*(volatile sc_u32 *)a.err) { ok = 0; break; }\n"
-      "      if (clock64() - t0 > a.budget) {\n"
-      "        if (atomicCAS(a.err, 0u, 1u) == 0u) { a.err[1] = rank; a.err[2] = step; a.err[3] = peer; }\n"
-      "        ok = 0;\n"
-      "        break;\n"
-      "      }\n"
-      "      __nanosleep(ns); /* back off (32..256 ns): blocks polling hot words slow everyone's traffic */\n"
-      "    }\n"
-      "    __threadfence_system();\n"
-      "  }\n"
-      "  __syncthreads();\n"
-      "  return ok;\n"
-      "}\n\n"
-      "/* Block blk's part of chunk c, in tiles: the chunk [lo, hi) is cut at 16-byte boundaries (absolute\n"
-      " * element indices, the same on every rank) from A = lo rounded down to a vector, into tiles of\n"
-      " * L = a.tile elements (the host's choice, a multiple of a vector: codegen/cuda_abi.h), and tile\n"
-      " * i goes to block i %% nblk, so block b of a reader reads what block b of the writer wrote. Blocks\n"
-      " * streaming neighbouring tiles keep DRAM pages open: one contiguous range per block reached 86%%\n"
-      " * of the copy bandwidth on an H100, 32 KiB tiles dealt in turn 97%%; with few blocks, tiles of\n"
-      " * several passes spread the cost of starting one (docs/performance.md). */\n"
-      "struct sc_tile { sc_u64 lo, hi, A, L, i, j, x0, x1; }; /* [x0, x1): tile i, the j-th of this block */\n"
-      "__device__ __forceinline__ void sc_tile_clip(sc_tile &t) {\n"
-      "  sc_u64 s = t.A + t.i * t.L, e = s + t.L;\n"
-      "  t.x0 = s < t.lo ? t.lo : s > t.hi ? t.hi : s;\n"
-      "  t.x1 = e > t.hi ? t.hi : e < t.x0 ? t.x0 : e;\n"
-      "}\n"
-      "/* Out of line: its 64-bit divisions, inlined in every group, tripled NVRTC's time and the cubin. */\n"
-      "__device__ __noinline__ sc_tile sc_tile0(const sc_args &a, int c, int blk) {\n"
-      "  sc_tile t;\n"
-      "  t.lo = SC_LO(a.count, c);\n  t.hi = SC_LO(a.count, c + 1);\n  t.A = t.lo / SC_VW * SC_VW;\n"
-      "  t.L = a.tile;\n"
-      "  t.i = blk;\n  t.j = 0;\n"
-      "  sc_tile_clip(t);\n"
-      "  return t;\n"
-      "}\n"
-      "__device__ __forceinline__ void sc_tile_next(sc_tile &t, int nblk) { t.i += nblk; t.j++; sc_tile_clip(t); }\n"
-      "/* Where tile t lies in a slot holding the chunk (a mirror) or the block's part (a temp): at the\n"
-      " * same offset modulo 16 bytes as in the buffer, so every operand vectorises alike. */\n"
-      "__device__ __forceinline__ sc_u64 sc_coff(const sc_tile &t) { return t.x0 - t.lo + t.lo %% SC_VW; }\n"
-      "__device__ __forceinline__ sc_u64 sc_poff(const sc_tile &t) { return t.j * t.L + (t.x0 - (t.A + t.i * t.L)); }\n\n"
-      "/* d[i] = a[i] (op) s[0][i] (op) ... (op) s[K-1][i] for i < n, left to right; K == 0 is a copy.\n"
-      " * All pointers share one offset modulo 16 bytes (checked): a scalar head up to the boundary,\n"
-      " * 16-byte vectors, a scalar tail. The vectors go in passes of U per thread and operand, every\n"
-      " * load of a pass issued before the first use (K is a template argument, so the passes unroll;\n"
-      " * U * (K + 1) <= SC_INFLIGHT loads keep the registers within __launch_bounds__'s budget), then\n"
-      " * the ops in the proven order; what is left of the vectors goes one at a time. */\n"
-      "template <int K>\n"
-      "__device__ __noinline__ void sc_chain(sc_acc *d, const sc_acc *a, const sc_acc *const *s, sc_u64 n) {\n"
-      "  constexpr int U = SC_INFLIGHT / (K + 1) > 0 ? SC_INFLIGHT / (K + 1) : 1, KS = K > 0 ? K : 1;\n"
-      "  const sc_acc *src[KS];\n"
-      "  sc_u64 mis = ((sc_u64)d ^ (sc_u64)a) & 15;\n"
-      "#pragma unroll\n"
-      "  for (int j = 0; j < K; j++) { src[j] = s[j]; mis |= ((sc_u64)d ^ (sc_u64)src[j]) & 15; }\n"
-      "  sc_u64 head = mis ? n : ((16 - ((sc_u64)d & 15)) & 15) / sizeof(sc_acc);\n"
-      "  if (head > n) head = n;\n"
-      "  sc_u64 nv = (n - head) / SC_VW, per = U * (sc_u64)blockDim.x, full = nv / per * per;\n"
-      "  for (sc_u64 i = threadIdx.x; i < head; i += blockDim.x) {\n"
-      "    sc_acc x = a[i];\n"
-      "#pragma unroll\n"
-      "    for (int j = 0; j < K; j++) x = sc_op(x, src[j][i]);\n"
-      "    d[i] = x;\n"
-      "  }\n"
-      "  const sc_vec *va = (const sc_vec *)(a + head);\n"
-      "  const sc_vec *vs[KS];\n"
-      "#pragma unroll\n"
-      "  for (int j = 0; j < K; j++) vs[j] = (const sc_vec *)(src[j] + head);\n"
-      "  sc_vec *vd = (sc_vec *)(d + head);\n"
-      "  for (sc_u64 i0 = threadIdx.x; i0 < full; i0 += per) {\n"
-      "    sc_vec x[U], y[KS][U];\n"
-      "#pragma unroll\n"
-      "    for (int u = 0; u < U; u++) x[u] = va[i0 + u * (sc_u64)blockDim.x];\n"
-      "#pragma unroll\n"
-      "    for (int j = 0; j < K; j++)\n"
-      "#pragma unroll\n"
-      "      for (int u = 0; u < U; u++) y[j][u] = vs[j][i0 + u * (sc_u64)blockDim.x];\n"
-      "#pragma unroll\n"
-      "    for (int u = 0; u < U; u++) {\n"
-      "#pragma unroll\n"
-      "      for (int j = 0; j < K; j++)\n"
-      "#pragma unroll\n"
-      "        for (int e = 0; e < (int)SC_VW; e++) x[u].v[e] = sc_op(x[u].v[e], y[j][u].v[e]);\n"
-      "      vd[i0 + u * (sc_u64)blockDim.x] = x[u];\n"
-      "    }\n"
-      "  }\n"
-      "  for (sc_u64 i = full + threadIdx.x; i < nv; i += blockDim.x) {\n"
-      "    sc_vec x = va[i];\n"
-      "#pragma unroll\n"
-      "    for (int j = 0; j < K; j++) {\n"
-      "      sc_vec y = vs[j][i];\n"
-      "#pragma unroll\n"
-      "      for (int e = 0; e < (int)SC_VW; e++) x.v[e] = sc_op(x.v[e], y.v[e]);\n"
-      "    }\n"
-      "    vd[i] = x;\n"
-      "  }\n"
-      "  for (sc_u64 i = head + nv * SC_VW + threadIdx.x; i < n; i += blockDim.x) {\n"
-      "    sc_acc x = a[i];\n"
-      "#pragma unroll\n"
-      "    for (int j = 0; j < K; j++) x = sc_op(x, src[j][i]);\n"
-      "    d[i] = x;\n"
-      "  }\n"
-      "}\n\n"
-      "/* After a group: make the data visible, count the reads of the sources, publish. */\n"
-      "__device__ __noinline__ void sc_signal(const sc_args &a, const int *src, int k, sc_u64 cell, sc_u64 *ver,\n"
-      "                                       sc_u64 version) {\n"
-      "  __syncthreads();\n"
-      "  if (threadIdx.x == 0) {\n"
-      "    __threadfence_system();\n"
-      "    for (int j = 0; j < k; j++) atomicAdd(a.reads[src[j]] + cell, 1ull);\n"
-      "    if (ver) atomicExch(ver + cell, version);\n"
-      "  }\n"
-      "}\n\n"
-      "");
-  if (check) emit_checksums(b);
-  put(b,
-      "/* Entry: this block's cells of `rank` start the call: reads first, then (fenced) the version\n"
-      " * that lets readers in. The previous call drained every read of these cells before it ended. */\n"
-      "__device__ __noinline__ void sc_enter(const sc_args &a, int rank, int blk, int nblk) {\n");
-  if (check) /* the inputs' sums, before the versions that let readers in */
-    put(b, "  for (sc_u64 c = 0; c < SC_NCHUNKS; c++) sc_seal(a, rank, c * nblk + blk, a.buf[rank], (int)c, blk, nblk);\n");
-  put(b,
-      "  if (threadIdx.x == 0) {\n"
-      "    for (sc_u64 c = 0; c < SC_NCHUNKS; c++) atomicExch(a.reads[rank] + c * nblk + blk, a.epoch);\n"
-      "    __threadfence_system();\n"
-      "    for (sc_u64 c = 0; c < SC_NCHUNKS; c++) atomicExch(a.ver[rank] + c * nblk + blk, a.epoch);\n"
-      "  }\n"
-      "  __syncthreads();\n"
-      "}\n\n"
-      "/* Drain: the kernel ends only after every read the plan makes of this rank's cells is done, so\n"
-      " * the caller's buffer may be reused as soon as the stream moves on. */\n"
-      "__device__ __noinline__ bool sc_drain(const sc_args &a, int rank, int blk, int nblk, const sc_u32 *fin,\n"
-      "                                      int step) {\n"
-      "  for (sc_u64 c = 0; c < SC_NCHUNKS; c++)\n"
-      "    if (fin[c] && !sc_wait(a.reads[rank] + c * nblk + blk, a.epoch + fin[c], a, rank, step, -1)) return false;\n"
-      "  return true;\n"
-      "}\n\n");
+  put_fixed(b, "core", dtype);
+  /* Checksum mode: the sum of a cell part is the sum, mod 2^64, of mix(element bits, element
+   * index): mix is a bijection of the bits for a given index, so any change of any one element
+   * changes the sum, and it adds up in any order, so a block computes it in parallel with the
+   * same result on the writer and the reader. */
+  if (check) put_fixed(b, "checksums", dtype);
+  put_fixed(b, "enter_head", dtype);
+  if (check) put_fixed(b, "enter_seal", dtype); /* the inputs' sums, before the versions that let readers in */
+  put_fixed(b, "enter_tail", dtype);
 }
 
 static void emit_conversions(sb *b, int dtype) {
   if (dtype != SCHEDC_F16 && dtype != SCHEDC_BF16) return;
-  int bf = dtype == SCHEDC_BF16;
-  put(b, "/* %s <-> f32: widen exactly once on the way in, round to nearest even once on the way out. */\n",
-      bf ? "bf16" : "f16");
-  put(b, "__device__ __forceinline__ float sc_widen(unsigned short h) {\n");
-  if (bf) {
-    put(b, "  return __int_as_float((int)((sc_u32)h << 16));\n}\n");
-  } else {
-    put(b, "  sc_u32 s = (sc_u32)(h >> 15) << 31, e = (h >> 10) & 31u, m = h & 1023u, u;\n"
-           "  if (e == 31u) u = s | 0x7f800000u | (m << 13);\n"
-           "  else if (e) u = s | ((e + 112u) << 23) | (m << 13);\n"
-           "  else if (!m) u = s;\n"
-           "  else { int k = -1; do { m <<= 1; k++; } while (!(m & 1024u)); u = s | ((sc_u32)(112 - k) << 23) | ((m & 1023u) << 13); }\n"
-           "  return __int_as_float((int)u);\n}\n");
-  }
-  put(b, "__device__ __forceinline__ unsigned short sc_narrow(float f) {\n  sc_u32 u = (sc_u32)__float_as_int(f);\n");
-  if (bf) {
-    put(b, "  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);\n"
-           "  u += 0x7fffu + ((u >> 16) & 1u);\n  return (unsigned short)(u >> 16);\n}\n");
-  } else {
-    put(b, "  sc_u32 s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;\n"
-           "  if (a > 0x7f800000u) return (unsigned short)(s | 0x7e00u);\n"
-           "  if (a >= 0x477ff000u) return (unsigned short)(s | 0x7c00u);\n"
-           "  if (a >= 0x38800000u) { sc_u32 r = a - 0x38000000u, h = r >> 13, m = r & 0x1fffu;\n"
-           "    if (m > 0x1000u || (m == 0x1000u && (h & 1u))) h++;\n    return (unsigned short)(s | h); }\n"
-           "  if (a < 0x33000000u) return (unsigned short)s;\n"
-           "  sc_u32 e = a >> 23, mm = (a & 0x7fffffu) | 0x800000u, sh = 126u - e;\n"
-           "  sc_u32 h = mm >> sh, rem = mm & ((1u << sh) - 1u), half = 1u << (sh - 1u);\n"
-           "  if (rem > half || (rem == half && (h & 1u))) h++;\n  return (unsigned short)(s | h);\n}\n");
-  }
-  put(b, "extern \"C\" __global__ void %s(const unsigned short *in, float *out, sc_u64 n) {\n"
-         "  for (sc_u64 i = blockIdx.x * (sc_u64)blockDim.x + threadIdx.x; i < n; i += (sc_u64)gridDim.x * blockDim.x)\n"
-         "    out[i] = sc_widen(in[i]);\n}\n"
-         "extern \"C\" __global__ void %s(const float *in, unsigned short *out, sc_u64 n) {\n"
-         "  for (sc_u64 i = blockIdx.x * (sc_u64)blockDim.x + threadIdx.x; i < n; i += (sc_u64)gridDim.x * blockDim.x)\n"
-         "    out[i] = sc_narrow(in[i]);\n}\n\n",
-      SC_CUDA_ENTRY_WIDEN, SC_CUDA_ENTRY_NARROW);
+  put_fixed(b, dtype == SCHEDC_BF16 ? "conv_bf16" : "conv_f16", dtype);
+  put_fixed(b, "conv_kernels", dtype);
 }
 
 static void emit_finish(sb *b, int dtype, int op) {
   if (op != SCHEDC_AVG) return;
-  int isint = dtype == SCHEDC_I32 || dtype == SCHEDC_I64;
-  put(b, "/* avg: the sum divided by nranks once, in the accumulation type%s. */\n"
-         "extern \"C\" __global__ void %s(sc_acc *x, sc_u64 n, int nranks) {\n"
-         "  for (sc_u64 i = blockIdx.x * (sc_u64)blockDim.x + threadIdx.x; i < n; i += (sc_u64)gridDim.x * blockDim.x) {\n"
-         "    sc_acc q = x[i] / (sc_acc)nranks;\n",
-      isint ? "" : "; a NaN stays the default NaN (the GPU's division\n * would give 0x7fffffff where the CPU keeps the quiet NaN's bits)",
-      SC_CUDA_ENTRY_AVG);
-  if (isint) put(b, "    x[i] = q;\n  }\n}\n\n");
-  else put(b, "    x[i] = q != q ? %s : q;\n  }\n}\n\n", default_nan(dtype));
+  put_fixed(b, dtype == SCHEDC_I32 || dtype == SCHEDC_I64 ? "avg_int" : "avg_float", dtype);
 }
 
 static const char *phase_name(int ph) { return ph == SC_PH_A ? "A: into a temp" : ph == SC_PH_B ? "B" : "C: write back"; }
@@ -551,7 +329,7 @@ char *sc_cuda_emit_split(const sc_ir *ir, const sc_prog *prog, int rank, int dty
                          const sc_split *sp) {
   if (dtype < 0 || dtype >= SCHEDC_DTYPE_COUNT_ || op < 0 || (op >= SCHEDC_OP_COUNT_ && !sc_opreg_get(op))) return NULL;
   if (rank >= (int)ir->nranks) return NULL;
-  sb b = {0};
+  sb b = SC_STRBUF_INIT;
   put(&b, "/* schedc generated code: plan '%s' (%s, %u ranks, %u chunks, %u steps), %s %s, %s.\n"
           " * Straight-line write groups over the primitives below; no headers, everything comes in as\n"
           " * kernel parameters. Compile with --fmad=false: reductions must be add.rn/mul.rn, never fma. */\n",
@@ -564,6 +342,6 @@ char *sc_cuda_emit_split(const sc_ir *ir, const sc_prog *prog, int rank, int dty
   for (uint32_t r = 0; r < ir->nranks; r++)
     if (rank < 0 || (uint32_t)rank == r) emit_rank(&b, ir, prog, r, rank >= 0, check, sp);
   if (rank < 0) emit_all(&b, ir);
-  if (b.oom) { free(b.p); return NULL; }
+  if (b.oom) { sc_strbuf_free(&b); return NULL; }
   return b.p;
 }

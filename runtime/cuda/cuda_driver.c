@@ -228,9 +228,3 @@ const sc_cudev sc_cudev_driver = {"CUDA driver", drv_init, drv_info, drv_select,
                                   drv_copy, drv_load, drv_unload, drv_kernel, drv_launch, drv_stream_new,
                                   drv_stream_free, drv_sync, drv_query, drv_join, drv_ident, drv_ipc_get, drv_ipc_open,
                                   drv_ipc_close};
-
-int schedc_cuda_device_count(void) {
-  int n = 0;
-  const sc_cudev *dv = sc_cudev_get();
-  return dv->init(&n) == SCHEDC_OK ? n : 0;
-}

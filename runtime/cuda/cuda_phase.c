@@ -1,55 +1,37 @@
 /*
- * cuda_phase.c — one collective of a cuda group, the same loop whether one process drives every
- * rank or each GPU has its own: the kernel parameter block filled field by field from the ABI's
- * list (codegen/cuda_abi.h), then per slot copy in, the plan's kernels once per phase with the
- * mode's boundary between phases (cu_mode: host copies, IPC pulls or NCCL), finish, verdict.
+ * cuda_phase.c — one collective of a cuda group (cuda_phase.h), the same loop whether one process
+ * drives every rank or each GPU has its own: the kernel parameter block filled from the call,
+ * then per slot copy in, the plan's kernels once per phase with the mode's boundary between
+ * phases (cu_mode: host copies, IPC pulls or NCCL), finish, verdict.
  */
-#include <assert.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "cuda_group.h"
+#include "cuda_phase.h"
 #include "err.h"
 #include "kernels.h"
 
-void sc_cu_args_init(cu_args *a, int N, unsigned variant) {
-  memset(a->P, 0, sizeof a->P);
-  for (int f = 0; f < SC_ABI_NFIELDS; f++) a->at[f] = sc_cuda_abi_index(f, N, variant);
+schedc_status sc_cu_call_fits(const sc_call *k) {
+  const sc_ir *ir = &k->plan->ir;
+  if (ir->nsteps >= (1u << CU_EPOCH_BITS) || ir->nxfers >= (1u << CU_EPOCH_BITS))
+    return sc_err(SCHEDC_EUNAVAIL, "%s: plan '%s' has %u steps and %u transfers; the cuda backend takes fewer than %u of each",
+                  k->cn, ir->name, ir->nsteps, ir->nxfers, 1u << CU_EPOCH_BITS);
+  return SCHEDC_OK;
 }
 
-void sc_cu_arg(cu_args *a, sc_abi_field f, uint64_t v) {
-  assert(sc_cuda_abi_kind(f) == SC_ABI_SCALAR);
-  if (a->at[f] >= 0) a->P[a->at[f]] = v;
-}
-
-void sc_cu_arg_ptr(cu_args *a, sc_abi_field f, int r, const void *p) {
-  assert(sc_cuda_abi_kind(f) == SC_ABI_TABLE);
-  if (a->at[f] >= 0) a->P[a->at[f] + r] = (uint64_t)(uintptr_t)p;
-}
-
-size_t sc_cu_mstride(size_t K, uint32_t nchunks, size_t esz) {
-  size_t vw = 16 / esz;
-  return ((K + nchunks - 1) / nchunks + 2 * vw) / vw * vw;
-}
-
-size_t sc_cu_mir_bytes(size_t slots, size_t mstride, size_t esz, int nblk, size_t *sum_off) {
-  *sum_off = (slots * mstride * esz + 16 + 255) / 256 * 256;
-  return *sum_off + slots * (size_t)nblk * 8;
-}
-
-void sc_cu_call_init(const cu_group *g, cu_call *c, const sc_ir *ir, const sc_prog *prog, schedc_dtype acc, size_t K) {
+void sc_cu_call_init(const cu_group *g, cu_call *c, const sc_call *k) {
   memset(c, 0, sizeof *c);
-  c->ir = ir;
-  c->prog = prog;
-  c->acc = acc;
-  c->K = K;
-  c->esz = schedc_dtype_size(acc);
+  c->call = k;
+  c->ir = &k->plan->ir;
+  c->prog = k->prog;
+  c->esz = schedc_dtype_size(k->acc);
   for (int r = 0; r < g->N; r++)
-    if (prog->rank[r].ntemp > c->ntemp) c->ntemp = prog->rank[r].ntemp;
+    if (c->prog->rank[r].ntemp > c->ntemp) c->ntemp = c->prog->rank[r].ntemp;
   /* the tile length, once for every kernel of the call: the device only reads it */
-  c->tile = sc_cuda_tile(K, prog->nchunks, c->esz, g->nblk);
-  c->tstride = sc_cuda_tstride(K, prog->nchunks, c->esz, g->nblk, c->tile);
-  c->mstride = g->nnodes > 1 ? sc_cu_mstride(K, prog->nchunks, c->esz) : 0;
+  uint32_t nchunks = c->prog->nchunks;
+  c->tile = sc_cuda_tile(k->K, nchunks, c->esz, g->nblk);
+  c->tstride = sc_cuda_tstride(k->K, nchunks, c->esz, g->nblk, c->tile);
+  c->mstride = g->nnodes > 1 ? sc_cu_mstride(k->K, nchunks, c->esz) : 0;
 }
 
 size_t sc_cu_temp_bytes(const cu_group *g, const cu_call *c) {
@@ -65,7 +47,7 @@ static char *addr(char *base, size_t off) { return base ? base + off : NULL; }
 /* The block for this call: every addressed rank's memory, the sizes, a fresh epoch. */
 static void fill_args(cu_group *g, cu_call *c) {
   cu_args *a = &c->args;
-  sc_cu_args_init(a, g->N, (g->check ? SC_ABI_CHECK : 0) | (c->sp ? SC_ABI_SPLIT : 0));
+  sc_cu_args_init(a, g->N, (g->vf.check ? SC_ABI_CHECK : 0) | (c->sp ? SC_ABI_SPLIT : 0));
   for (int q = 0; q < g->N; q++) {
     const cu_mem *m = &c->mem[q];
     sc_cu_arg_ptr(a, SC_ABI_buf, q, m->work);
@@ -79,12 +61,12 @@ static void fill_args(cu_group *g, cu_call *c) {
   g->epoch++;
   double budget = g->timeout_s * g->ticks;
   sc_cu_arg(a, SC_ABI_err, (uint64_t)(uintptr_t)g->err);
-  sc_cu_arg(a, SC_ABI_count, c->K);
+  sc_cu_arg(a, SC_ABI_count, c->call->K);
   sc_cu_arg(a, SC_ABI_tstride, c->tstride);
   sc_cu_arg(a, SC_ABI_tile, c->tile);
   sc_cu_arg(a, SC_ABI_epoch, g->epoch << CU_EPOCH_BITS);
   sc_cu_arg(a, SC_ABI_budget, (uint64_t)(budget > 9e18 ? 9e18 : budget));
-  if (g->check) sc_cu_args_check(g, a, c->ir);
+  if (g->vf.check) sc_cu_args_check(g, a, c->ir);
   sc_cu_arg(a, SC_ABI_mstride, c->mstride);
 }
 
@@ -97,15 +79,16 @@ static schedc_status elementwise(cu_group *g, int s, void *fn, void **params, si
 
 /* Slot s before the plan: its input into its working buffer on its stream (widened). */
 static schedc_status copy_in(cu_group *g, const cu_call *c, int s) {
+  const sc_call *k = c->call;
   int r = rank_of(g, s);
-  size_t esz = c->esz, K = c->K;
+  size_t esz = c->esz, K = k->K;
   char *W = c->mem[r].work;
-  const void *in = g->send[s];
+  const void *in = c->send[s];
   schedc_status st = g->dv->select(g->dev[s]);
   if (st != SCHEDC_OK) return st;
-  if (g->coll == SCHEDC_ALLGATHER) return g->dv->copy(W + (size_t)r * g->count * esz, in, g->count * esz, g->stream[s]);
-  if (g->coll == SCHEDC_BROADCAST && r != g->root) return SCHEDC_OK;
-  if (c->acc == (schedc_dtype)g->dtype) return g->dv->copy(W, in, K * esz, g->stream[s]);
+  if (k->coll == SCHEDC_ALLGATHER) return g->dv->copy(W + (size_t)r * k->count * esz, in, k->count * esz, g->stream[s]);
+  if (k->coll == SCHEDC_BROADCAST && r != k->root) return SCHEDC_OK;
+  if (k->acc == k->dtype) return g->dv->copy(W, in, K * esz, g->stream[s]);
   uint64_t nn = K;
   void *pr[] = {&in, &W, &nn};
   return elementwise(g, s, c->k->widen[s], pr, K);
@@ -114,19 +97,20 @@ static schedc_status copy_in(cu_group *g, const cu_call *c, int s) {
 /* Slot s after the plan: avg once in the accumulation type, round to the data type once, its
  * result part out to recv[s]. */
 static schedc_status finish(cu_group *g, const cu_call *c, int s) {
+  const sc_call *k = c->call;
   int r = rank_of(g, s);
   size_t lo, len, esz = c->esz;
-  sc_result_part(g->coll, r, g->root, g->count, c->K, &lo, &len);
+  sc_result_part(k->coll, r, k->root, k->count, k->K, &lo, &len);
   schedc_status st = SCHEDC_OK;
   if (!len || (st = g->dv->select(g->dev[s])) != SCHEDC_OK) return st;
-  void *at = c->mem[r].work + lo * esz, *out = g->recv[s];
+  void *at = c->mem[r].work + lo * esz, *out = c->recv[s];
   uint64_t nn = len;
-  if (g->op == SCHEDC_AVG && sc_reduces(g->coll)) {
+  if (k->op == SCHEDC_AVG && sc_reduces(k->coll)) {
     int nr = g->N;
     void *pr[] = {&at, &nn, &nr};
     if ((st = elementwise(g, s, c->k->avg[s], pr, len)) != SCHEDC_OK) return st;
   }
-  if (c->acc == (schedc_dtype)g->dtype) return g->dv->copy(out, at, len * esz, g->stream[s]);
+  if (k->acc == k->dtype) return g->dv->copy(out, at, len * esz, g->stream[s]);
   void *pr[] = {&at, &out, &nn};
   return elementwise(g, s, c->k->narrow[s], pr, len);
 }
@@ -159,7 +143,7 @@ static schedc_status launch(cu_group *g, cu_call *c, int ph) {
 
 cu_xfer sc_cu_xfer(const cu_group *g, const cu_call *c, const sc_mirror_copy *m) {
   size_t lo, hi, esz = c->esz, vw = 16 / esz;
-  sc_chunk_range(c->K, c->ir->nchunks, m->chunk, &lo, &hi);
+  sc_chunk_range(c->call->K, c->ir->nchunks, m->chunk, &lo, &hi);
   const cu_mem *w = &c->mem[m->src], *r = &c->mem[m->dst];
   cu_xfer x = {addr(w->work, lo * esz), addr(r->mir, ((size_t)m->slot * c->mstride + lo % vw) * esz), (hi - lo) * esz,
                addr(w->ctr, (2 * c->cells + (size_t)m->chunk * g->nblk) * 8),
@@ -176,14 +160,14 @@ schedc_status sc_cu_barrier(cu_group *g) {
 schedc_status sc_cu_pull(cu_group *g, const cu_call *c, int ph) {
   const sc_cudev *dv = g->dv;
   schedc_status st = sc_cu_barrier(g);
-  if (st == SCHEDC_OK) st = sc_cu_err_status(g, c->ir, NULL); /* a stopped phase ends the call */
+  if (st == SCHEDC_OK) st = sc_cu_err_status(g, c->call->cn, c->ir, NULL); /* a stopped phase ends the call */
   for (uint32_t i = 0; i < c->sp->ncopies && st == SCHEDC_OK; i++) {
     const sc_mirror_copy *m = &c->sp->copies[i];
     int s = g->me < 0 ? (int)m->dst : (int)m->dst == g->me ? 0 : -1; /* the reader's slot here */
     if (m->boundary != ph || s < 0) continue;
     cu_xfer x = sc_cu_xfer(g, c, m);
     if ((st = dv->select(g->dev[s])) == SCHEDC_OK) st = dv->copy(x.to, x.from, x.bytes, g->stream[s]);
-    if (st == SCHEDC_OK && g->check) /* the writer's sums of the chunk's parts travel with it */
+    if (st == SCHEDC_OK && g->vf.check) /* the writer's sums of the chunk's parts travel with it */
       st = dv->copy(x.sto, x.sfrom, x.sbytes, g->stream[s]);
   }
   if (st == SCHEDC_OK) st = sc_cu_barrier(g);
@@ -197,19 +181,19 @@ schedc_status sc_cu_run(cu_group *g, cu_call *c, const cu_kset *k) {
   fill_args(g, c);
   schedc_status st = SCHEDC_OK;
   for (int s = 0; s < g->n && st == SCHEDC_OK; s++) /* a leaf of a reduce may serve its input as is */
-    if (c->mem[rank_of(g, s)].work != (const char *)g->send[s]) st = copy_in(g, c, s);
+    if (c->mem[rank_of(g, s)].work != (const char *)c->send[s]) st = copy_in(g, c, s);
   /* the plan once per phase; between phases every rank's kernel has ended (or, with NCCL, the
    * transfers are ordered between them on the streams) and the cross-node payloads are moved
    * into their mirrors */
   int nph = c->sp ? (int)c->sp->nphases : 1;
-  for (int ph = -1; ph < nph && st == SCHEDC_OK && c->K; ph++) {
+  for (int ph = -1; ph < nph && st == SCHEDC_OK && c->call->K; ph++) {
     if (ph >= 0) st = launch(g, c, ph);
     if (c->sp && st == SCHEDC_OK && ph < nph - 1) st = g->mode->cross(g, c, ph);
   }
   for (int s = 0; s < g->n && st == SCHEDC_OK; s++) st = finish(g, c, s);
   /* checksums: judged once every rank's kernel has finished (all read one failure record) */
-  if (st == SCHEDC_OK && g->check && (st = sc_cu_barrier(g)) == SCHEDC_OK &&
+  if (st == SCHEDC_OK && g->vf.check && (st = sc_cu_barrier(g)) == SCHEDC_OK &&
       (!g->mode->share_record || (st = g->mode->share_record(g)) == SCHEDC_OK))
-    st = sc_cu_check_verdict(g, c->ir, g->me);
+    st = sc_cu_check_verdict(g, c->call->cn, c->ir, g->me);
   return st;
 }

@@ -1,7 +1,8 @@
 /*
  * cuda_plugin.c — which device and network tables the cuda backend uses: the CUDA driver and
  * NCCL, or those of the shared object SCHEDC_CUDA_PLUGIN names (cuda_plugin.h; internal, for
- * the tests' emulated GPU), loaded once per process with dlopen.
+ * the tests' emulated GPU), loaded once per process with dlopen; and schedc_cuda_device_count,
+ * the devices of the table in use.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -92,4 +93,10 @@ const sc_cudev *sc_cudev_get(void) {
 const sc_cunet *sc_cunet_get(void) {
   const sc_cuda_plugin *p = plugin();
   return p ? p->net : &sc_cunet_nccl;
+}
+
+int schedc_cuda_device_count(void) {
+  int n = 0;
+  const sc_cudev *dv = sc_cudev_get();
+  return dv->init(&n) == SCHEDC_OK ? n : 0;
 }

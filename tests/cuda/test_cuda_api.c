@@ -36,7 +36,8 @@ static void disagree(int r) {
   void *b = NULL;
   CHECK(schedc_cuda_alloc(c, 4096, &b) == SCHEDC_OK);
   CHECK(schedc_allreduce(b, b, 100 + (size_t)r, SCHEDC_F32, SCHEDC_SUM, c, NULL) == SCHEDC_EMISMATCH);
-  CHECK_CONTAINS(schedc_errmsg(), "ranks 0 and 1 disagree on the count");
+  CHECK_CONTAINS(schedc_errmsg(), r ? "allreduce: rank 1 and rank 0 disagree on the count of call 1 (rank 1: 101; rank 0: 100)"
+                                    : "allreduce: rank 0 and rank 1 disagree on the count of call 1 (rank 0: 100; rank 1: 101)");
   CHECK(schedc_allreduce(b, b, 100, SCHEDC_F32, SCHEDC_SUM, c, NULL) == SCHEDC_EPEER);
   CHECK_CONTAINS(schedc_errmsg(), "broken by an earlier failure");
   schedc_cuda_free(c, b);
@@ -47,8 +48,8 @@ static void disagree(int r) {
   CHECK(schedc_comm_init_cuda_rank(r, 2, r, job2, NULL, &c) == SCHEDC_OK);
   CHECK(schedc_cuda_alloc(c, 4096, &b) == SCHEDC_OK);
   CHECK(schedc_allreduce(b, b, 100, r ? SCHEDC_BF16 : SCHEDC_F32, SCHEDC_SUM, c, NULL) == SCHEDC_EMISMATCH);
-  CHECK_CONTAINS(schedc_errmsg(), r ? "disagree on the dtype (rank 1: bf16, rank 0: f32;"
-                                    : "disagree on the dtype (rank 0: f32, rank 1: bf16;");
+  CHECK_CONTAINS(schedc_errmsg(), r ? "rank 1 and rank 0 disagree on the dtype of call 1 (rank 1: bf16; rank 0: f32)"
+                                    : "rank 0 and rank 1 disagree on the dtype of call 1 (rank 0: f32; rank 1: bf16)");
   schedc_cuda_free(c, b);
   schedc_comm_free(c);
 }
@@ -361,7 +362,7 @@ int main(void) {
   CHECK(schedc_allreduce(b0, b0, 100, SCHEDC_F32, SCHEDC_SUM, c[0], NULL) == SCHEDC_EINVAL);
   CHECK_CONTAINS(schedc_errmsg(), "rank 0 already issued a allreduce");
   CHECK(schedc_allreduce(b1, b1, 101, SCHEDC_F32, SCHEDC_SUM, c[1], NULL) == SCHEDC_EMISMATCH);
-  CHECK_CONTAINS(schedc_errmsg(), "disagrees with the ranks already called on the count");
+  CHECK_CONTAINS(schedc_errmsg(), "allreduce: rank 1 and rank 0 disagree on the count of call 1 (rank 1: 101; rank 0: 100)");
   CHECK(schedc_allreduce(b1, b1, 100, SCHEDC_F32, SCHEDC_SUM, c[1], NULL) == SCHEDC_EPEER);
   CHECK_CONTAINS(schedc_errmsg(), "broken by an earlier failure");
   CHECK(schedc_cuda_sync(c[0]) == SCHEDC_EPEER);
