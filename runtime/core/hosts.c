@@ -28,9 +28,7 @@ uint64_t sc_host_id(void) {
     if (f && !fgets(buf + l, (int)(sizeof buf - l), f)) buf[l] = 0;
     if (f) fclose(f);
   }
-  /* FNV-1a from this seed (not FNV's offset basis: the value cuda communicators have always
-   * compared; any fixed seed serves, the ranks only compare ids with each other) */
-  return sc_fnv_str(1469598103934665603ull, buf);
+  return sc_fnv_str(SC_FNV_INIT, buf); /* ranks only compare ids with each other */
 }
 
 int sc_hosts_number(const uint64_t *ids, int n, uint32_t *node) {

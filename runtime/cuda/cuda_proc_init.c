@@ -17,8 +17,7 @@
 #include "cuda_net.h"
 #include "cuda_proc.h"
 #include "err.h"
-#include "hash.h"
-#include "params.h"
+#include "hosts.h"
 
 /* The NCCL communicator of the group's ranks: rank 0 makes the rendezvous, the host exchange
  * gives it to all, every rank joins; a last exchange says whether every rank did, so that a rank
@@ -51,24 +50,6 @@ static schedc_status net_setup(cu_group *g) {
   for (int q = 0; q < g->N && xs == SCHEDC_OK && st == SCHEDC_OK; q++)
     if (!all[q]) st = sc_err(SCHEDC_EPEER, "cuda rank %d: rank %d could not join the NCCL communicator", g->me, q);
   return st == SCHEDC_OK ? xs : st;
-}
-
-/* This process's host, as a 64-bit id: SCHEDC_HOST_ID when set (containers that share a host
- * name, tests that pretend to be several hosts), else the host name and the kernel's boot id. */
-static uint64_t host_id(void) {
-  char buf[512] = "";
-  const char *e = sc_param_str(SC_P_SCHEDC_HOST_ID);
-  if (e) {
-    snprintf(buf, sizeof buf, "id:%s", e);
-  } else {
-    gethostname(buf, 255);
-    buf[255] = 0;
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    size_t l = strlen(buf);
-    if (f && !fgets(buf + l, (int)(sizeof buf - l), f)) buf[l] = 0;
-    if (f) fclose(f);
-  }
-  return sc_fnv_str(SC_FNV_INIT, buf);
 }
 
 /* The transport and the nodes, from every rank's words {gpu, blocks, host, SCHEDC_CUDA_NET}
@@ -161,7 +142,7 @@ static schedc_status proc_init_borrowing(int rank, int nranks, int device, const
    * shared-memory bootstrap) and the transport */
   unsigned long long id = 0;
   if (st == SCHEDC_OK) st = dv->ident(device, &id);
-  uint64_t mine[4] = {id, (uint64_t)g->nblk, host ? host_id() : 0, net};
+  uint64_t mine[4] = {id, (uint64_t)g->nblk, host ? sc_host_id() : 0, net};
   uint64_t all[CU_MAX_RANKS * 4];
   if (st == SCHEDC_OK) st = sc_cu_proc_exchange(g, mine, all, 4);
   if (st == SCHEDC_OK) st = agree(g, all, device, &nccl);
