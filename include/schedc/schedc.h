@@ -91,11 +91,30 @@ typedef enum schedc_dtype {
   X(SCHEDC_MAX, 3, "max")                                                      \
   X(SCHEDC_AVG, 4, "avg")
 
+/* ---- exact mode: order-free sums (docs/determinism.md "Exact mode", docs/c-api.md) ----------
+ * SCHEDC_SUM_EXACT and SCHEDC_AVG_EXACT are ops for allreduce, reduce_scatter and reduce of f32,
+ * f16 and bf16 data: every rank's input is put on one fixed-point grid shared by all ranks (the
+ * scale from an order-free max exchange of the inputs' exponents, an extra small collective the
+ * library makes first; round to nearest, ties to even; headroom of ceil(log2 nranks) bits), the
+ * 64-bit integers are summed by the plan (any verified plan: integer addition is associative),
+ * and the sum is rounded to the data type once (avg: the exact sum divided by nranks, rounded
+ * once). So every plan, schedule, backend and slice size gives the same bits. Values more than
+ * 2^(61 - ceil(log2 nranks)) below the call's largest input are rounded to the grid (flushed to
+ * zero far enough below); NaN anywhere, or +Inf and -Inf together, gives NaN; +Inf (-Inf) alone
+ * gives +Inf (-Inf); an exact zero sum is +0. Every rank must pass the same op (a rank in exact
+ * mode and one not is SCHEDC_EMISMATCH, naming the op). Backends: threads, shm, mpi (cuda:
+ * SCHEDC_EUNAVAIL). The payload is 8 bytes per element. Values are below SCHEDC_OP_CUSTOM_BASE
+ * and outside [0, SCHEDC_OP_COUNT_): loops over the plain ops do not meet them. */
+#define SCHEDC_OP_EXACT_LIST(X)                                                \
+  X(SCHEDC_SUM_EXACT, 64, "sum_exact")                                         \
+  X(SCHEDC_AVG_EXACT, 68, "avg_exact")
+
 typedef enum schedc_op {
 #define SCHEDC_X_(name, value, str) name = value,
   SCHEDC_OP_LIST(SCHEDC_X_)
+  SCHEDC_OP_COUNT_,
+  SCHEDC_OP_EXACT_LIST(SCHEDC_X_)
 #undef SCHEDC_X_
-  SCHEDC_OP_COUNT_
 } schedc_op;
 
 /* Custom operators (schedc_op_create below) are values >= SCHEDC_OP_CUSTOM_BASE: the schedc_op

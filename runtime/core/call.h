@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "exact.h"
 #include "prog.h"
 #include "schedc/schedc.h"
 
@@ -47,6 +48,8 @@ typedef struct sc_call {
                               * to every call that reaches a backend, internal ones too: every rank
                               * makes the same calls, so the same call has the same number everywhere */
   const char *file;          /* the plan's first source file, for messages ("?" when it has none) */
+  sc_exact ex;               /* exact mode (exact.h): off, an exact call (acc i64, op SUM, its grid
+                              * set by sc_call_run before the backend sees it), or its grid exchange */
 } sc_call;
 
 /* The first corrupted transfer a rank received in a call (checksum mode). */

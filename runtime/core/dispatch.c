@@ -1,7 +1,8 @@
 /*
  * dispatch.c — a collective below verification: the arguments checked, the plan chosen (given,
  * tuned, or the built-in ring, kept per communicator), the call descriptor filled and numbered,
- * the backend's collective run (c->be, chosen when the communicator was made). The calls the
+ * an exact call's grid exchanged first (exact.c), the backend's collective run (c->be, chosen when
+ * the communicator was made). The calls the
  * library makes for itself (integrity.c, a cuda communicator's bootstrap) enter here directly.
  */
 #include <stdlib.h>
@@ -71,6 +72,14 @@ schedc_status sc_call_make(schedc_comm *c, int coll, const void *sendbuf, void *
                                          " (a custom operator already freed, or never made by schedc_op_create)" : "");
   schedc_status st;
   if (sc_reduces(coll) && (st = sc_op_check_dtype(op, dtype, cn)) != SCHEDC_OK) return st;
+  /* exact mode: f32/f16/bf16 summed as i64 on a grid (exact.h); allgather and broadcast ignore the op */
+  int exact = sc_reduces(coll) && sc_exact_op(op);
+  if (exact && dtype != SCHEDC_F32 && dtype != SCHEDC_F16 && dtype != SCHEDC_BF16)
+    return sc_err(SCHEDC_EINVAL, "%s: op %s takes f32, f16 or bf16 data, not %s (integer sums are exact already)", cn,
+                  schedc_op_name(op), schedc_dtype_name(dtype));
+  if (exact && !(c->be->caps & SC_CAP_EXACT))
+    return sc_err(SCHEDC_EUNAVAIL, "%s: op %s: the %s backend has no exact mode (threads, shm and mpi have)", cn,
+                  schedc_op_name(op), c->be->name);
   if (root < 0 || root >= c->nranks) return sc_err(SCHEDC_EINVAL, "%s: root %d out of range [0, %d)", cn, root, c->nranks);
   int n = c->nranks, me = c->rank;
   size_t K = coll == SCHEDC_REDUCE_SCATTER || coll == SCHEDC_ALLGATHER ? count * (size_t)n : count;
@@ -93,14 +102,23 @@ schedc_status sc_call_make(schedc_comm *c, int coll, const void *sendbuf, void *
   int reduction = sc_reduces(coll);
   *k = (sc_call){coll, cn, sendbuf, recvbuf, count, K, dtype, reduction ? sc_acc_type(dtype) : dtype,
                  reduction ? op : SCHEDC_SUM, root, plan, &plan->prog, slice, flags, 0, sc_call_checks_word(c, flags),
-                 0, ir->nfiles ? ir->files[0] : "?"};
+                 0, ir->nfiles ? ir->files[0] : "?", {0}};
   const sc_opdef *custom = reduction ? sc_opreg_get(op) : NULL;
   if (custom) k->op_hash = custom->hash;
+  if (exact) {
+    k->acc = SCHEDC_I64;
+    k->op = SCHEDC_SUM;
+    k->ex = (sc_exact){SC_EXACT_CALL, coll, (int)dtype, (int)op, 0, SC_EXACT_FINITE, 0, n};
+  }
   return SCHEDC_OK;
 }
 
 schedc_status sc_call_run(schedc_comm *c, sc_call *k, sc_result *res) {
   memset(res, 0, sizeof *res);
+  if (k->ex.mode == SC_EXACT_CALL && !k->ex.ready) { /* the grid first: every rank makes this call too */
+    schedc_status st = sc_exact_prepare(c, k);
+    if (st != SCHEDC_OK) return st;
+  }
   k->seq = ++c->seq;
   return c->be->collective(c, k, res);
 }

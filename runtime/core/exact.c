@@ -1,0 +1,190 @@
+/*
+ * exact.c — exact mode's grid and conversions (exact.h; docs/determinism.md "Exact mode"). The
+ * grid: g = E - 61 + ceil(log2 n), E the largest exponent of any rank's finite nonzero input, from
+ * one max exchange (max is exact, so every plan gives every rank the same E). Each input becomes
+ * q = round(x / 2^g) (ties to even), |q| <= 2^(62 - ceil(log2 n)), so n of them sum to at most
+ * 2^62 in magnitude in any order: no overflow, and integer addition is associative. The sum goes
+ * back to the data type rounded once, from the exact integer (avg: from the exact quotient).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "comm.h"
+#include "exact.h"
+#include "kernels.h"
+
+/* ---- the formats: significand bits (with the hidden one), smallest normal exponent, bits ---- */
+typedef struct fmt { int p, emin; uint32_t inf, sign, qnan; } fmt;
+static const fmt F32 = {24, -126, 0x7f800000u, 0x80000000u, 0x7fc00000u};
+static const fmt F16 = {11, -14, 0x7c00u, 0x8000u, 0x7e00u};
+static const fmt BF16 = {8, -126, 0x7f80u, 0x8000u, 0x7fc0u};
+static const fmt *fmt_of(schedc_dtype dt) { return dt == SCHEDC_F16 ? &F16 : dt == SCHEDC_BF16 ? &BF16 : &F32; }
+
+uint32_t sc_exact_round(schedc_dtype dt, int neg, uint64_t m, int e, int sticky) {
+  const fmt *f = fmt_of(dt);
+  if (!m) return 0; /* an exact zero is +0 (sticky is never set without m) */
+  int L = 64 - __builtin_clzll(m), top = e + L - 1;
+  int lsb = (top >= f->emin ? top : f->emin) - (f->p - 1); /* the result's last bit: normal, or subnormal */
+  int s = lsb - e;
+  uint64_t mant;
+  if (s <= 0) {
+    mant = m << -s; /* exact: -s <= p - 1 */
+  } else if (s > 64) {
+    mant = 0; /* m < 2^64 <= half of the last bit: rounds to zero */
+  } else {
+    uint64_t rem = s == 64 ? m : m & ((1ull << s) - 1), half = 1ull << (s - 1);
+    mant = s == 64 ? 0 : m >> s;
+    if (rem > half || (rem == half && (sticky || (mant & 1)))) mant++;
+  }
+  /* exponent field - 1 for normals, 0 for subnormals; a carry out of the significand moves the
+   * exponent up by itself, and past the largest finite value gives the infinity's bits */
+  uint64_t bits = ((uint64_t)(lsb - (f->emin - (f->p - 1))) << (f->p - 1)) + mant;
+  if (bits >= f->inf) bits = f->inf;
+  return (uint32_t)bits | (neg ? f->sign : 0);
+}
+
+/* ---- the stats a rank contributes to the exchange ---- */
+
+/* floor(log2 |x|) of a finite nonzero value of the format, from its magnitude bits a. */
+static int expo_of(const fmt *f, uint32_t a) {
+  int mb = f->p - 1, bias = -f->emin + 1;
+  uint32_t ef = a >> mb;
+  if (ef) return (int)ef - bias;
+  return (31 - __builtin_clz(a)) - (bias - 1 + mb); /* subnormal: a * 2^(emin - mb) */
+}
+
+static uint32_t elem_bits(schedc_dtype dt, const void *x, size_t i) {
+  if (dt == SCHEDC_F32) return ((const uint32_t *)x)[i];
+  return ((const uint16_t *)x)[i];
+}
+
+void sc_exact_stats(schedc_dtype dt, const void *x, size_t n, int64_t w[SC_EXACT_WORDS]) {
+  const fmt *f = fmt_of(dt);
+  uint32_t mag = ~f->sign & (dt == SCHEDC_F32 ? 0xffffffffu : 0xffffu), amax = 0;
+  /* the common case in one vectorisable pass: the largest magnitude's bits (NaN > Inf > finite) */
+  if (dt == SCHEDC_F32) {
+    const uint32_t *p = x;
+    for (size_t i = 0; i < n; i++) { uint32_t a = p[i] & mag; amax = a > amax ? a : amax; }
+  } else {
+    const uint16_t *p = x;
+    for (size_t i = 0; i < n; i++) { uint32_t a = p[i] & mag; amax = a > amax ? a : amax; }
+  }
+  w[0] = SC_EXACT_NONE;
+  w[1] = w[2] = w[3] = 0;
+  if (amax < f->inf) {
+    if (amax) w[0] = expo_of(f, amax);
+    return;
+  }
+  /* some NaN or infinity: classify every element (rare) */
+  uint32_t fmax = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t b = elem_bits(dt, x, i), a = b & mag;
+    if (a > f->inf) w[1] = 1;
+    else if (a == f->inf) w[(b & f->sign) ? 3 : 2] = 1;
+    else if (a > fmax) fmax = a;
+  }
+  if (fmax) w[0] = expo_of(f, fmax);
+}
+
+void sc_exact_grid(sc_exact *ex, const int64_t w[SC_EXACT_WORDS], int nterms) {
+  int h = 0;
+  while ((1ll << h) < nterms) h++;
+  ex->nterms = nterms;
+  ex->special = w[1] || (w[2] && w[3]) ? SC_EXACT_NAN : w[2] ? SC_EXACT_PINF : w[3] ? SC_EXACT_NINF : SC_EXACT_FINITE;
+  ex->g = w[0] == SC_EXACT_NONE ? 0 : (int)w[0] - 61 + h;
+  ex->ready = 1;
+}
+
+schedc_status sc_exact_prepare(schedc_comm *c, sc_call *k) {
+  int64_t mine[SC_EXACT_WORDS], all[SC_EXACT_WORDS];
+  sc_exact_stats(k->dtype, k->send, k->K, mine);
+  sc_call g;
+  sc_result r;
+  /* an internal allreduce (max, i64) on the communicator's default plan: max is exact, so its
+   * association does not matter; its agreement carries this call's collective, dtype and op */
+  schedc_status st = sc_call_make(c, SCHEDC_ALLREDUCE, mine, all, SC_EXACT_WORDS, SCHEDC_I64, SCHEDC_MAX, 0, NULL,
+                                  SC_CALL_INTERNAL, &g);
+  if (st != SCHEDC_OK) return st;
+  g.ex = k->ex;
+  g.ex.mode = SC_EXACT_GRID;
+  if ((st = sc_call_run(c, &g, &r)) != SCHEDC_OK) return st;
+  sc_exact_grid(&k->ex, all, c->nranks);
+  return SCHEDC_OK;
+}
+
+/* ---- in: onto the grid ---- */
+
+/* x * 2^-g is exact in double (24 significant bits, |x 2^-g| < 2^62, far from double's limits);
+ * below 2^51 adding and taking away 1.5 * 2^52 rounds it to an integer, to nearest, ties to even
+ * (the default rounding mode); at or above 2^51 it is an integer already (its last bit is at least
+ * 2^(51 - 23)). */
+static inline int64_t to_grid(double v) {
+  double r = fabs(v) < 0x1p51 ? (v + 0x1.8p52) - 0x1.8p52 : v;
+  return (int64_t)r;
+}
+
+void sc_exact_in(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n) {
+  if (ex->special) { /* the result is NaN or an infinity whatever the sums: zeros travel */
+    memset(dst, 0, n * sizeof *dst);
+    return;
+  }
+  double scale = ldexp(1.0, -ex->g);
+  if (dt == SCHEDC_F32) {
+    const float *x = src;
+    for (size_t i = 0; i < n; i++) dst[i] = to_grid((double)x[i] * scale);
+  } else if (dt == SCHEDC_F16) {
+    const uint16_t *x = src;
+    for (size_t i = 0; i < n; i++) dst[i] = to_grid((double)sc_f16_to_f32(x[i]) * scale);
+  } else {
+    const uint16_t *x = src;
+    for (size_t i = 0; i < n; i++) dst[i] = to_grid((double)sc_bf16_to_f32(x[i]) * scale);
+  }
+}
+
+/* ---- out: rounded once ---- */
+
+/* avg: the exact quotient |s| / n (n < 2^31) as m * 2^(e - g) plus a sticky bit, with at least 33
+ * significant bits (or all of them), so rounding m with the sticky bit rounds the quotient. */
+static uint32_t avg_bits(schedc_dtype dt, int64_t s, int n, int g) {
+  uint64_t a = s < 0 ? 0 - (uint64_t)s : (uint64_t)s, un = (uint64_t)n, q = a / un, r = a % un;
+  if (q >= (1ull << 32)) return sc_exact_round(dt, s < 0, q, g, r != 0);
+  uint64_t t = r << 32, m = (q << 32) | (t / un);
+  return sc_exact_round(dt, s < 0, m, g - 32, t % un != 0);
+}
+
+void sc_exact_out(const sc_exact *ex, schedc_dtype dt, int nranks, void *dst, const int64_t *src, size_t n) {
+  const fmt *f = fmt_of(dt);
+  int avg = ex->op == SCHEDC_AVG_EXACT;
+  if (ex->special) {
+    uint32_t v = ex->special == SC_EXACT_NAN ? f->qnan : ex->special == SC_EXACT_PINF ? f->inf : f->inf | f->sign;
+    for (size_t i = 0; i < n; i++) {
+      if (dt == SCHEDC_F32) ((uint32_t *)dst)[i] = v;
+      else ((uint16_t *)dst)[i] = (uint16_t)v;
+    }
+    return;
+  }
+  int g = ex->g;
+  if (dt == SCHEDC_F32 && !avg) {
+    float *y = dst;
+    double scale = ldexp(1.0, g); /* 2^g: g in [-210, 67], a double */
+    for (size_t i = 0; i < n; i++) {
+      int64_t s = src[i];
+      uint64_t a = s < 0 ? 0 - (uint64_t)s : (uint64_t)s;
+      /* below 2^53 the double s * 2^g is exact and its conversion to float the one rounding */
+      if (a < (1ull << 53)) {
+        y[i] = (float)((double)s * scale);
+      } else {
+        uint32_t b = sc_exact_round(dt, s < 0, a, g, 0);
+        memcpy(&y[i], &b, 4);
+      }
+    }
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    int64_t s = src[i];
+    uint32_t b = avg ? avg_bits(dt, s, nranks, g)
+                     : sc_exact_round(dt, s < 0, s < 0 ? 0 - (uint64_t)s : (uint64_t)s, g, 0);
+    if (dt == SCHEDC_F32) ((uint32_t *)dst)[i] = b;
+    else ((uint16_t *)dst)[i] = (uint16_t)b;
+  }
+}
