@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "cpufeat.h"
 #include "exact.h"
 #include "kernels.h"
 
@@ -123,6 +124,25 @@ static inline int64_t to_grid(double v) {
   return (int64_t)r;
 }
 
+/* f32 onto the grid with integers only, branch-free (vectorised with AVX2's variable shifts):
+ * x = ±m 2^k (k its last bit's exponent); sh = k - g >= 0: m << sh (< 2^62); else m shifted right
+ * by s = g - k, to nearest, ties to even (adding half - 1, plus the bit that becomes the last);
+ * s is capped at 40, where m < 2^24 gives 0 as any larger s does. The same q as to_grid. */
+SC_CLONES static void in_f32(int64_t *restrict dst, const uint32_t *restrict u, size_t n, int g) {
+  for (size_t i = 0; i < n; i++) {
+    uint32_t a = u[i] & 0x7fffffffu, ef = a >> 23;
+    int64_t m = (int64_t)((a & 0x7fffffu) | (ef ? 0x800000u : 0));
+    int64_t sh = (int64_t)(ef ? ef : 1) - 150 - g;
+    int64_t s = sh < 0 ? -sh : 0;
+    s = s > 40 ? 40 : s;
+    int64_t up = m << (sh > 0 ? sh : 0);
+    int64_t half = ((int64_t)1 << s) >> 1;
+    int64_t dn = (m + (half - (s > 0)) + ((m >> s) & (s > 0))) >> s;
+    int64_t q = sh >= 0 ? up : dn;
+    dst[i] = (u[i] >> 31) ? -q : q;
+  }
+}
+
 void sc_exact_in(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n) {
   if (ex->special) { /* the result is NaN or an infinity whatever the sums: zeros travel */
     memset(dst, 0, n * sizeof *dst);
@@ -130,8 +150,7 @@ void sc_exact_in(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *
   }
   double scale = ldexp(1.0, -ex->g);
   if (dt == SCHEDC_F32) {
-    const float *x = src;
-    for (size_t i = 0; i < n; i++) dst[i] = to_grid((double)x[i] * scale);
+    in_f32(dst, src, n, ex->g);
   } else if (dt == SCHEDC_F16) {
     const uint16_t *x = src;
     for (size_t i = 0; i < n; i++) dst[i] = to_grid((double)sc_f16_to_f32(x[i]) * scale);
@@ -167,16 +186,17 @@ void sc_exact_out(const sc_exact *ex, schedc_dtype dt, int nranks, void *dst, co
   if (dt == SCHEDC_F32 && !avg) {
     float *y = dst;
     double scale = ldexp(1.0, g); /* 2^g: g in [-210, 67], a double */
+    /* Below 2^53 the double s * 2^g is exact and its conversion to float the one rounding. At or
+     * above (|s| < 2^63), bits 0..10 are folded into bit 11 (rounded to odd there: bit 11 set when
+     * any is), which the double holds exactly; a float's last bit is then at bit 30 or higher, and
+     * rounding to odd at least two bits below the target precision does not change a round to
+     * nearest even (nor where it overflows to infinity). */
     for (size_t i = 0; i < n; i++) {
       int64_t s = src[i];
-      uint64_t a = s < 0 ? 0 - (uint64_t)s : (uint64_t)s;
-      /* below 2^53 the double s * 2^g is exact and its conversion to float the one rounding */
-      if (a < (1ull << 53)) {
-        y[i] = (float)((double)s * scale);
-      } else {
-        uint32_t b = sc_exact_round(dt, s < 0, a, g, 0);
-        memcpy(&y[i], &b, 4);
-      }
+      int64_t a = s < 0 ? -s : s;
+      int64_t odd = (a & ~(int64_t)0x7ff) | ((a & 0x7ff) ? 0x800 : 0);
+      int64_t t = a < ((int64_t)1 << 53) ? a : odd;
+      y[i] = (float)((double)(s < 0 ? -t : t) * scale);
     }
     return;
   }
