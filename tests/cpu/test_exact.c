@@ -430,6 +430,19 @@ static void edges(void) {
     CHECK(allreduce_n(3, in, out, 2, ops, st, NULL) == 0 && st[0] == SCHEDC_OK && st[2] == SCHEDC_OK);
     CHECK(out[0] == 0x1.8p21f && fb(out[1]) == 0 && fb(out[3]) == 0 && fb(out[5]) == 0);
   }
+  /* the one rounding out where the integer has more than 53 bits: 2^14 + 2^-10 (a tie at f32's
+   * last bit of 2^14) + 2^-39 (3 ranks, g = -45: S = 2^59 + 2^35 + 2^6) rounds up to 2^14 + 2^-9;
+   * through a double it would round twice (to the tie, then to even: 2^14), and without the sticky
+   * bit below bit 11 too; negated the same */
+  {
+    float in[3 * 5], out[3 * 5]; /* 5 elements: four in the vector loop, one after it */
+    for (int i = 0; i < 5; i++) {
+      float sg = i % 2 ? -1.0f : 1.0f;
+      in[i] = sg * 0x1p14f, in[5 + i] = sg * 0x1p-10f, in[10 + i] = sg * 0x1p-39f;
+    }
+    CHECK(allreduce_n(3, in, out, 5, ops, st, NULL) == 0 && st[0] == SCHEDC_OK);
+    for (int i = 0; i < 15; i++) CHECK(out[i] == (i % 5 % 2 ? -0x1.000002p14f : 0x1.000002p14f));
+  }
   /* subnormals only: E = -127, every input on the grid: the sums are exact */
   {
     float in[2 * 2] = {0x1p-149f, 0x1.fffffcp-127f, 0x1p-149f, 0x1.fffffcp-127f}, out[4];
