@@ -113,10 +113,29 @@ schedc_status sc_call_make(schedc_comm *c, int coll, const void *sendbuf, void *
   return SCHEDC_OK;
 }
 
+/* An exact call's grid: every rank's exponent and flags (exact.c) through an internal allreduce
+ * (max, i64) on the communicator's default plan — max is exact, so its association does not
+ * matter — whose agreement carries this call's collective, dtype and op (agree.c), so a rank not
+ * in exact mode is named at the op. Here, not in exact.c: it is a call, and calls are made here. */
+static schedc_status exact_prepare(schedc_comm *c, sc_call *k) {
+  int64_t mine[SC_EXACT_WORDS], all[SC_EXACT_WORDS];
+  sc_exact_stats(k->dtype, k->send, k->K, mine);
+  sc_call g;
+  sc_result r;
+  schedc_status st = sc_call_make(c, SCHEDC_ALLREDUCE, mine, all, SC_EXACT_WORDS, SCHEDC_I64, SCHEDC_MAX, 0, NULL,
+                                  SC_CALL_INTERNAL, &g);
+  if (st != SCHEDC_OK) return st;
+  g.ex = k->ex;
+  g.ex.mode = SC_EXACT_GRID;
+  if ((st = sc_call_run(c, &g, &r)) != SCHEDC_OK) return st;
+  sc_exact_grid(&k->ex, all, c->nranks);
+  return SCHEDC_OK;
+}
+
 schedc_status sc_call_run(schedc_comm *c, sc_call *k, sc_result *res) {
   memset(res, 0, sizeof *res);
   if (k->ex.mode == SC_EXACT_CALL && !k->ex.ready) { /* the grid first: every rank makes this call too */
-    schedc_status st = sc_exact_prepare(c, k);
+    schedc_status st = exact_prepare(c, k);
     if (st != SCHEDC_OK) return st;
   }
   k->seq = ++c->seq;

@@ -10,7 +10,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "comm.h"
 #include "cpufeat.h"
 #include "exact.h"
 #include "kernels.h"
@@ -95,23 +94,6 @@ void sc_exact_grid(sc_exact *ex, const int64_t w[SC_EXACT_WORDS], int nterms) {
   ex->special = w[1] || (w[2] && w[3]) ? SC_EXACT_NAN : w[2] ? SC_EXACT_PINF : w[3] ? SC_EXACT_NINF : SC_EXACT_FINITE;
   ex->g = w[0] == SC_EXACT_NONE ? 0 : (int)w[0] - 61 + h;
   ex->ready = 1;
-}
-
-schedc_status sc_exact_prepare(schedc_comm *c, sc_call *k) {
-  int64_t mine[SC_EXACT_WORDS], all[SC_EXACT_WORDS];
-  sc_exact_stats(k->dtype, k->send, k->K, mine);
-  sc_call g;
-  sc_result r;
-  /* an internal allreduce (max, i64) on the communicator's default plan: max is exact, so its
-   * association does not matter; its agreement carries this call's collective, dtype and op */
-  schedc_status st = sc_call_make(c, SCHEDC_ALLREDUCE, mine, all, SC_EXACT_WORDS, SCHEDC_I64, SCHEDC_MAX, 0, NULL,
-                                  SC_CALL_INTERNAL, &g);
-  if (st != SCHEDC_OK) return st;
-  g.ex = k->ex;
-  g.ex.mode = SC_EXACT_GRID;
-  if ((st = sc_call_run(c, &g, &r)) != SCHEDC_OK) return st;
-  sc_exact_grid(&k->ex, all, c->nranks);
-  return SCHEDC_OK;
 }
 
 /* ---- in: onto the grid ---- */

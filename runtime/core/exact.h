@@ -2,8 +2,9 @@
  * exact.h — exact mode (SCHEDC_SUM_EXACT, SCHEDC_AVG_EXACT; docs/determinism.md "Exact mode"):
  * an f32/f16/bf16 sum carried as 64-bit integers on one fixed-point grid shared by every rank, so
  * that the sum is associative and every plan, rank count and backend gives the same bits. The grid
- * comes from an order-free max exchange (exact.c: sc_exact_prepare, run by dispatch.c before the
- * call); the widening into the grid and the one rounding out are here, used by workbuf.c.
+ * comes from an order-free max exchange (dispatch.c runs it before the call, from sc_exact_stats'
+ * words; sc_exact_grid reads the result); the widening into the grid and the one rounding out are
+ * here, used by workbuf.c.
  */
 #ifndef SC_EXACT_H
 #define SC_EXACT_H
@@ -13,8 +14,6 @@
 
 #include "schedc/schedc.h"
 
-struct sc_call;
-struct schedc_comm;
 
 /* sc_exact.mode */
 enum { SC_EXACT_OFF = 0, SC_EXACT_CALL = 1, SC_EXACT_GRID = 2 };
@@ -45,9 +44,6 @@ void sc_exact_stats(schedc_dtype dt, const void *x, size_t n, int64_t w[SC_EXACT
 /* The grid from the exchanged maxima, for nterms summands: g = E - 61 + ceil(log2 nterms). */
 void sc_exact_grid(sc_exact *ex, const int64_t w[SC_EXACT_WORDS], int nterms);
 
-/* Run the max exchange for exact call k (every rank, before the call; an internal allreduce whose
- * agreement carries k's collective, dtype and op) and set k->ex's grid. */
-schedc_status sc_exact_prepare(struct schedc_comm *c, struct sc_call *k);
 
 /* In: n elements of dtype on the grid as int64 (round to nearest, ties to even; zeros when the
  * result is special). Out: n sums (int64) to dtype, avg divided by nranks first, rounded once. */
