@@ -614,6 +614,17 @@ SCHEDC_API schedc_status schedc_accumulate(schedc_accum *acc, int leaf, const vo
 SCHEDC_API schedc_status schedc_accum_result(schedc_accum *acc, void *out);
 SCHEDC_API void schedc_accum_reset(schedc_accum *acc);
 SCHEDC_API void schedc_accum_free(schedc_accum *acc);
+/* Exact leaves (exact mode, above): schedc_accum_create with op SCHEDC_SUM_EXACT or AVG_EXACT and
+ * dtype f32, f16 or bf16 keeps its n leaves (any n >= 1, any first: no power-of-two or alignment
+ * condition), and schedc_accum_allreduce sums every leaf of every rank on one grid (its scale from
+ * the largest input of any leaf of any rank, headroom ceil(log2 L) bits for L leaves in all; each
+ * leaf rounded onto it on its own; avg divides by L) through `plan` (NULL: the communicator's),
+ * into recv (count elements) on every rank: the same bits for every rank count that divides the
+ * leaves, every plan and backend. Every rank must hold as many leaves (else SCHEDC_EMISMATCH) and
+ * every leaf must be in (else SCHEDC_EINVAL naming it). schedc_accum_result refuses an exact
+ * accumulator (its sum needs every rank's leaves). Reuse after schedc_accum_reset. */
+SCHEDC_API schedc_status schedc_accum_allreduce(schedc_accum *acc, void *recv, schedc_comm *comm,
+                                                const schedc_plan *plan);
 
 /* ---- custom reduction operators (docs/ops.md) ----------------------------------------------
  * An operator is a C function `T name(T a, T b)` in a file of its own, T one of float, double,

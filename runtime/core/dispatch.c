@@ -108,7 +108,7 @@ schedc_status sc_call_make(schedc_comm *c, int coll, const void *sendbuf, void *
   if (exact) {
     k->acc = SCHEDC_I64;
     k->op = SCHEDC_SUM;
-    k->ex = (sc_exact){SC_EXACT_CALL, coll, (int)dtype, (int)op, 0, SC_EXACT_FINITE, 0, n};
+    k->ex = (sc_exact){SC_EXACT_CALL, coll, (int)dtype, (int)op, 0, SC_EXACT_FINITE, 0, n, 0};
   }
   return SCHEDC_OK;
 }
@@ -119,7 +119,13 @@ schedc_status sc_call_make(schedc_comm *c, int coll, const void *sendbuf, void *
  * in exact mode is named at the op. Here, not in exact.c: it is a call, and calls are made here. */
 static schedc_status exact_prepare(schedc_comm *c, sc_call *k) {
   int64_t mine[SC_EXACT_WORDS], all[SC_EXACT_WORDS];
-  sc_exact_stats(k->dtype, k->send, k->K, mine);
+  int m = k->ex.nleaves > 1 ? k->ex.nleaves : 1;
+  if ((int64_t)m * c->nranks > (1 << 30))
+    return sc_err(SCHEDC_EINVAL, "%s: exact leaves: %d leaves on each of %d ranks: more than 2^30 in all", k->cn, m,
+                  c->nranks);
+  sc_exact_stats(k->dtype, k->send, k->K * (size_t)m, mine);
+  mine[4] = m;
+  mine[5] = -m;
   sc_call g;
   sc_result r;
   schedc_status st = sc_call_make(c, SCHEDC_ALLREDUCE, mine, all, SC_EXACT_WORDS, SCHEDC_I64, SCHEDC_MAX, 0, NULL,
@@ -128,7 +134,10 @@ static schedc_status exact_prepare(schedc_comm *c, sc_call *k) {
   g.ex = k->ex;
   g.ex.mode = SC_EXACT_GRID;
   if ((st = sc_call_run(c, &g, &r)) != SCHEDC_OK) return st;
-  sc_exact_grid(&k->ex, all, c->nranks);
+  if (all[4] != -all[5])
+    return sc_err(SCHEDC_EMISMATCH, "%s: exact leaves: the ranks hold different numbers of leaves (from %lld to %lld "
+                  "per rank; call %llu)", k->cn, (long long)-all[5], (long long)all[4], (unsigned long long)g.seq);
+  sc_exact_grid(&k->ex, all, c->nranks * m);
   return SCHEDC_OK;
 }
 

@@ -71,7 +71,7 @@ void sc_exact_stats(schedc_dtype dt, const void *x, size_t n, int64_t w[SC_EXACT
     for (size_t i = 0; i < n; i++) { uint32_t a = p[i] & mag; amax = a > amax ? a : amax; }
   }
   w[0] = SC_EXACT_NONE;
-  w[1] = w[2] = w[3] = 0;
+  w[1] = w[2] = w[3] = w[4] = w[5] = 0;
   if (amax < f->inf) {
     if (amax) w[0] = expo_of(f, amax);
     return;
@@ -180,7 +180,28 @@ __attribute__((target("avx2"))) static size_t out_f32_avx2(float *y, const int64
   return i;
 }
 
+static void in_one(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n);
+
+/* Leaves: each leaf onto the grid on its own (as it would be on a rank of its own), then summed:
+ * the integers are the same whichever rank holds which leaf. In blocks, through a stack buffer. */
 void sc_exact_in(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n) {
+  if (ex->special || ex->nleaves <= 1) {
+    in_one(ex, dt, dst, src, n);
+    return;
+  }
+  size_t esz = schedc_dtype_size(dt);
+  int64_t tmp[512];
+  for (size_t lo = 0; lo < n; lo += 512) {
+    size_t len = n - lo < 512 ? n - lo : 512;
+    in_one(ex, dt, dst + lo, (const char *)src + lo * esz, len);
+    for (int j = 1; j < ex->nleaves; j++) {
+      in_one(ex, dt, tmp, (const char *)src + ((size_t)j * n + lo) * esz, len);
+      for (size_t i = 0; i < len; i++) dst[lo + i] = (int64_t)((uint64_t)dst[lo + i] + (uint64_t)tmp[i]);
+    }
+  }
+}
+
+static void in_one(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n) {
   if (ex->special) { /* the result is NaN or an infinity whatever the sums: zeros travel */
     memset(dst, 0, n * sizeof *dst);
     return;
@@ -209,7 +230,8 @@ static uint32_t avg_bits(schedc_dtype dt, int64_t s, int n, int g) {
   return sc_exact_round(dt, s < 0, m, g - 32, t % un != 0);
 }
 
-void sc_exact_out(const sc_exact *ex, schedc_dtype dt, int nranks, void *dst, const int64_t *src, size_t n) {
+void sc_exact_out(const sc_exact *ex, schedc_dtype dt, void *dst, const int64_t *src, size_t n) {
+  int nranks = ex->nterms; /* avg: ranks, or ranks x leaves */
   const fmt *f = fmt_of(dt);
   int avg = ex->op == SCHEDC_AVG_EXACT;
   if (ex->special) {

@@ -29,7 +29,11 @@ typedef struct sc_exact {
   int ready;                 /* CALL: the grid below is set (sc_exact_prepare ran) */
   int special;               /* SC_EXACT_FINITE, or the value of every result element */
   int g;                     /* the grid: integer q stands for q * 2^g */
-  int nterms;                /* summands (ranks): the headroom is ceil(log2 nterms) bits */
+  int nterms;                /* summands (ranks x leaves): the headroom is ceil(log2 nterms) bits;
+                              * avg divides by it */
+  int nleaves;               /* CALL: leaves per rank (0 or 1: the send buffer is one input; m: m
+                              * inputs of K elements each, back to back, each rounded onto the
+                              * grid on its own and summed: schedc_accum_allreduce) */
 } sc_exact;
 
 /* Is op an exact op, and the plain op it computes (SUM or AVG)? */
@@ -37,18 +41,20 @@ static inline int sc_exact_op(int op) { return op == SCHEDC_SUM_EXACT || op == S
 
 /* The words a rank contributes to the max exchange for its n input elements of dtype:
  * w[0] the largest exponent floor(log2|x|) of a finite nonzero input (SC_EXACT_NONE if none),
- * w[1], w[2], w[3]: 1 if some input is NaN, +Inf, -Inf. */
+ * w[1], w[2], w[3]: 1 if some input is NaN, +Inf, -Inf; w[4], w[5]: its leaves and their negation
+ * (set by the caller: ranks must hold as many). */
 #define SC_EXACT_NONE (-100000)
-#define SC_EXACT_WORDS 4
+#define SC_EXACT_WORDS 6
 void sc_exact_stats(schedc_dtype dt, const void *x, size_t n, int64_t w[SC_EXACT_WORDS]);
 /* The grid from the exchanged maxima, for nterms summands: g = E - 61 + ceil(log2 nterms). */
 void sc_exact_grid(sc_exact *ex, const int64_t w[SC_EXACT_WORDS], int nterms);
 
 
 /* In: n elements of dtype on the grid as int64 (round to nearest, ties to even; zeros when the
- * result is special). Out: n sums (int64) to dtype, avg divided by nranks first, rounded once. */
+ * result is special); with leaves, the sum of every leaf's (leaf j at src + j * n elements). Out:
+ * n sums (int64) to dtype, avg divided by ex->nterms first, rounded once. */
 void sc_exact_in(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n);
-void sc_exact_out(const sc_exact *ex, schedc_dtype dt, int nranks, void *dst, const int64_t *src, size_t n);
+void sc_exact_out(const sc_exact *ex, schedc_dtype dt, void *dst, const int64_t *src, size_t n);
 
 /* The nearest value of dtype dt (f32, f16, bf16) to (-1)^neg (m + sticky·ε) 2^e, ties to even
  * (sticky: the value lies strictly above m·2^e, by less than 2^e), as its bits. Exposed for tests. */

@@ -18,8 +18,8 @@ static void load_in(const sc_call *k, void *dst, const void *src, size_t n) {
   else if (k->acc != k->dtype) sc_to_acc(k->dtype, dst, src, n);
   else if (dst != src && n) memmove(dst, src, n * schedc_dtype_size(k->dtype));
 }
-static void store_out(const schedc_comm *c, const sc_call *k, void *dst, const void *src, size_t n) {
-  if (k->ex.mode == SC_EXACT_CALL) sc_exact_out(&k->ex, k->dtype, c->nranks, dst, src, n); /* avg divided there, exactly */
+static void store_out(const sc_call *k, void *dst, const void *src, size_t n) {
+  if (k->ex.mode == SC_EXACT_CALL) sc_exact_out(&k->ex, k->dtype, dst, src, n); /* avg divided there, exactly */
   else if (k->acc != k->dtype) sc_from_acc(k->dtype, dst, src, n);
   else if (dst != src && n) memmove(dst, src, n * schedc_dtype_size(k->dtype));
 }
@@ -41,6 +41,6 @@ void sc_work_out(const schedc_comm *c, const sc_call *k, char *W, sc_result *res
     res->have_digest = 1;
     return;
   }
-  if (len) store_out(c, k, k->recv, W + lo * asz, len);
+  if (len) store_out(k, k->recv, W + lo * asz, len);
   if (sc_same_bits(k->coll)) sc_flipout(c, k, k->recv, len * schedc_dtype_size(k->dtype));
 }

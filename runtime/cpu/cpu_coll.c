@@ -208,7 +208,7 @@ static void digest_out(schedc_comm *c, const sc_call *k, char *W, const sc_execa
       } else {
         char *from = where == SC_LOC_SEND ? (char *)sp->init + slo * asz : W + slo * asz;
         if (k->ex.mode == SC_EXACT_CALL) { /* exact: the integers rounded once (avg divided exactly first) */
-          sc_exact_out(&k->ex, k->dtype, c->nranks, dst, (const int64_t *)from, n);
+          sc_exact_out(&k->ex, k->dtype, dst, (const int64_t *)from, n);
           crc = sc_crc32c(dst, n * dsz);
         } else if (k->acc != k->dtype) { /* W is the transport's, in the accumulation type */
           if (avg) sc_divide(k->acc, from, n, c->nranks);

@@ -506,6 +506,93 @@ static void edges(void) {
   }
 }
 
+/* ---- exact leaves: L = 12 leaves over 1, 2, 3, 4 and 6 ranks (schedc_accum_allreduce) ---- */
+enum { NL = 12 };
+typedef struct lrank { schedc_comm *c; int first, m; schedc_dtype dt; schedc_op op; size_t count;
+                       void *const *leaf; void *out; schedc_status st; char err[512]; } lrank;
+static void *leaves_main(void *p) {
+  lrank *l = p;
+  schedc_accum *a = NULL;
+  l->st = schedc_accum_create(l->count, l->dt, l->op, l->first, l->m, &a);
+  for (int k = l->m - 1; k >= 0 && l->st == SCHEDC_OK; k--) /* in reverse: arrival order must not matter */
+    l->st = schedc_accumulate(a, l->first + k, l->leaf[l->first + k]);
+  if (l->st == SCHEDC_OK) l->st = schedc_accum_allreduce(a, l->out, l->c, NULL);
+  if (l->st) snprintf(l->err, sizeof l->err, "%s", schedc_errmsg());
+  schedc_accum_free(a);
+  return NULL;
+}
+static void leaves(void) {
+  const int ns[] = {1, 2, 3, 4, 6};
+  const schedc_dtype dts[] = {SCHEDC_F32, SCHEDC_BF16};
+  int cases = 0, failed = 0;
+  for (size_t d = 0; d < 2; d++)
+    for (int o = 0; o < 2; o++)
+      for (size_t count = 300; count <= 3000; count *= 10) {
+        fmt f = fmt_of(dts[d]);
+        schedc_op op = o ? SCHEDC_AVG_EXACT : SCHEDC_SUM_EXACT;
+        size_t es = schedc_dtype_size(dts[d]);
+        void *leaf[NL];
+        for (int j = 0; j < NL; j++) {
+          leaf[j] = malloc(count * es);
+          for (size_t i = 0; i < count; i++) put(dts[d], leaf[j], i, input(&f, NL, j, i, 99 + (int)count));
+        }
+        char *want = malloc(count * es);
+        failed += reference(dts[d], o, leaf, NL, count, want) != 0; /* the 12 leaves as 12 summands */
+        uint64_t first_digest = 0;
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+          int n = ns[ni], m = NL / n, bad = 0;
+          schedc_comm *comms[6];
+          schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+          co.timeout_s = 60;
+          if (schedc_comm_init_threads(n, &co, comms) != SCHEDC_OK) { failed++; continue; }
+          lrank l[6];
+          pthread_t t[6];
+          for (int r = 0; r < n; r++) {
+            l[r] = (lrank){comms[r], r * m, m, dts[d], op, count, leaf, malloc(count * es), 0, ""};
+            pthread_create(&t[r], NULL, leaves_main, &l[r]);
+          }
+          for (int r = 0; r < n; r++) pthread_join(t[r], NULL);
+          for (int r = 0; r < n; r++) {
+            if (l[r].st) { bad++; fprintf(stderr, "leaves n=%d rank %d: %s\n", n, r, l[r].err); }
+            else if (memcmp(l[r].out, want, count * es)) bad++;
+            else if (!first_digest) first_digest = schedc_digest(l[r].out, count * es);
+            else if (schedc_digest(l[r].out, count * es) != first_digest) bad++;
+            free(l[r].out);
+            schedc_comm_free(comms[r]);
+          }
+          cases++;
+          if (bad) { failed++; fprintf(stderr, "FAIL leaves %s %s count=%zu n=%d\n", schedc_dtype_name(dts[d]), schedc_op_name(op), count, n); }
+        }
+        for (int j = 0; j < NL; j++) free(leaf[j]);
+        free(want);
+      }
+  printf("exact leaves: 12 leaves on 1, 2, 3, 4, 6 ranks: %d cases, %d failed\n", cases, failed);
+  CHECK(failed == 0 && cases == 40);
+  /* refusals: an exact accumulator has no result of its own; ranks with different leaf counts */
+  schedc_accum *a = NULL;
+  float x[2] = {1, 2}, y[2];
+  CHECK(schedc_accum_create(2, SCHEDC_F32, SCHEDC_SUM_EXACT, 3, 3, &a) == SCHEDC_OK); /* 3 leaves from 3: fine */
+  CHECK(schedc_accumulate(a, 4, x) == SCHEDC_OK && schedc_accumulate(a, 4, x) == SCHEDC_EINVAL);
+  CHECK(schedc_accum_result(a, y) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "schedc_accum_allreduce");
+  schedc_accum_free(a);
+  CHECK(schedc_accum_create(2, SCHEDC_F64, SCHEDC_SUM_EXACT, 0, 1, &a) == SCHEDC_EINVAL);
+  schedc_comm *c2[2];
+  schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+  co.timeout_s = 20;
+  CHECK(schedc_comm_init_threads(2, &co, c2) == SCHEDC_OK);
+  void *lv[4] = {x, x, x, x};
+  lrank l[2] = {{c2[0], 0, 1, SCHEDC_F32, SCHEDC_SUM_EXACT, 2, lv, y, 0, ""},
+                {c2[1], 1, 3, SCHEDC_F32, SCHEDC_SUM_EXACT, 2, lv, malloc(8), 0, ""}};
+  pthread_t t[2];
+  for (int r = 0; r < 2; r++) pthread_create(&t[r], NULL, leaves_main, &l[r]);
+  for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
+  CHECK(l[0].st == SCHEDC_EMISMATCH && l[1].st == SCHEDC_EMISMATCH);
+  CHECK_CONTAINS(l[1].err, "different numbers of leaves");
+  free(l[1].out);
+  for (int r = 0; r < 2; r++) schedc_comm_free(c2[r]);
+}
+
 /* The reference's own rounding against the hardware's where both apply (a self-check of the
  * oracle: double -> float conversion rounds once, ties to even). */
 static void oracle(void) {
@@ -526,6 +613,7 @@ int main(int argc, char **argv) {
   int use_shm = argc > 2 && strcmp(argv[2], "shm") == 0;
   oracle();
   if (!use_shm) edges();
+  if (!use_shm) leaves();
   sweep(argv[1], use_shm);
   return DONE();
 }
