@@ -98,9 +98,9 @@ typedef enum schedc_dtype {
  * library makes first; round to nearest, ties to even; headroom of ceil(log2 nranks) bits), the
  * 64-bit integers are summed by the plan (any verified plan: integer addition is associative),
  * and the sum is rounded to the data type once (avg: the exact sum divided by nranks, rounded
- * once). So every plan, schedule, backend and slice size gives the same bits. Values more than
- * 2^(61 - ceil(log2 nranks)) below the call's largest input are rounded to the grid (flushed to
- * zero far enough below); NaN anywhere, or +Inf and -Inf together, gives NaN; +Inf (-Inf) alone
+ * once). So every plan, schedule, backend and slice size gives the same bits. The grid's unit is
+ * 2^(E - 61 + ceil(log2 nranks)), E = floor(log2) of the call's largest input on any rank: inputs
+ * with bits below it are rounded to it (below half a unit: to zero); NaN anywhere, or +Inf and -Inf together, gives NaN; +Inf (-Inf) alone
  * gives +Inf (-Inf); an exact zero sum is +0. Every rank must pass the same op (a rank in exact
  * mode and one not is SCHEDC_EMISMATCH, naming the op). Backends: threads, shm, mpi (cuda:
  * SCHEDC_EUNAVAIL). The payload is 8 bytes per element. Values are below SCHEDC_OP_CUSTOM_BASE
