@@ -80,6 +80,9 @@ typedef struct sc_result {
                               * 2 sliced (dsl); 0 none (the core takes sc_verify_digest's) */
   sc_dslice dsl;             /* have_digest 2: how the result was sliced */
   uint64_t digest;
+  uint64_t exact_out;        /* exact mode under verification: the wrapping sum of the integers of this
+                              * rank's result part before they were rounded out (dispatch.c checks it
+                              * against every rank's inputs: exact.h sc_exact_in_sum) */
 } sc_result;
 
 /* Does this call check transfers / compare result digests / take injected faults? */

@@ -5,6 +5,7 @@
  * the communicator was made). The calls the
  * library makes for itself (integrity.c, a cuda communicator's bootstrap) enter here directly.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,14 +142,67 @@ static schedc_status exact_prepare(schedc_comm *c, sc_call *k) {
   return SCHEDC_OK;
 }
 
+/* Exact mode under verification (digest or checksum): the integers are summed exactly, so the
+ * result's integers must sum to every rank's inputs' integers, mod 2^64 — an algorithm-based check
+ * of the reduction itself, which catches what a digest cannot (a partial sum corrupted before it
+ * was sent on: every rank then ends with the same wrong bits). One internal i64 sum allreduce of
+ * n + 2 words: the inputs' sum, whether any rank's transfer checks found a corrupted transfer
+ * (then those name it, and repair it if asked), and each rank's result-part sum in its own word.
+ * Every rank reaches the same verdict from the same words. `insum`: this rank's inputs' integers,
+ * summed before the call (in place, the result overwrites them). */
+static schedc_status exact_check(schedc_comm *c, const sc_call *k, uint64_t insum, const sc_result *res) {
+  int n = c->nranks;
+  int64_t *w = calloc((size_t)n + 2, sizeof *w), *all = malloc(((size_t)n + 2) * sizeof *all);
+  if (!w || !all) {
+    free(w);
+    free(all);
+    return sc_err(SCHEDC_ENOMEM, "%s: out of memory for the exact-mode check", k->cn);
+  }
+  w[0] = (int64_t)insum;
+  w[1] = res->bad.found != 0;
+  w[2 + c->rank] = (int64_t)res->exact_out;
+  sc_call g;
+  sc_result r;
+  schedc_status st = sc_call_make(c, SCHEDC_ALLREDUCE, w, all, (size_t)n + 2, SCHEDC_I64, SCHEDC_SUM, 0, NULL,
+                                  SC_CALL_INTERNAL, &g);
+  if (st == SCHEDC_OK) st = sc_call_run(c, &g, &r);
+  if (st == SCHEDC_OK && !all[1]) {
+    /* allreduce: each rank's whole result; reduce: the root's; reduce_scatter: the blocks together */
+    uint64_t in = (uint64_t)all[0], out = 0;
+    char who[256] = "";
+    size_t len = 0;
+    if (k->coll == SCHEDC_REDUCE_SCATTER) {
+      for (int q = 0; q < n; q++) out += (uint64_t)all[2 + q];
+      if (out != in) snprintf(who, sizeof who, "the ranks' blocks together");
+    } else {
+      for (int q = 0; q < n; q++) {
+        if ((k->coll == SCHEDC_REDUCE && q != k->root) || (uint64_t)all[2 + q] == in || len >= sizeof who - 16) continue;
+        out = (uint64_t)all[2 + q];
+        len += (size_t)snprintf(who + len, sizeof who - len, "%s%d", len ? ", " : "", q);
+      }
+    }
+    if (who[0])
+      st = sc_err(SCHEDC_ECORRUPT, "%s: exact-mode check of call %llu failed: the result's integers (rank(s) %s) sum to "
+                  "%016llx, every rank's inputs to %016llx (mod 2^64): a transfer or the reduction's arithmetic was "
+                  "corrupted", k->cn, (unsigned long long)k->seq, who, (unsigned long long)out, (unsigned long long)in);
+  }
+  free(w);
+  free(all);
+  return st;
+}
+
 schedc_status sc_call_run(schedc_comm *c, sc_call *k, sc_result *res) {
   memset(res, 0, sizeof *res);
   if (k->ex.mode == SC_EXACT_CALL && !k->ex.ready) { /* the grid first: every rank makes this call too */
     schedc_status st = exact_prepare(c, k);
     if (st != SCHEDC_OK) return st;
   }
+  int check = k->ex.mode == SC_EXACT_CALL && k->checks;
+  uint64_t insum = check ? sc_exact_in_sum(&k->ex, k->dtype, k->send, k->K) : 0;
   k->seq = ++c->seq;
-  return c->be->collective(c, k, res);
+  schedc_status st = c->be->collective(c, k, res);
+  if (st == SCHEDC_OK && check) st = exact_check(c, k, insum, res);
+  return st;
 }
 
 schedc_status sc_coll(schedc_comm *c, int coll, const void *send, void *recv, size_t count, schedc_dtype dtype,

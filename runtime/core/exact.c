@@ -201,6 +201,25 @@ void sc_exact_in(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *
   }
 }
 
+uint64_t sc_exact_isum(const int64_t *x, size_t n) {
+  uint64_t s = 0;
+  for (size_t i = 0; i < n; i++) s += (uint64_t)x[i];
+  return s;
+}
+
+uint64_t sc_exact_in_sum(const sc_exact *ex, schedc_dtype dt, const void *src, size_t n) {
+  size_t esz = schedc_dtype_size(dt);
+  int64_t tmp[512];
+  uint64_t s = 0;
+  for (int j = 0; j < (ex->nleaves > 1 ? ex->nleaves : 1); j++)
+    for (size_t lo = 0; lo < n; lo += 512) {
+      size_t len = n - lo < 512 ? n - lo : 512;
+      in_one(ex, dt, tmp, (const char *)src + ((size_t)j * n + lo) * esz, len);
+      s += sc_exact_isum(tmp, len);
+    }
+  return s;
+}
+
 static void in_one(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n) {
   if (ex->special) { /* the result is NaN or an infinity whatever the sums: zeros travel */
     memset(dst, 0, n * sizeof *dst);

@@ -42,5 +42,6 @@ void sc_work_out(const schedc_comm *c, const sc_call *k, char *W, sc_result *res
     return;
   }
   if (len) store_out(k, k->recv, W + lo * asz, len);
+  if (k->ex.mode == SC_EXACT_CALL && k->checks) res->exact_out = sc_exact_isum((const int64_t *)(void *)(W + lo * asz), len);
   if (sc_same_bits(k->coll)) sc_flipout(c, k, k->recv, len * schedc_dtype_size(k->dtype));
 }

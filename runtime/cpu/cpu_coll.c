@@ -208,6 +208,7 @@ static void digest_out(schedc_comm *c, const sc_call *k, char *W, const sc_execa
       } else {
         char *from = where == SC_LOC_SEND ? (char *)sp->init + slo * asz : W + slo * asz;
         if (k->ex.mode == SC_EXACT_CALL) { /* exact: the integers rounded once (avg divided exactly first) */
+          res->exact_out += sc_exact_isum((const int64_t *)(void *)from, n); /* dispatch.c's identity */
           sc_exact_out(&k->ex, k->dtype, dst, (const int64_t *)from, n);
           crc = sc_crc32c(dst, n * dsz);
         } else if (k->acc != k->dtype) { /* W is the transport's, in the accumulation type */

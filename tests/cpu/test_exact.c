@@ -593,6 +593,102 @@ static void leaves(void) {
   for (int r = 0; r < 2; r++) schedc_comm_free(c2[r]);
 }
 
+/* ---- the identity check (exact mode under SCHEDC_VERIFY digest or checksum) ---- */
+static void identity(const char *dir) {
+  int cases = 0, failed = 0;
+  /* no false alarm: clean calls under digest and under checksum verification, bits as the reference */
+  for (int v = 0; v < 2; v++)
+    for (int n = 2; n <= 4; n++) {
+      schedc_comm *comms[MAXN];
+      schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+      co.timeout_s = 60;
+      co.verify = v ? SCHEDC_VERIFY_CHECKSUM : SCHEDC_VERIFY_DIGEST;
+      if (schedc_comm_init_threads(n, &co, comms) != SCHEDC_OK) { failed++; continue; }
+      const char *files[] = {"ring.lua", "direct.lua", "tree.lua"};
+      for (int fi = 0; fi < 3; fi++)
+        for (int coll = 0; coll < SCHEDC_COLLECTIVE_COUNT_; coll++) {
+          if (coll == SCHEDC_ALLGATHER || coll == SCHEDC_BROADCAST) continue;
+          char path[4096], label[128];
+          snprintf(path, sizeof path, "%s/%s", dir, files[fi]);
+          schedc_plan *plan = load(path, coll, n, 0, NULL, coll == SCHEDC_REDUCE ? n / 2 : 0);
+          if (!plan) continue;
+          snprintf(label, sizeof label, "identity clean %s n=%d %s %s", files[fi], n,
+                   schedc_collective_name((schedc_collective)coll), v ? "checksum" : "digest");
+          for (int o = 0; o < 2; o++, cases++)
+            if (run_case(comms, 0, plan, coll, n, SCHEDC_F32, o ? SCHEDC_AVG_EXACT : SCHEDC_SUM_EXACT, 3000, 7 + o, label))
+              failed++;
+          schedc_plan_free(plan);
+        }
+      for (int r = 0; r < n; r++) schedc_comm_free(comms[r]);
+    }
+  printf("identity check: %d clean calls under digest/checksum verification, %d failed\n", cases, failed);
+  CHECK(failed == 0 && cases > 20);
+  /* every single-bit flip of a ring's payload, at every (rank, step), under digest verification:
+   * a flip in the reduce-scatter half leaves every rank with the same wrong bits (the digests
+   * agree), yet the integers no longer sum to the inputs' — every rank fails, naming the check.
+   * A flip must be caught on every rank, or change nothing (a reduce's payload that never reaches
+   * the root's result): never a wrong result returned as a success. */
+  char path[4096];
+  snprintf(path, sizeof path, "%s/ring.lua", dir);
+  int n = 4, flips = 0, caught = 0, harmless = 0;
+  for (int coll = 0; coll < SCHEDC_COLLECTIVE_COUNT_; coll++) {
+    if (coll == SCHEDC_ALLGATHER || coll == SCHEDC_BROADCAST) continue;
+    schedc_plan *plan = load(path, coll, n, 0, NULL, coll == SCHEDC_REDUCE ? 1 : 0);
+    schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
+    if (!plan || schedc_plan_get_info(plan, &in) != SCHEDC_OK) { failed++; continue; }
+    for (int r = 0; r < n; r++)
+      for (int s = 0; s < in.nsteps; s++) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "flip:%d:%d", r, s);
+        setenv("SCHEDC_INJECT", spec, 1);
+        schedc_comm *comms[MAXN];
+        schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+        co.timeout_s = 60;
+        co.verify = SCHEDC_VERIFY_DIGEST;
+        int ok = schedc_comm_init_threads(n, &co, comms) == SCHEDC_OK;
+        unsetenv("SCHEDC_INJECT");
+        if (!ok) { failed++; continue; }
+        fmt f = fmt_of(SCHEDC_F32);
+        size_t count = 3000, K = coll == SCHEDC_REDUCE_SCATTER ? count * (size_t)n : count;
+        job j[MAXN];
+        pthread_t t[MAXN];
+        void *in_[MAXN];
+        char *want = malloc(K * 4);
+        for (int q = 0; q < n; q++) {
+          in_[q] = malloc(K * 4);
+          for (size_t i = 0; i < K; i++) put(SCHEDC_F32, in_[q], i, input(&f, n, q, i, 3));
+        }
+        reference(SCHEDC_F32, 0, in_, n, K, want);
+        for (int q = 0; q < n; q++) {
+          j[q] = (job){comms[q], plan, coll, 1, q, n, SCHEDC_F32, SCHEDC_SUM_EXACT, count, in_[q], malloc(K * 4), 0, ""};
+          pthread_create(&t[q], NULL, thread_main, &j[q]);
+        }
+        int all = 1, none = 1;
+        for (int q = 0; q < n; q++) pthread_join(t[q], NULL);
+        for (int q = 0; q < n; q++) {
+          all &= j[q].st == SCHEDC_ECORRUPT && strstr(j[q].err, "exact-mode check") != NULL;
+          none &= j[q].st == SCHEDC_OK && compare(&j[q], want, spec) == 0;
+        }
+        for (int q = 0; q < n; q++) {
+          free(in_[q]);
+          free(j[q].out);
+          schedc_comm_free(comms[q]);
+        }
+        free(want);
+        flips++;
+        caught += all;
+        harmless += none;
+        if (!all && !none)
+          fprintf(stderr, "identity: %s %s neither caught on every rank nor harmless (rank 0: %s)\n",
+                  schedc_collective_name((schedc_collective)coll), spec, j[0].st ? j[0].err : "ok");
+      }
+    schedc_plan_free(plan);
+  }
+  printf("identity check: of %d injected payload flips under digest verification, %d caught on every rank, %d left "
+         "the results as the reference's\n", flips, caught, harmless);
+  CHECK(flips >= 40 && caught >= 40 && caught + harmless == flips);
+}
+
 /* The reference's own rounding against the hardware's where both apply (a self-check of the
  * oracle: double -> float conversion rounds once, ties to even). */
 static void oracle(void) {
@@ -614,6 +710,7 @@ int main(int argc, char **argv) {
   oracle();
   if (!use_shm) edges();
   if (!use_shm) leaves();
+  if (!use_shm) identity(argv[1]);
   sweep(argv[1], use_shm);
   return DONE();
 }
