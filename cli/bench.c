@@ -207,6 +207,17 @@ static void print_table(const benchopts *o, schedc_collective coll, int n, const
   }
 }
 
+/* --exact: --op sum or avg in exact mode (sum_exact, avg_exact); 1 (said why) for another op. */
+static int cli_exact_op(schedc_op *op, const char *cmd) {
+  if (*op == SCHEDC_SUM || *op == SCHEDC_SUM_EXACT) *op = SCHEDC_SUM_EXACT;
+  else if (*op == SCHEDC_AVG || *op == SCHEDC_AVG_EXACT) *op = SCHEDC_AVG_EXACT;
+  else {
+    fprintf(stderr, "schedc %s: --exact takes --op sum or avg, not %s\n", cmd, schedc_op_name(*op) ? schedc_op_name(*op) : "?");
+    return 1;
+  }
+  return 0;
+}
+
 int cli_bench(int argc, char **argv) {
   benchopts o = {0};
   o.iters = 0; /* automatic: at least 1,000 calls and 0.2 s per size */
@@ -216,11 +227,11 @@ int cli_bench(int argc, char **argv) {
   o.defines = calloc((size_t)argc + 1, sizeof *o.defines);
   const char *backend = "threads";
   size_t mn = 0, mx = 0, factor = 0;
-  int nodes = 0;
+  int nodes = 0, exact = 0;
   int rc = EXIT_USAGE;
   if (!o.defines) return EXIT_REJECTED;
   enum { O_RANKS = 256, O_NODES, O_TUNING, O_COLLECTIVE, O_BACKEND, O_PLAIN, O_INPLACE, O_ITERS, O_WARMUP, O_DTYPE,
-         O_OP, O_MIN, O_MAX, O_FACTOR, O_SIZES };
+         O_OP, O_MIN, O_MAX, O_FACTOR, O_SIZES, O_EXACT };
   static const struct option longopts[] = {
     {"help", no_argument, NULL, 'h'},              {"ranks", required_argument, NULL, O_RANKS},
     {"nodes", required_argument, NULL, O_NODES},   {"tuning", required_argument, NULL, O_TUNING},
@@ -230,6 +241,7 @@ int cli_bench(int argc, char **argv) {
     {"dtype", required_argument, NULL, O_DTYPE},   {"op", required_argument, NULL, O_OP},
     {"min", required_argument, NULL, O_MIN},       {"max", required_argument, NULL, O_MAX},
     {"factor", required_argument, NULL, O_FACTOR}, {"sizes", required_argument, NULL, O_SIZES},
+    {"exact", no_argument, NULL, O_EXACT},
     {NULL, 0, NULL, 0},
   };
   cli_args a = {.cmd = "bench", .argc = argc, .argv = argv, .shortopts = "hD:", .longopts = longopts};
@@ -241,7 +253,7 @@ int cli_bench(int argc, char **argv) {
     case 'h':
       printf("usage: schedc bench [FILE|PLAN] --ranks N [--backend threads|shm|mpi] [--sizes 8,4K,1M,64M |\n"
              "                    --min S --max S --factor F] [--dtype T] [--op OP] [--iters I] [--warmup W] [-D k=v]\n"
-             "                    [--nodes M] [--tuning TABLE] [--collective C] [--plain] [--inplace]\n\n"
+             "                    [--nodes M] [--tuning TABLE] [--collective C] [--plain] [--inplace] [--exact]\n\n"
              "Prints '#' header lines, then per size: size (bytes of the whole buffer), count, type, op, time_us\n"
              "(mean of I back-to-back calls after W warm-up calls, slowest rank), algbw and busbw in GB/s\n"
              "(nccl-tests conventions), then p50_us, p99_us and max_us per call and iters. Without --iters:\n"
@@ -249,7 +261,9 @@ int cli_bench(int argc, char **argv) {
              "communicator chooses per size: the tuning table (--tuning or $SCHEDC_TUNING, written by\n"
              "'schedc tune'), else the built-in ring; the header names the plan used for each size.\n"
              "Buffers come from schedc_mem_alloc (memory every rank maps: no copy into the shared arena\n"
-             "and out); --plain: malloc'd buffers, as most callers have. --inplace: send == recv. With mpi, start under mpirun.\n");
+             "and out); --plain: malloc'd buffers, as most callers have. --inplace: send == recv.\n"
+             "--exact: --op sum or avg in exact mode (sum_exact, avg_exact: f32, f16, bf16 summed as 64-bit\n"
+             "integers on a shared grid; docs/determinism.md). With mpi, start under mpirun.\n");
       rc = EXIT_OK;
       goto done;
     case O_RANKS: bad = cli_opt_int(&a, v, 1, 65536, "a rank count from 1 to 65536", &o.ranks); break;
@@ -277,6 +291,7 @@ int cli_bench(int argc, char **argv) {
       *(c == O_MIN ? &mn : c == O_MAX ? &mx : &factor) = (size_t)x;
       break;
     case O_SIZES: bad = cli_opt_sizes(&a, v, o.sizes, MAXSIZES, &o.nsizes); break;
+    case O_EXACT: exact = 1; break;
     case 'D': bad = cli_opt_define(&a, v, o.defines, &o.ndefines); break;
     case CLI_ARG:
       if ((bad = o.file != NULL)) cli_usage_error(&a, "unexpected '%s' (one FILE only)", v);
@@ -286,6 +301,7 @@ int cli_bench(int argc, char **argv) {
     }
     if (bad) goto done;
   }
+  if (exact && cli_exact_op(&o.op, "bench")) goto done;
   if (mn || mx) {
     if (!mn) mn = 8;
     if (!mx) mx = mn;

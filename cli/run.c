@@ -226,7 +226,7 @@ static double reference(const runctx *x, void *const *ins, size_t i) {
     default: acc += v; break;
     }
   }
-  return x->o->op == SCHEDC_AVG ? acc / n : acc;
+  return x->o->op == SCHEDC_AVG || x->o->op == SCHEDC_AVG_EXACT ? acc / n : acc;
 }
 
 static uint64_t rank_digest(const runctx *x, int rank, const char *buf);
@@ -311,10 +311,11 @@ static void rank_results(runctx *x, int rank, const char *buf) {
       double ref = reference(x, ins, i), got = elem(o->dtype, buf, i), e = fabs(got - ref);
       /* relative to the magnitude summed (sums cancel, so |ref| alone can be ~0) */
       double scale = fabs(ref);
-      if (o->op == SCHEDC_SUM || o->op == SCHEDC_AVG) {
+      int avg = o->op == SCHEDC_AVG || o->op == SCHEDC_AVG_EXACT;
+      if (o->op == SCHEDC_SUM || o->op == SCHEDC_SUM_EXACT || avg) {
         scale = 0;
         for (int r = 0; r < n; r++) scale += fabs(elem(o->dtype, ins[r], i));
-        if (o->op == SCHEDC_AVG) scale /= n;
+        if (avg) scale /= n;
       }
       if (e > rr->max_abs) rr->max_abs = e;
       if (scale > 0 && e / scale > rr->max_rel) rr->max_rel = e / scale;
@@ -472,6 +473,8 @@ static void run_usage(FILE *f) {
           "  --count K      elements per rank buffer (default 1048576)\n"
           "  --dtype T      f32 (default), f64, f16, bf16, i32, i64\n"
           "  --op OP        sum (default), prod, min, max, avg, or FILE.c:NAME (a custom operator, docs/ops.md)\n"
+          "  --exact        exact mode: --op sum or avg as sum_exact / avg_exact (f32, f16, bf16): the same\n"
+          "                 bits for every plan and backend (docs/determinism.md)\n"
           "  --backend B    threads (default; ranks are threads), shm (forks N processes), mpi (start\n"
           "                 with mpirun -np N; N comes from MPI), cuda (a GPU per rank, driven by this process)\n"
           "  --virtual      with cuda: all N ranks on one GPU\n"
@@ -493,9 +496,20 @@ static void run_usage(FILE *f) {
 }
 
 
+/* --exact: --op sum or avg in exact mode (sum_exact, avg_exact); 1 (said why) for another op. */
+static int cli_exact_op(schedc_op *op, const char *cmd) {
+  if (*op == SCHEDC_SUM || *op == SCHEDC_SUM_EXACT) *op = SCHEDC_SUM_EXACT;
+  else if (*op == SCHEDC_AVG || *op == SCHEDC_AVG_EXACT) *op = SCHEDC_AVG_EXACT;
+  else {
+    fprintf(stderr, "schedc %s: --exact takes --op sum or avg, not %s\n", cmd, schedc_op_name(*op) ? schedc_op_name(*op) : "?");
+    return 1;
+  }
+  return 0;
+}
+
 int cli_run(int argc, char **argv) {
   enum { O_RANKS = 256, O_NODES, O_TOPOLOGY, O_COUNT, O_DTYPE, O_OP, O_BACKEND, O_VIRTUAL, O_PROCESSES, O_MPI,
-         O_INPUTS, O_OUTPUTS, O_SLICE, O_ITERS, O_SEED, O_TIMEOUT, O_CHECK, O_REPAIR, O_VERIFY };
+         O_INPUTS, O_OUTPUTS, O_SLICE, O_ITERS, O_SEED, O_TIMEOUT, O_CHECK, O_REPAIR, O_VERIFY, O_EXACT };
   static const struct option longopts[] = {
     {"help", no_argument, NULL, 'h'},              {"ranks", required_argument, NULL, O_RANKS},
     {"nodes", required_argument, NULL, O_NODES},   {"topology", required_argument, NULL, O_TOPOLOGY},
@@ -507,6 +521,7 @@ int cli_run(int argc, char **argv) {
     {"iters", required_argument, NULL, O_ITERS},   {"seed", required_argument, NULL, O_SEED},
     {"timeout", required_argument, NULL, O_TIMEOUT}, {"check", no_argument, NULL, O_CHECK},
     {"repair", no_argument, NULL, O_REPAIR},       {"verify", required_argument, NULL, O_VERIFY},
+    {"exact", no_argument, NULL, O_EXACT},
     {NULL, 0, NULL, 0},
   };
   runopts o = {0};
@@ -518,7 +533,7 @@ int cli_run(int argc, char **argv) {
   o.defines = calloc((size_t)argc + 1, sizeof *o.defines);
   int rc = EXIT_USAGE;
   const char *backend = "threads";
-  int virt = 0, procs = 0, over_mpi = 0;
+  int virt = 0, procs = 0, over_mpi = 0, exact = 0;
   if (!o.defines) return EXIT_REJECTED;
   cli_args a = {.cmd = "run", .argc = argc, .argv = argv, .shortopts = "hD:", .longopts = longopts};
   const char *v;
@@ -556,6 +571,7 @@ int cli_run(int argc, char **argv) {
       break;
     case O_CHECK: o.check = 1; break;
     case O_REPAIR: o.repair = 1; break;
+    case O_EXACT: exact = 1; break;
     case O_VERIFY:
       if (!strcmp(v, "digest")) o.verify = SCHEDC_VERIFY_DIGEST;
       else if (!strcmp(v, "checksum")) o.verify = SCHEDC_VERIFY_CHECKSUM;
@@ -573,6 +589,7 @@ int cli_run(int argc, char **argv) {
     if (bad) goto done;
   }
   if (!o.file) { fprintf(stderr, "schedc run: missing FILE (see 'schedc run --help')\n"); goto done; }
+  if (exact && cli_exact_op(&o.op, "run")) goto done;
   if (!strcmp(backend, "threads")) o.backend = SCHEDC_BACKEND_THREADS;
   else if (!strcmp(backend, "shm")) o.backend = SCHEDC_BACKEND_SHM;
   else if (!strcmp(backend, "mpi")) o.backend = SCHEDC_BACKEND_MPI;

@@ -43,6 +43,9 @@ const char *sc_op_name(int op) {
     const sc_opdef *d = sc_opreg_get(op);
     return d ? d->name : NULL;
   }
+#define X(name, value, str) if (op == value) return str;
+  SCHEDC_OP_EXACT_LIST(X) /* exact mode's ops (schedc.h) */
+#undef X
   return op >= 0 && op < SCHEDC_OP_COUNT_ ? op_names[op] : NULL;
 }
 size_t sc_dtype_size(int dtype) { return dtype >= 0 && dtype < SCHEDC_DTYPE_COUNT_ ? dtype_sizes[dtype] : 0; }
@@ -67,5 +70,8 @@ schedc_status schedc_dtype_parse(const char *s, schedc_dtype *out) {
 schedc_status schedc_op_parse(const char *s, schedc_op *out) {
   for (int i = 0; s && i < SCHEDC_OP_COUNT_; i++)
     if (strcmp(s, op_names[i]) == 0) { *out = (schedc_op)i; return SCHEDC_OK; }
-  return sc_err(SCHEDC_EINVAL, "unknown op '%s' (choose sum, prod, min, max or avg)", s ? s : "(null)");
+#define X(name, value, str) if (s && strcmp(s, str) == 0) { *out = name; return SCHEDC_OK; }
+  SCHEDC_OP_EXACT_LIST(X)
+#undef X
+  return sc_err(SCHEDC_EINVAL, "unknown op '%s' (choose sum, prod, min, max, avg, sum_exact or avg_exact)", s ? s : "(null)");
 }

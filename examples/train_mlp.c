@@ -8,6 +8,10 @@
  *   --microbatches L     micro-batches per step (default N); rank r owns micro-batches r*L/N ...
  *   --order canonical    sum micro-batch gradients in the canonical tree (schedc_accum + a plan
  *                        verified as canonical): the same weights for any N dividing L
+ *   --order exact        sum micro-batch gradients exactly (schedc_accum with SCHEDC_SUM_EXACT and
+ *                        schedc_accum_allreduce: each leaf on one fixed-point grid shared by all
+ *                        ranks, int64 sums): the same weights for any N dividing L, powers of two
+ *                        or not (L = 12: N = 1, 2, 3, 4, 6), on any plan
  *   --schedule FILE      the canonical schedule (default schedules/tree.lua, binomial)
  *   --dtype f32|bf16     gradient type on the wire (bf16: f32 partials, one rounding)
  *   --checkpoint DIR     write DIR/ckpt.bin every 10 steps and at the end (atomic, checksummed;
@@ -63,11 +67,12 @@ static float sample_grad(const float *p, int i, float *g) {
   return y > 0.5f ? -logf(q + 1e-7f) : -logf(1.0f - q + 1e-7f);
 }
 
-/* Gradient of micro-batch mb of step `step` (its samples summed in index order). */
-static float microbatch_grad(const float *p, int step, int mb, int mbsize, float *g) {
+/* Gradient of micro-batch mb of L in step `step`: samples [mb*BATCH/L, (mb+1)*BATCH/L) of the
+ * step's batch (equal sizes when L divides BATCH), summed in index order. */
+static float microbatch_grad(const float *p, int step, int mb, int L, float *g) {
   memset(g, 0, NPARAM * sizeof *g);
   float loss = 0;
-  for (int s = 0; s < mbsize; s++) loss += sample_grad(p, (step * BATCH + mb * mbsize + s) % NSAMPLES, g);
+  for (int s = mb * BATCH / L; s < (mb + 1) * BATCH / L; s++) loss += sample_grad(p, (step * BATCH + s) % NSAMPLES, g);
   return loss;
 }
 
@@ -152,7 +157,7 @@ static int make_dir(const char *dir) {
 }
 
 int main(int argc, char **argv) {
-  int steps = 40, L = 0, canonical = 0;
+  int steps = 40, L = 0, canonical = 0, exact = 0;
   const char *ckdir = NULL, *resume = NULL, *schedule = "schedules/tree.lua";
   schedc_dtype wire = SCHEDC_F32;
   for (int i = 1; i < argc; i++) {
@@ -161,8 +166,9 @@ int main(int argc, char **argv) {
     if (!strcmp(a, "--steps")) { if (parse_int(v, 0, 1 << 30, &steps)) { fprintf(stderr, "train_mlp: --steps '%s' is not a step count from 0 to 2^30\n", v); return 2; } }
     else if (!strcmp(a, "--microbatches")) { if (parse_int(v, 1, BATCH, &L)) { fprintf(stderr, "train_mlp: --microbatches '%s' is not a count from 1 to %d\n", v, BATCH); return 2; } }
     else if (!strcmp(a, "--order")) {
-      if (strcmp(v, "canonical") && strcmp(v, "any")) { fprintf(stderr, "train_mlp: --order '%s' (choose canonical or any)\n", v); return 2; }
+      if (strcmp(v, "canonical") && strcmp(v, "any") && strcmp(v, "exact")) { fprintf(stderr, "train_mlp: --order '%s' (choose canonical, exact or any)\n", v); return 2; }
       canonical = !strcmp(v, "canonical");
+      exact = !strcmp(v, "exact");
     }
     else if (!strcmp(a, "--schedule")) schedule = v;
     else if (!strcmp(a, "--dtype")) { if (schedc_dtype_parse(v, &wire) || (wire != SCHEDC_F32 && wire != SCHEDC_BF16)) { fprintf(stderr, "train_mlp: --dtype f32 or bf16\n"); return 2; } }
@@ -179,12 +185,12 @@ int main(int argc, char **argv) {
   }
   int rank = schedc_comm_rank(comm), n = schedc_comm_nranks(comm);
   if (!L) L = n;
-  if (L % n || BATCH % L) {
-    if (rank == 0) fprintf(stderr, "train_mlp: %d micro-batches must split over %d ranks and divide the batch of %d\n", L, n, BATCH);
+  if (L % n) {
+    if (rank == 0) fprintf(stderr, "train_mlp: %d micro-batches must split over %d ranks\n", L, n);
     schedc_comm_free(comm);
     return 2;
   }
-  int m = L / n, mbsize = BATCH / L;
+  int m = L / n;
   schedc_plan *plan = NULL;
   if (canonical) {
     const char *defs[] = {"shape=binomial", "order=canonical"};
@@ -203,30 +209,41 @@ int main(int argc, char **argv) {
   int start = 0;
   if (resume && load(resume, &start, p, v)) { schedc_comm_free(comm); schedc_plan_free(plan); return 1; }
   schedc_accum *acc = NULL;
-  if (canonical && schedc_accum_create(NPARAM, SCHEDC_F32, SCHEDC_SUM, rank * m, m, &acc) != SCHEDC_OK) {
+  if ((canonical || exact) &&
+      schedc_accum_create(NPARAM, SCHEDC_F32, exact ? SCHEDC_SUM_EXACT : SCHEDC_SUM, rank * m, m, &acc) != SCHEDC_OK) {
     fprintf(stderr, "train_mlp: %s\n", schedc_errmsg());
     return 1;
   }
   const float lr = 0.05f, mu = 0.9f;
   for (int step = start; step < steps; step++) {
     double loss = 0;
-    if (canonical) {
+    schedc_status st = SCHEDC_OK;
+    if (exact) { /* the leaves summed exactly, every rank's, in one call: g is the global sum */
+      schedc_accum_reset(acc);
+      for (int k = 0; k < m; k++) {
+        int mb = rank * m + (m - 1 - k);
+        loss += microbatch_grad(p, step, mb, L, gm);
+        schedc_accumulate(acc, mb, gm);
+      }
+      st = schedc_accum_allreduce(acc, g, comm, NULL);
+    } else if (canonical) {
       schedc_accum_reset(acc);
       for (int k = 0; k < m; k++) { /* micro-batches in reverse: arrival order must not matter */
         int mb = rank * m + (m - 1 - k);
-        loss += microbatch_grad(p, step, mb, mbsize, gm);
+        loss += microbatch_grad(p, step, mb, L, gm);
         schedc_accumulate(acc, mb, gm);
       }
       schedc_accum_result(acc, g);
     } else {
       memset(g, 0, sizeof g);
       for (int k = 0; k < m; k++) {
-        loss += microbatch_grad(p, step, rank * m + k, mbsize, gm);
+        loss += microbatch_grad(p, step, rank * m + k, L, gm);
         for (int i = 0; i < NPARAM; i++) g[i] += gm[i];
       }
     }
-    schedc_status st;
-    if (wire == SCHEDC_BF16) {
+    if (exact) {
+      /* summed above */
+    } else if (wire == SCHEDC_BF16) {
       uint16_t gb[NPARAM];
       for (int i = 0; i < NPARAM; i++) { uint32_t u; memcpy(&u, &g[i], 4); u += 0x7fff + ((u >> 16) & 1); gb[i] = (uint16_t)(u >> 16); }
       st = schedc_allreduce(gb, gb, NPARAM, SCHEDC_BF16, SCHEDC_SUM, comm, NULL);

@@ -91,11 +91,30 @@ typedef enum schedc_dtype {
   X(SCHEDC_MAX, 3, "max")                                                      \
   X(SCHEDC_AVG, 4, "avg")
 
+/* ---- exact mode: order-free sums (docs/determinism.md "Exact mode", docs/c-api.md) ----------
+ * SCHEDC_SUM_EXACT and SCHEDC_AVG_EXACT are ops for allreduce, reduce_scatter and reduce of f32,
+ * f16 and bf16 data: every rank's input is put on one fixed-point grid shared by all ranks (the
+ * scale from an order-free max exchange of the inputs' exponents, an extra small collective the
+ * library makes first; round to nearest, ties to even; headroom of ceil(log2 nranks) bits), the
+ * 64-bit integers are summed by the plan (any verified plan: integer addition is associative),
+ * and the sum is rounded to the data type once (avg: the exact sum divided by nranks, rounded
+ * once). So every plan, schedule, backend and slice size gives the same bits. The grid's unit is
+ * 2^(E - 61 + ceil(log2 nranks)), E = floor(log2) of the call's largest input on any rank: inputs
+ * with bits below it are rounded to it (below half a unit: to zero); NaN anywhere, or +Inf and -Inf together, gives NaN; +Inf (-Inf) alone
+ * gives +Inf (-Inf); an exact zero sum is +0. Every rank must pass the same op (a rank in exact
+ * mode and one not is SCHEDC_EMISMATCH, naming the op). Backends: threads, shm, mpi (cuda:
+ * SCHEDC_EUNAVAIL). The payload is 8 bytes per element. Values are below SCHEDC_OP_CUSTOM_BASE
+ * and outside [0, SCHEDC_OP_COUNT_): loops over the plain ops do not meet them. */
+#define SCHEDC_OP_EXACT_LIST(X)                                                \
+  X(SCHEDC_SUM_EXACT, 64, "sum_exact")                                         \
+  X(SCHEDC_AVG_EXACT, 68, "avg_exact")
+
 typedef enum schedc_op {
 #define SCHEDC_X_(name, value, str) name = value,
   SCHEDC_OP_LIST(SCHEDC_X_)
+  SCHEDC_OP_COUNT_,
+  SCHEDC_OP_EXACT_LIST(SCHEDC_X_)
 #undef SCHEDC_X_
-  SCHEDC_OP_COUNT_
 } schedc_op;
 
 /* Custom operators (schedc_op_create below) are values >= SCHEDC_OP_CUSTOM_BASE: the schedc_op
@@ -631,6 +650,17 @@ SCHEDC_API schedc_status schedc_accumulate(schedc_accum *acc, int leaf, const vo
 SCHEDC_API schedc_status schedc_accum_result(schedc_accum *acc, void *out);
 SCHEDC_API void schedc_accum_reset(schedc_accum *acc);
 SCHEDC_API void schedc_accum_free(schedc_accum *acc);
+/* Exact leaves (exact mode, above): schedc_accum_create with op SCHEDC_SUM_EXACT or AVG_EXACT and
+ * dtype f32, f16 or bf16 keeps its n leaves (any n >= 1, any first: no power-of-two or alignment
+ * condition), and schedc_accum_allreduce sums every leaf of every rank on one grid (its scale from
+ * the largest input of any leaf of any rank, headroom ceil(log2 L) bits for L leaves in all; each
+ * leaf rounded onto it on its own; avg divides by L) through `plan` (NULL: the communicator's),
+ * into recv (count elements) on every rank: the same bits for every rank count that divides the
+ * leaves, every plan and backend. Every rank must hold as many leaves (else SCHEDC_EMISMATCH) and
+ * every leaf must be in (else SCHEDC_EINVAL naming it). schedc_accum_result refuses an exact
+ * accumulator (its sum needs every rank's leaves). Reuse after schedc_accum_reset. */
+SCHEDC_API schedc_status schedc_accum_allreduce(schedc_accum *acc, void *recv, schedc_comm *comm,
+                                                const schedc_plan *plan);
 
 /* ---- custom reduction operators (docs/ops.md) ----------------------------------------------
  * An operator is a C function `T name(T a, T b)` in a file of its own, T one of float, double,

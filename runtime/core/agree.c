@@ -22,6 +22,11 @@ void sc_agreement_of(sc_agreement *a, const sc_call *k, uint32_t path) {
   a->dtype = (uint32_t)k->dtype;
   /* a custom op's value is this process's name for it: ranks compare its source hash instead */
   a->op = k->op_hash ? (uint32_t)SCHEDC_OP_CUSTOM_BASE : (uint32_t)k->op;
+  if (k->ex.mode) { /* exact mode: the call as the caller made it (its grid exchange too) */
+    a->coll = (uint32_t)k->ex.coll;
+    a->dtype = (uint32_t)k->ex.dtype;
+    a->op = (uint32_t)k->ex.op;
+  }
   a->root = (uint32_t)k->root;
   a->checks = k->checks;
   a->path = path;

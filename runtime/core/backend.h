@@ -17,6 +17,8 @@ enum {
   SC_CAP_HOST_RESULT = 1,
   /* the collective runs the CPU executor's steps, where SCHEDC_INJECT kill, delay and jitter act */
   SC_CAP_INJECT_STEPS = 2,
+  /* exact mode (exact.h): the working buffer goes through workbuf.c's conversions */
+  SC_CAP_EXACT = 4,
 };
 
 /* A backend. Operations receive the head; their state is c->be_data. */

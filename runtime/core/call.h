@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "exact.h"
 #include "prog.h"
 #include "schedc/schedc.h"
 
@@ -47,6 +48,8 @@ typedef struct sc_call {
                               * to every call that reaches a backend, internal ones too: every rank
                               * makes the same calls, so the same call has the same number everywhere */
   const char *file;          /* the plan's first source file, for messages ("?" when it has none) */
+  sc_exact ex;               /* exact mode (exact.h): off, an exact call (acc i64, op SUM, its grid
+                              * set by sc_call_run before the backend sees it), or its grid exchange */
 } sc_call;
 
 /* The first corrupted transfer a rank received in a call (checksum mode). */
@@ -77,6 +80,9 @@ typedef struct sc_result {
                               * 2 sliced (dsl); 0 none (the core takes sc_verify_digest's) */
   sc_dslice dsl;             /* have_digest 2: how the result was sliced */
   uint64_t digest;
+  uint64_t exact_out;        /* exact mode under verification: the wrapping sum of the integers of this
+                              * rank's result part before they were rounded out (dispatch.c checks it
+                              * against every rank's inputs: exact.h sc_exact_in_sum) */
 } sc_result;
 
 /* Does this call check transfers / compare result digests / take injected faults? */

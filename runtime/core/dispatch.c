@@ -1,7 +1,8 @@
 /*
  * dispatch.c — a collective below verification: the arguments checked, the plan chosen (given,
  * tuned, or the built-in ring, kept per communicator), the call descriptor filled and numbered,
- * the backend's collective run (c->be, chosen when the communicator was made). The calls the
+ * an exact call's grid exchanged first (exact.c), the backend's collective run (c->be, chosen when
+ * the communicator was made). The calls the
  * library makes for itself (integrity.c, a cuda communicator's bootstrap) enter here directly.
  */
 #include <stdio.h>
@@ -101,6 +102,14 @@ schedc_status sc_call_make(schedc_comm *c, int coll, const void *sendbuf, void *
                                          " (a custom operator already freed, or never made by schedc_op_create)" : "");
   schedc_status st;
   if (sc_reduces(coll) && (st = sc_op_check_dtype(op, dtype, cn)) != SCHEDC_OK) return st;
+  /* exact mode: f32/f16/bf16 summed as i64 on a grid (exact.h); allgather and broadcast ignore the op */
+  int exact = sc_reduces(coll) && sc_exact_op(op);
+  if (exact && dtype != SCHEDC_F32 && dtype != SCHEDC_F16 && dtype != SCHEDC_BF16)
+    return sc_err(SCHEDC_EINVAL, "%s: op %s takes f32, f16 or bf16 data, not %s (integer sums are exact already)", cn,
+                  schedc_op_name(op), schedc_dtype_name(dtype));
+  if (exact && !(c->be->caps & SC_CAP_EXACT))
+    return sc_err(SCHEDC_EUNAVAIL, "%s: op %s: the %s backend has no exact mode (threads, shm and mpi have)", cn,
+                  schedc_op_name(op), c->be->name);
   if (root < 0 || root >= c->nranks) return sc_err(SCHEDC_EINVAL, "%s: root %d out of range [0, %d)", cn, root, c->nranks);
   int n = c->nranks, me = c->rank;
   size_t K = coll == SCHEDC_REDUCE_SCATTER || coll == SCHEDC_ALLGATHER ? count * (size_t)n : count;
@@ -123,16 +132,106 @@ schedc_status sc_call_make(schedc_comm *c, int coll, const void *sendbuf, void *
   int reduction = sc_reduces(coll);
   *k = (sc_call){coll, cn, sendbuf, recvbuf, count, K, dtype, reduction ? sc_acc_type(dtype) : dtype,
                  reduction ? op : SCHEDC_SUM, root, plan, &plan->prog, slice, flags, 0, sc_call_checks_word(c, flags),
-                 0, ir->nfiles ? ir->files[0] : "?"};
+                 0, ir->nfiles ? ir->files[0] : "?", {0}};
   const sc_opdef *custom = reduction ? sc_opreg_get(op) : NULL;
   if (custom) k->op_hash = custom->hash;
+  if (exact) {
+    k->acc = SCHEDC_I64;
+    k->op = SCHEDC_SUM;
+    k->ex = (sc_exact){SC_EXACT_CALL, coll, (int)dtype, (int)op, 0, SC_EXACT_FINITE, 0, n, 0};
+  }
   return SCHEDC_OK;
+}
+
+/* An exact call's grid: every rank's exponent and flags (exact.c) through an internal allreduce
+ * (max, i64) on the communicator's default plan — max is exact, so its association does not
+ * matter — whose agreement carries this call's collective, dtype and op (agree.c), so a rank not
+ * in exact mode is named at the op. Here, not in exact.c: it is a call, and calls are made here. */
+static schedc_status exact_prepare(schedc_comm *c, sc_call *k) {
+  int64_t mine[SC_EXACT_WORDS], all[SC_EXACT_WORDS];
+  int m = k->ex.nleaves > 1 ? k->ex.nleaves : 1;
+  if ((int64_t)m * c->nranks > (1 << 30))
+    return sc_err(SCHEDC_EINVAL, "%s: exact leaves: %d leaves on each of %d ranks: more than 2^30 in all", k->cn, m,
+                  c->nranks);
+  sc_exact_stats(k->dtype, k->send, k->K * (size_t)m, mine);
+  mine[4] = m;
+  mine[5] = -m;
+  sc_call g;
+  sc_result r;
+  schedc_status st = sc_call_make(c, SCHEDC_ALLREDUCE, mine, all, SC_EXACT_WORDS, SCHEDC_I64, SCHEDC_MAX, 0, NULL,
+                                  SC_CALL_INTERNAL, &g);
+  if (st != SCHEDC_OK) return st;
+  g.ex = k->ex;
+  g.ex.mode = SC_EXACT_GRID;
+  if ((st = sc_call_run(c, &g, &r)) != SCHEDC_OK) return st;
+  if (all[4] != -all[5])
+    return sc_err(SCHEDC_EMISMATCH, "%s: exact leaves: the ranks hold different numbers of leaves (from %lld to %lld "
+                  "per rank; call %llu)", k->cn, (long long)-all[5], (long long)all[4], (unsigned long long)g.seq);
+  sc_exact_grid(&k->ex, all, c->nranks * m);
+  return SCHEDC_OK;
+}
+
+/* Exact mode under verification (digest or checksum): the integers are summed exactly, so the
+ * result's integers must sum to every rank's inputs' integers, mod 2^64 — an algorithm-based check
+ * of the reduction itself, which catches what a digest cannot (a partial sum corrupted before it
+ * was sent on: every rank then ends with the same wrong bits). One internal i64 sum allreduce of
+ * n + 2 words: the inputs' sum, whether any rank's transfer checks found a corrupted transfer
+ * (then those name it, and repair it if asked), and each rank's result-part sum in its own word.
+ * Every rank reaches the same verdict from the same words. `insum`: this rank's inputs' integers,
+ * summed before the call (in place, the result overwrites them). */
+static schedc_status exact_check(schedc_comm *c, const sc_call *k, uint64_t insum, const sc_result *res) {
+  int n = c->nranks;
+  int64_t *w = calloc((size_t)n + 2, sizeof *w), *all = malloc(((size_t)n + 2) * sizeof *all);
+  if (!w || !all) {
+    free(w);
+    free(all);
+    return sc_err(SCHEDC_ENOMEM, "%s: out of memory for the exact-mode check", k->cn);
+  }
+  w[0] = (int64_t)insum;
+  w[1] = res->bad.found != 0;
+  w[2 + c->rank] = (int64_t)res->exact_out;
+  sc_call g;
+  sc_result r;
+  schedc_status st = sc_call_make(c, SCHEDC_ALLREDUCE, w, all, (size_t)n + 2, SCHEDC_I64, SCHEDC_SUM, 0, NULL,
+                                  SC_CALL_INTERNAL, &g);
+  if (st == SCHEDC_OK) st = sc_call_run(c, &g, &r);
+  if (st == SCHEDC_OK && !all[1]) {
+    /* allreduce: each rank's whole result; reduce: the root's; reduce_scatter: the blocks together */
+    uint64_t in = (uint64_t)all[0], out = 0;
+    char who[256] = "";
+    size_t len = 0;
+    if (k->coll == SCHEDC_REDUCE_SCATTER) {
+      for (int q = 0; q < n; q++) out += (uint64_t)all[2 + q];
+      if (out != in) snprintf(who, sizeof who, "the ranks' blocks together");
+    } else {
+      for (int q = 0; q < n; q++) {
+        if ((k->coll == SCHEDC_REDUCE && q != k->root) || (uint64_t)all[2 + q] == in || len >= sizeof who - 16) continue;
+        out = (uint64_t)all[2 + q];
+        len += (size_t)snprintf(who + len, sizeof who - len, "%s%d", len ? ", " : "", q);
+      }
+    }
+    if (who[0])
+      st = sc_err(SCHEDC_ECORRUPT, "%s: exact-mode check of call %llu failed: the result's integers (rank(s) %s) sum to "
+                  "%016llx, every rank's inputs to %016llx (mod 2^64): a transfer or the reduction's arithmetic was "
+                  "corrupted", k->cn, (unsigned long long)k->seq, who, (unsigned long long)out, (unsigned long long)in);
+  }
+  free(w);
+  free(all);
+  return st;
 }
 
 schedc_status sc_call_run(schedc_comm *c, sc_call *k, sc_result *res) {
   memset(res, 0, sizeof *res);
+  if (k->ex.mode == SC_EXACT_CALL && !k->ex.ready) { /* the grid first: every rank makes this call too */
+    schedc_status st = exact_prepare(c, k);
+    if (st != SCHEDC_OK) return st;
+  }
+  int check = k->ex.mode == SC_EXACT_CALL && k->checks;
+  uint64_t insum = check ? sc_exact_in_sum(&k->ex, k->dtype, k->send, k->K) : 0;
   k->seq = ++c->seq;
-  return c->be->collective(c, k, res);
+  schedc_status st = c->be->collective(c, k, res);
+  if (st == SCHEDC_OK && check) st = exact_check(c, k, insum, res);
+  return st;
 }
 
 schedc_status sc_coll(schedc_comm *c, int coll, const void *send, void *recv, size_t count, schedc_dtype dtype,

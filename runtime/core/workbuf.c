@@ -8,22 +8,26 @@
 
 #include "comm.h"
 #include "workbuf.h"
+#include "exact.h"
 #include "kernels.h"
 
-/* Into / out of the working buffer: widen to the accumulation type, or copy the bits. */
-static void load_in(schedc_dtype dtype, schedc_dtype acc, void *dst, const void *src, size_t n) {
-  if (acc != dtype) sc_to_acc(dtype, dst, src, n);
-  else if (dst != src && n) memmove(dst, src, n * schedc_dtype_size(dtype));
+/* Into / out of the working buffer: widen to the accumulation type (exact mode: onto the call's
+ * grid, exact.h), or copy the bits. */
+static void load_in(const sc_call *k, void *dst, const void *src, size_t n) {
+  if (k->ex.mode == SC_EXACT_CALL) sc_exact_in(&k->ex, k->dtype, dst, src, n);
+  else if (k->acc != k->dtype) sc_to_acc(k->dtype, dst, src, n);
+  else if (dst != src && n) memmove(dst, src, n * schedc_dtype_size(k->dtype));
 }
-static void store_out(schedc_dtype dtype, schedc_dtype acc, void *dst, const void *src, size_t n) {
-  if (acc != dtype) sc_from_acc(dtype, dst, src, n);
-  else if (dst != src && n) memmove(dst, src, n * schedc_dtype_size(dtype));
+static void store_out(const sc_call *k, void *dst, const void *src, size_t n) {
+  if (k->ex.mode == SC_EXACT_CALL) sc_exact_out(&k->ex, k->dtype, dst, src, n); /* avg divided there, exactly */
+  else if (k->acc != k->dtype) sc_from_acc(k->dtype, dst, src, n);
+  else if (dst != src && n) memmove(dst, src, n * schedc_dtype_size(k->dtype));
 }
 
 void sc_work_in(const schedc_comm *c, const sc_call *k, char *W) {
   size_t asz = schedc_dtype_size(k->acc);
-  if (k->coll == SCHEDC_ALLGATHER) load_in(k->dtype, k->acc, W + (size_t)c->rank * k->count * asz, k->send, k->count);
-  else if (k->coll != SCHEDC_BROADCAST || c->rank == k->root) load_in(k->dtype, k->acc, W, k->send, k->K);
+  if (k->coll == SCHEDC_ALLGATHER) load_in(k, W + (size_t)c->rank * k->count * asz, k->send, k->count);
+  else if (k->coll != SCHEDC_BROADCAST || c->rank == k->root) load_in(k, W, k->send, k->K);
 }
 
 void sc_work_out(const schedc_comm *c, const sc_call *k, char *W, sc_result *res) {
@@ -37,6 +41,7 @@ void sc_work_out(const schedc_comm *c, const sc_call *k, char *W, sc_result *res
     res->have_digest = 1;
     return;
   }
-  if (len) store_out(k->dtype, k->acc, k->recv, W + lo * asz, len);
+  if (len) store_out(k, k->recv, W + lo * asz, len);
+  if (k->ex.mode == SC_EXACT_CALL && k->checks) res->exact_out = sc_exact_isum((const int64_t *)(void *)(W + lo * asz), len);
   if (sc_same_bits(k->coll)) sc_flipout(c, k, k->recv, len * schedc_dtype_size(k->dtype));
 }

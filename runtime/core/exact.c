@@ -1,0 +1,289 @@
+/*
+ * exact.c — exact mode's grid and conversions (exact.h; docs/determinism.md "Exact mode"). The
+ * grid: g = E - 61 + ceil(log2 n), E the largest exponent of any rank's finite nonzero input, from
+ * one max exchange (max is exact, so every plan gives every rank the same E). Each input becomes
+ * q = round(x / 2^g) (ties to even), |q| <= 2^(62 - ceil(log2 n)), so n of them sum to at most
+ * 2^62 in magnitude in any order: no overflow, and integer addition is associative. The sum goes
+ * back to the data type rounded once, from the exact integer (avg: from the exact quotient).
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "cpufeat.h"
+#include "exact.h"
+#include "kernels.h"
+
+/* ---- the formats: significand bits (with the hidden one), smallest normal exponent, bits ---- */
+typedef struct fmt { int p, emin; uint32_t inf, sign, qnan; } fmt;
+static const fmt F32 = {24, -126, 0x7f800000u, 0x80000000u, 0x7fc00000u};
+static const fmt F16 = {11, -14, 0x7c00u, 0x8000u, 0x7e00u};
+static const fmt BF16 = {8, -126, 0x7f80u, 0x8000u, 0x7fc0u};
+static const fmt *fmt_of(schedc_dtype dt) { return dt == SCHEDC_F16 ? &F16 : dt == SCHEDC_BF16 ? &BF16 : &F32; }
+
+uint32_t sc_exact_round(schedc_dtype dt, int neg, uint64_t m, int e, int sticky) {
+  const fmt *f = fmt_of(dt);
+  if (!m) return 0; /* an exact zero is +0 (sticky is never set without m) */
+  int L = 64 - __builtin_clzll(m), top = e + L - 1;
+  int lsb = (top >= f->emin ? top : f->emin) - (f->p - 1); /* the result's last bit: normal, or subnormal */
+  int s = lsb - e;
+  uint64_t mant;
+  if (s <= 0) {
+    mant = m << -s; /* exact: -s <= p - 1 */
+  } else if (s > 64) {
+    mant = 0; /* m < 2^64 <= half of the last bit: rounds to zero */
+  } else {
+    uint64_t rem = s == 64 ? m : m & ((1ull << s) - 1), half = 1ull << (s - 1);
+    mant = s == 64 ? 0 : m >> s;
+    if (rem > half || (rem == half && (sticky || (mant & 1)))) mant++;
+  }
+  /* exponent field - 1 for normals, 0 for subnormals; a carry out of the significand moves the
+   * exponent up by itself, and past the largest finite value gives the infinity's bits */
+  uint64_t bits = ((uint64_t)(lsb - (f->emin - (f->p - 1))) << (f->p - 1)) + mant;
+  if (bits >= f->inf) bits = f->inf;
+  return (uint32_t)bits | (neg ? f->sign : 0);
+}
+
+/* ---- the stats a rank contributes to the exchange ---- */
+
+/* floor(log2 |x|) of a finite nonzero value of the format, from its magnitude bits a. */
+static int expo_of(const fmt *f, uint32_t a) {
+  int mb = f->p - 1, bias = -f->emin + 1;
+  uint32_t ef = a >> mb;
+  if (ef) return (int)ef - bias;
+  return (31 - __builtin_clz(a)) - (bias - 1 + mb); /* subnormal: a * 2^(emin - mb) */
+}
+
+static uint32_t elem_bits(schedc_dtype dt, const void *x, size_t i) {
+  if (dt == SCHEDC_F32) return ((const uint32_t *)x)[i];
+  return ((const uint16_t *)x)[i];
+}
+
+void sc_exact_stats(schedc_dtype dt, const void *x, size_t n, int64_t w[SC_EXACT_WORDS]) {
+  const fmt *f = fmt_of(dt);
+  uint32_t mag = ~f->sign & (dt == SCHEDC_F32 ? 0xffffffffu : 0xffffu), amax = 0;
+  /* the common case in one vectorisable pass: the largest magnitude's bits (NaN > Inf > finite) */
+  if (dt == SCHEDC_F32) {
+    const uint32_t *p = x;
+    for (size_t i = 0; i < n; i++) { uint32_t a = p[i] & mag; amax = a > amax ? a : amax; }
+  } else {
+    const uint16_t *p = x;
+    for (size_t i = 0; i < n; i++) { uint32_t a = p[i] & mag; amax = a > amax ? a : amax; }
+  }
+  w[0] = SC_EXACT_NONE;
+  w[1] = w[2] = w[3] = w[4] = w[5] = 0;
+  if (amax < f->inf) {
+    if (amax) w[0] = expo_of(f, amax);
+    return;
+  }
+  /* some NaN or infinity: classify every element (rare) */
+  uint32_t fmax = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t b = elem_bits(dt, x, i), a = b & mag;
+    if (a > f->inf) w[1] = 1;
+    else if (a == f->inf) w[(b & f->sign) ? 3 : 2] = 1;
+    else if (a > fmax) fmax = a;
+  }
+  if (fmax) w[0] = expo_of(f, fmax);
+}
+
+void sc_exact_grid(sc_exact *ex, const int64_t w[SC_EXACT_WORDS], int nterms) {
+  int h = 0;
+  while ((1ll << h) < nterms) h++;
+  ex->nterms = nterms;
+  ex->special = w[1] || (w[2] && w[3]) ? SC_EXACT_NAN : w[2] ? SC_EXACT_PINF : w[3] ? SC_EXACT_NINF : SC_EXACT_FINITE;
+  ex->g = w[0] == SC_EXACT_NONE ? 0 : (int)w[0] - 61 + h;
+  ex->ready = 1;
+}
+
+/* ---- in: onto the grid ---- */
+
+/* x * 2^-g is exact in double (24 significant bits, |x 2^-g| < 2^62, far from double's limits);
+ * below 2^51 adding and taking away 1.5 * 2^52 rounds it to an integer, to nearest, ties to even
+ * (the default rounding mode); at or above 2^51 it is an integer already (its last bit is at least
+ * 2^(51 - 23)). */
+static inline int64_t to_grid(double v) {
+  double r = fabs(v) < 0x1p51 ? (v + 0x1.8p52) - 0x1.8p52 : v;
+  return (int64_t)r;
+}
+
+/* f32 onto the grid with integers only, branch-free (vectorised with AVX2's variable shifts):
+ * x = ±m 2^k (k its last bit's exponent); sh = k - g >= 0: m << sh (< 2^62); else m shifted right
+ * by s = g - k, to nearest, ties to even (adding half - 1, plus the bit that becomes the last);
+ * s is capped at 40, where m < 2^24 gives 0 as any larger s does. The same q as to_grid. */
+static void in_f32(int64_t *restrict dst, const uint32_t *restrict u, size_t n, int g) {
+  for (size_t i = 0; i < n; i++) {
+    uint32_t a = u[i] & 0x7fffffffu, ef = a >> 23;
+    int64_t m = (int64_t)((a & 0x7fffffu) | (ef ? 0x800000u : 0));
+    int64_t sh = (int64_t)(ef ? ef : 1) - 150 - g;
+    int64_t s = sh < 0 ? -sh : 0;
+    s = s > 40 ? 40 : s;
+    int64_t up = m << (sh > 0 ? sh : 0);
+    int64_t half = ((int64_t)1 << s) >> 1;
+    int64_t dn = (m + (half - (s > 0)) + ((m >> s) & (s > 0))) >> s;
+    int64_t q = sh >= 0 ? up : dn;
+    dst[i] = (u[i] >> 31) ? -q : q;
+  }
+}
+
+/* in_f32 four lanes at a time with AVX2 (the compiler does not vectorise it): the same steps. */
+__attribute__((target("avx2"))) static size_t in_f32_avx2(int64_t *dst, const uint32_t *u, size_t n, int g) {
+  const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi64x(1), s40 = _mm256_set1_epi64x(40);
+  const __m256i absm = _mm256_set1_epi64x(0x7fffffff), fracm = _mm256_set1_epi64x(0x7fffff);
+  const __m256i hid = _mm256_set1_epi64x(0x800000), bias = _mm256_set1_epi64x(150 + (int64_t)g);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m256i x = _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(const void *)(u + i)));
+    __m256i a = _mm256_and_si256(x, absm), ef = _mm256_srli_epi64(a, 23);
+    __m256i sub = _mm256_cmpeq_epi64(ef, zero); /* subnormal or zero: no hidden bit, exponent 1 */
+    __m256i m = _mm256_or_si256(_mm256_and_si256(a, fracm), _mm256_andnot_si256(sub, hid));
+    __m256i sh = _mm256_sub_epi64(_mm256_or_si256(ef, _mm256_and_si256(sub, one)), bias);
+    __m256i pos = _mm256_cmpgt_epi64(sh, _mm256_set1_epi64x(-1)); /* sh >= 0 */
+    __m256i up = _mm256_sllv_epi64(m, _mm256_and_si256(sh, pos));
+    __m256i s = _mm256_andnot_si256(pos, _mm256_sub_epi64(zero, sh));
+    s = _mm256_blendv_epi8(s, s40, _mm256_cmpgt_epi64(s, s40));
+    __m256i spos = _mm256_and_si256(_mm256_cmpgt_epi64(s, zero), one);
+    __m256i half = _mm256_srli_epi64(_mm256_sllv_epi64(one, s), 1);
+    __m256i odd = _mm256_and_si256(_mm256_srlv_epi64(m, s), spos);
+    __m256i dn = _mm256_srlv_epi64(_mm256_add_epi64(_mm256_sub_epi64(_mm256_add_epi64(m, half), spos), odd), s);
+    __m256i q = _mm256_blendv_epi8(dn, up, pos);
+    __m256i neg = _mm256_cmpeq_epi64(_mm256_srli_epi64(x, 31), one);
+    q = _mm256_sub_epi64(_mm256_xor_si256(q, neg), neg);
+    _mm256_storeu_si256((__m256i *)(void *)(dst + i), q);
+  }
+  return i;
+}
+
+/* The f32 sum out four lanes at a time with AVX2, as the scalar loop in sc_exact_out: |s| folded
+ * to odd at bit 11 above 2^53 (at most 52 significant bits), made a double exactly from its two
+ * 32-bit halves (each exact, and their sum exact since the value fits a double), scaled by 2^g
+ * (exact), signed, and rounded to float once (vcvtpd2ps: to nearest even, subnormals kept). */
+__attribute__((target("avx2"))) static size_t out_f32_avx2(float *y, const int64_t *src, size_t n, double scale) {
+  const __m256i zero = _mm256_setzero_si256(), low = _mm256_set1_epi64x(0x7ff), bit11 = _mm256_set1_epi64x(0x800);
+  const __m256i lim = _mm256_set1_epi64x((int64_t)1 << 53), magic = _mm256_set1_epi64x(0x4330000000000000ll);
+  const __m256i lo32 = _mm256_set1_epi64x(0xffffffffll), signb = _mm256_set1_epi64x(INT64_MIN);
+  const __m256d m52 = _mm256_set1_pd(0x1p52), p32 = _mm256_set1_pd(0x1p32), sc = _mm256_set1_pd(scale);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m256i s = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
+    __m256i neg = _mm256_cmpgt_epi64(zero, s);
+    __m256i a = _mm256_sub_epi64(_mm256_xor_si256(s, neg), neg);
+    __m256i sticky = _mm256_andnot_si256(_mm256_cmpeq_epi64(_mm256_and_si256(a, low), zero), bit11);
+    __m256i odd = _mm256_or_si256(_mm256_andnot_si256(low, a), sticky);
+    __m256i t = _mm256_blendv_epi8(odd, a, _mm256_cmpgt_epi64(lim, a));
+    __m256d hi = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(_mm256_srli_epi64(t, 32), magic)), m52);
+    __m256d lo = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(_mm256_and_si256(t, lo32), magic)), m52);
+    __m256d d = _mm256_mul_pd(_mm256_add_pd(_mm256_mul_pd(hi, p32), lo), sc);
+    d = _mm256_or_pd(d, _mm256_castsi256_pd(_mm256_and_si256(neg, signb)));
+    _mm_storeu_ps(y + i, _mm256_cvtpd_ps(d));
+  }
+  return i;
+}
+
+static void in_one(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n);
+
+/* Leaves: each leaf onto the grid on its own (as it would be on a rank of its own), then summed:
+ * the integers are the same whichever rank holds which leaf. In blocks, through a stack buffer. */
+void sc_exact_in(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n) {
+  if (ex->special || ex->nleaves <= 1) {
+    in_one(ex, dt, dst, src, n);
+    return;
+  }
+  size_t esz = schedc_dtype_size(dt);
+  int64_t tmp[512];
+  for (size_t lo = 0; lo < n; lo += 512) {
+    size_t len = n - lo < 512 ? n - lo : 512;
+    in_one(ex, dt, dst + lo, (const char *)src + lo * esz, len);
+    for (int j = 1; j < ex->nleaves; j++) {
+      in_one(ex, dt, tmp, (const char *)src + ((size_t)j * n + lo) * esz, len);
+      for (size_t i = 0; i < len; i++) dst[lo + i] = (int64_t)((uint64_t)dst[lo + i] + (uint64_t)tmp[i]);
+    }
+  }
+}
+
+uint64_t sc_exact_isum(const int64_t *x, size_t n) {
+  uint64_t s = 0;
+  for (size_t i = 0; i < n; i++) s += (uint64_t)x[i];
+  return s;
+}
+
+uint64_t sc_exact_in_sum(const sc_exact *ex, schedc_dtype dt, const void *src, size_t n) {
+  size_t esz = schedc_dtype_size(dt);
+  int64_t tmp[512];
+  uint64_t s = 0;
+  for (int j = 0; j < (ex->nleaves > 1 ? ex->nleaves : 1); j++)
+    for (size_t lo = 0; lo < n; lo += 512) {
+      size_t len = n - lo < 512 ? n - lo : 512;
+      in_one(ex, dt, tmp, (const char *)src + ((size_t)j * n + lo) * esz, len);
+      s += sc_exact_isum(tmp, len);
+    }
+  return s;
+}
+
+static void in_one(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n) {
+  if (ex->special) { /* the result is NaN or an infinity whatever the sums: zeros travel */
+    memset(dst, 0, n * sizeof *dst);
+    return;
+  }
+  double scale = ldexp(1.0, -ex->g);
+  if (dt == SCHEDC_F32) {
+    size_t done = sc_cpu_avx2() ? in_f32_avx2(dst, src, n, ex->g) : 0;
+    in_f32(dst + done, (const uint32_t *)src + done, n - done, ex->g);
+  } else if (dt == SCHEDC_F16) {
+    const uint16_t *x = src;
+    for (size_t i = 0; i < n; i++) dst[i] = to_grid((double)sc_f16_to_f32(x[i]) * scale);
+  } else {
+    const uint16_t *x = src;
+    for (size_t i = 0; i < n; i++) dst[i] = to_grid((double)sc_bf16_to_f32(x[i]) * scale);
+  }
+}
+
+/* ---- out: rounded once ---- */
+
+/* avg: the exact quotient |s| / n (n < 2^31) as m * 2^(e - g) plus a sticky bit, with at least 33
+ * significant bits (or all of them), so rounding m with the sticky bit rounds the quotient. */
+static uint32_t avg_bits(schedc_dtype dt, int64_t s, int n, int g) {
+  uint64_t a = s < 0 ? 0 - (uint64_t)s : (uint64_t)s, un = (uint64_t)n, q = a / un, r = a % un;
+  if (q >= (1ull << 32)) return sc_exact_round(dt, s < 0, q, g, r != 0);
+  uint64_t t = r << 32, m = (q << 32) | (t / un);
+  return sc_exact_round(dt, s < 0, m, g - 32, t % un != 0);
+}
+
+void sc_exact_out(const sc_exact *ex, schedc_dtype dt, void *dst, const int64_t *src, size_t n) {
+  int nranks = ex->nterms; /* avg: ranks, or ranks x leaves */
+  const fmt *f = fmt_of(dt);
+  int avg = ex->op == SCHEDC_AVG_EXACT;
+  if (ex->special) {
+    uint32_t v = ex->special == SC_EXACT_NAN ? f->qnan : ex->special == SC_EXACT_PINF ? f->inf : f->inf | f->sign;
+    for (size_t i = 0; i < n; i++) {
+      if (dt == SCHEDC_F32) ((uint32_t *)dst)[i] = v;
+      else ((uint16_t *)dst)[i] = (uint16_t)v;
+    }
+    return;
+  }
+  int g = ex->g;
+  if (dt == SCHEDC_F32 && !avg) {
+    float *y = dst;
+    double scale = ldexp(1.0, g); /* 2^g: g in [-210, 67], a double */
+    /* Below 2^53 the double s * 2^g is exact and its conversion to float the one rounding. At or
+     * above (|s| < 2^63), bits 0..10 are folded into bit 11 (rounded to odd there: bit 11 set when
+     * any is), which the double holds exactly; a float's last bit is then at bit 30 or higher, and
+     * rounding to odd at least two bits below the target precision does not change a round to
+     * nearest even (nor where it overflows to infinity). */
+    for (size_t i = sc_cpu_avx2() ? out_f32_avx2(y, src, n, scale) : 0; i < n; i++) {
+      int64_t s = src[i];
+      int64_t a = s < 0 ? -s : s;
+      int64_t odd = (a & ~(int64_t)0x7ff) | ((a & 0x7ff) ? 0x800 : 0);
+      int64_t t = a < ((int64_t)1 << 53) ? a : odd;
+      y[i] = (float)((double)(s < 0 ? -t : t) * scale);
+    }
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    int64_t s = src[i];
+    uint32_t b = avg ? avg_bits(dt, s, nranks, g)
+                     : sc_exact_round(dt, s < 0, s < 0 ? 0 - (uint64_t)s : (uint64_t)s, g, 0);
+    if (dt == SCHEDC_F32) ((uint32_t *)dst)[i] = b;
+    else ((uint16_t *)dst)[i] = (uint16_t)b;
+  }
+}

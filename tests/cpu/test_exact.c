@@ -1,0 +1,716 @@
+/*
+ * test_exact.c — exact mode (SCHEDC_SUM_EXACT / SCHEDC_AVG_EXACT, docs/determinism.md "Exact
+ * mode") against an independent exact reference written here: the grid from frexp, the rounding
+ * onto it with integer shifts, the sum in __int128, and the one rounding back by a binary search
+ * over the output format's bit patterns with exact comparisons (no floating point, nothing shared
+ * with runtime/core/exact.c). A sweep of shipped schedules (ring, tree, binomial tree, direct,
+ * canonical direct, halving_doubling, hierarchical) and a user schedule written here × 1..8 ranks
+ * × allreduce / reduce_scatter / reduce × f32 / bf16 / f16 × sum / avg × the small-message and
+ * plan paths, on threads and (a subset) shm processes: every rank's result must be the
+ * reference's bits, so every plan and backend gives one result per input. Inputs: on-grid values
+ * (then the reference is also the exact real sum rounded once, checked), cancellation, wide
+ * exponent ranges reaching below the grid (the flush bound checked exactly), subnormals, ±0.
+ * Then: the flush bound at its edges, NaN/±Inf, a rank in exact mode against one that is not
+ * (SCHEDC_EMISMATCH naming the op), and the argument checks. Usage: test_exact SCHEDULES_DIR [shm]
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "schedc/schedc.h"
+
+typedef __int128 i128;
+enum { MAXN = 8 };
+
+/* ---- the formats, independently of the library ---- */
+typedef struct fmt { int p, emin, bytes; uint32_t maxfin, inf, sign, qnan; } fmt;
+static fmt fmt_of(schedc_dtype dt) {
+  if (dt == SCHEDC_F32) return (fmt){24, -126, 4, 0x7f7fffffu, 0x7f800000u, 0x80000000u, 0x7fc00000u};
+  if (dt == SCHEDC_F16) return (fmt){11, -14, 2, 0x7bffu, 0x7c00u, 0x8000u, 0x7e00u};
+  return (fmt){8, -126, 2, 0x7f7fu, 0x7f80u, 0x8000u, 0x7fc0u};
+}
+/* a finite magnitude's bits as m * 2^k (m < 2^p) */
+static void decomp(const fmt *f, uint32_t a, uint64_t *m, int *k) {
+  uint32_t ef = a >> (f->p - 1), frac = a & ((1u << (f->p - 1)) - 1);
+  *m = ef ? frac | (1u << (f->p - 1)) : frac;
+  *k = (ef ? (int)ef : 1) + f->emin - 1 - (f->p - 1);
+}
+static uint32_t get(schedc_dtype dt, const void *x, size_t i) {
+  return dt == SCHEDC_F32 ? ((const uint32_t *)x)[i] : ((const uint16_t *)x)[i];
+}
+static void put(schedc_dtype dt, void *x, size_t i, uint32_t v) {
+  if (dt == SCHEDC_F32) ((uint32_t *)x)[i] = v;
+  else ((uint16_t *)x)[i] = (uint16_t)v;
+}
+static int bitlen(unsigned __int128 v) { int l = 0; while (v) { l++; v >>= 1; } return l; }
+
+/* sign of m 2^k n - A 2^b (m, n, A >= 0; A < 2^126) */
+static int cmp(uint64_t m, int k, uint64_t n, unsigned __int128 A, int b) {
+  unsigned __int128 L = (unsigned __int128)m * n;
+  if (!L) return A ? -1 : 0;
+  if (!A) return 1;
+  int ll = bitlen(L) + k, lr = bitlen(A) + b;
+  if (ll != lr) return ll < lr ? -1 : 1;
+  int d = k - b; /* equal lengths: the shift below stays within 128 bits */
+  if (d >= 0) L <<= d;
+  else A <<= -d;
+  return L < A ? -1 : L > A;
+}
+
+/* The reference rounding: the dtype value nearest to S 2^b / n, ties to even; exact 0 is +0. */
+static uint32_t ref_round(const fmt *f, i128 S, int b, uint64_t n) {
+  if (!S) return 0;
+  unsigned __int128 A = S < 0 ? (unsigned __int128)(-S) : (unsigned __int128)S;
+  uint32_t lo = 0, hi = f->maxfin; /* the largest finite bits whose value <= |V| */
+  uint64_t m;
+  int k;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo + 1) / 2;
+    decomp(f, mid, &m, &k);
+    if (cmp(m, k, n, A, b) <= 0) lo = mid;
+    else hi = mid - 1;
+  }
+  decomp(f, lo, &m, &k); /* the next value up is lo's plus 2^k; their midpoint: (2m + 1) 2^(k-1) */
+  int c = cmp(2 * m + 1, k - 1, n, A, b); /* midpoint vs |V| */
+  uint32_t r = c < 0 || (c == 0 && (lo & 1)) ? lo + 1 : lo; /* lo + 1 past maxfin is the infinity */
+  return r | (S < 0 ? f->sign : 0);
+}
+
+/* ---- inputs ---- */
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 31; x *= 0x9e3779b97f4a7c15ull; x ^= x >> 29; x *= 0xbf58476d1ce4e5b9ull; return x ^ (x >> 32);
+}
+/* Element i of rank r of n (seed s): classes by i % 8, element 0 pins the largest exponent. */
+static uint32_t input(const fmt *f, int n, int r, size_t i, int s) {
+  uint64_t h = mix(((uint64_t)s << 48) ^ ((uint64_t)n << 40) ^ ((uint64_t)r << 32) ^ i);
+  int mb = f->p - 1, bias = -f->emin + 1, top = f->p == 11 ? 14 : 20; /* the largest exponent */
+  uint32_t frac = (uint32_t)(h >> 8) & ((1u << mb) - 1), sign = (h & 1) ? f->sign : 0;
+  int e; /* unbiased exponent; below emin: a subnormal */
+  switch (i % 8) {
+  case 0: if (i == 0) return (uint32_t)(top + bias) << mb; /* 2^top on every rank */
+          e = top - (int)(h >> 40) % 8; break;                 /* near the top */
+  case 1: e = top - (int)(h >> 40) % 30; break;               /* on the grid */
+  case 2: { /* cancellation: rank r and rank n-1-r hold opposite values */
+    uint64_t h2 = mix(((uint64_t)s << 48) ^ ((uint64_t)n << 40) ^ ((uint64_t)(r < n - 1 - r ? r : n - 1 - r) << 32) ^ i);
+    frac = (uint32_t)(h2 >> 8) & ((1u << mb) - 1);
+    e = top - (int)(h2 >> 40) % 20;
+    sign = (r < n - 1 - r) ? 0 : (r == n - 1 - r ? sign : f->sign);
+    break;
+  }
+  case 3: e = top - (int)(h >> 40) % (f->p == 11 ? 40 : 100); break; /* wide: far below the grid too */
+  case 4: e = f->emin - 1 - (int)(h >> 40) % (mb + 1); break;         /* subnormal (or below) */
+  case 5: return sign; /* ±0 */
+  case 6: e = top - 40 - (int)(h >> 40) % 40; break;                  /* around the grid's edge */
+  default: e = top - (int)(h >> 40) % 12; break;
+  }
+  if (e < f->emin - mb) e = f->emin - mb;
+  if (e >= f->emin) return sign | (uint32_t)(e + bias) << mb | frac;
+  uint32_t sub = (frac | (1u << mb)) >> (f->emin - e); /* a subnormal's bits */
+  return sign | (sub ? sub : 1);
+}
+
+/* The reference for element i: the grid g from every rank's inputs (frexp), each input rounded
+ * onto it with integer shifts (ties to even), summed exactly, rounded once. Also the exact real
+ * sum at scale 2^-100 where every input is a multiple of it (|x| < 2^21: it fits), for the bound. */
+static int ref_grid(schedc_dtype dt, void *const in[], int n, size_t K) {
+  int E = -100000;
+  for (int r = 0; r < n; r++)
+    for (size_t i = 0; i < K; i++) {
+      float v;
+      if (dt == SCHEDC_F32) memcpy(&v, (const char *)in[r] + 4 * i, 4);
+      else { /* the 16-bit value exactly as a float: its magnitude decomposed */
+        fmt f = fmt_of(dt);
+        uint64_t m; int k;
+        decomp(&f, get(dt, in[r], i) & ~f.sign, &m, &k);
+        v = ldexpf((float)m, k);
+      }
+      if (v == 0) continue;
+      int e;
+      frexpf(v, &e);
+      if (e - 1 > E) E = e - 1;
+    }
+  int h = 0;
+  while ((1 << h) < n) h++;
+  return E == -100000 ? 0 : E - 61 + h;
+}
+/* x (bits) rounded onto the grid 2^g: ties to even */
+static int64_t ref_q(const fmt *f, uint32_t x, int g) {
+  uint64_t m; int k;
+  decomp(f, x & ~f->sign, &m, &k);
+  uint64_t q;
+  if (k >= g) q = m << (k - g);
+  else {
+    int s = g - k;
+    if (s >= 64) q = 0;
+    else {
+      uint64_t rem = m & ((1ull << s) - 1), half = 1ull << (s - 1);
+      q = m >> s;
+      if (rem > half || (rem == half && (q & 1))) q++;
+    }
+  }
+  return (x & f->sign) ? -(int64_t)q : (int64_t)q;
+}
+/* x exactly as an integer multiple of 2^-XS (0 where it is not one: a last bit below 2^-XS) */
+enum { XS = 100 };
+static int ref_exact(const fmt *f, uint32_t x, i128 *v) {
+  uint64_t m; int k;
+  decomp(f, x & ~f->sign, &m, &k);
+  if (m && k < -XS) return 0;
+  *v = (i128)m << (k + XS);
+  if (x & f->sign) *v = -*v;
+  return 1;
+}
+
+static long g_checked_exact, g_checked_bound;
+/* The expected result buffer (K elements of every rank's sum) into want; checks the bound. */
+static int reference(schedc_dtype dt, int avg, void *const in[], int n, size_t K, void *want) {
+  fmt f = fmt_of(dt);
+  int g = ref_grid(dt, in, n, K), bad = 0;
+  for (size_t i = 0; i < K; i++) {
+    i128 S = 0, X = 0, v;
+    int exact = 1;
+    for (int r = 0; r < n; r++) {
+      S += ref_q(&f, get(dt, in[r], i), g);
+      if (ref_exact(&f, get(dt, in[r], i), &v)) X += v;
+      else exact = 0;
+    }
+    uint32_t w = ref_round(&f, S, g, avg ? (uint64_t)n : 1);
+    put(dt, want, i, w);
+    if (!exact || g + XS < 1) continue;
+    /* the error on the way in: |S 2^g - X| <= n 2^(g-1) (each input moves at most half a unit) */
+    i128 err = (S << (g + XS)) - X;
+    if (err < 0) err = -err;
+    if (err > ((i128)n << (g - 1 + XS))) { bad++; fprintf(stderr, "element %zu: the bound fails\n", i); }
+    g_checked_bound++;
+    /* on the grid: nothing rounded in, so the result is the exact real sum rounded once */
+    if ((S << (g + XS)) == X) {
+      if (ref_round(&f, X, -XS, avg ? (uint64_t)n : 1) != w) { bad++; fprintf(stderr, "element %zu: not exact\n", i); }
+      g_checked_exact++;
+    }
+  }
+  return bad;
+}
+
+/* ---- running ---- */
+typedef struct job {
+  schedc_comm *comm;
+  const schedc_plan *plan;
+  int coll, root, rank, n;
+  schedc_dtype dt;
+  schedc_op op;
+  size_t count;
+  const void *in;
+  void *out;
+  schedc_status st;
+  char err[512];
+} job;
+
+static int g_inplace; /* allreduce and reduce in place (send == recv) */
+static void call(job *j) {
+  if (g_inplace && j->coll != SCHEDC_REDUCE_SCATTER) memcpy(j->out, j->in, j->count * schedc_dtype_size(j->dt));
+  const void *in = g_inplace && j->coll != SCHEDC_REDUCE_SCATTER ? j->out : j->in;
+  if (j->coll == SCHEDC_ALLREDUCE) j->st = schedc_allreduce(in, j->out, j->count, j->dt, j->op, j->comm, j->plan);
+  else if (j->coll == SCHEDC_REDUCE_SCATTER)
+    j->st = schedc_reduce_scatter(j->in, j->out, j->count, j->dt, j->op, j->comm, j->plan);
+  else j->st = schedc_reduce(in, j->out, j->count, j->dt, j->op, j->root, j->comm, j->plan);
+  if (j->st) snprintf(j->err, sizeof j->err, "%s", schedc_errmsg());
+}
+static void *thread_main(void *p) { call(p); return NULL; }
+
+/* Compare rank r's output with the reference; returns the number of wrong elements. */
+static int compare(const job *j, const void *want, const char *label) {
+  size_t lo = j->coll == SCHEDC_REDUCE_SCATTER ? (size_t)j->rank * j->count : 0;
+  if (j->coll == SCHEDC_REDUCE && j->rank != j->root) return 0;
+  int bad = 0;
+  for (size_t i = 0; i < j->count; i++) {
+    uint32_t got = get(j->dt, j->out, i), w = get(j->dt, want, lo + i);
+    if (got != w && bad++ < 3)
+      fprintf(stderr, "%s: rank %d element %zu: got %08x, want %08x\n", label, j->rank, lo + i, got, w);
+  }
+  return bad;
+}
+
+static schedc_plan *load(const char *path, int coll, int n, int nodes, const char *def, int root) {
+  char c1[64], c2[32];
+  snprintf(c1, sizeof c1, "collective=%s", schedc_collective_name((schedc_collective)coll));
+  snprintf(c2, sizeof c2, "root=%d", root);
+  const char *defs[3] = {c1, c2, def};
+  schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
+  lo.nranks = n;
+  lo.nnodes = nodes;
+  lo.defines = defs;
+  lo.ndefines = def ? 3 : 2;
+  schedc_plan *p = NULL;
+  if (schedc_plan_from_script(path, &lo, &p) != SCHEDC_OK) return NULL; /* not built for this case */
+  return p;
+}
+
+/* One case on n threads (comms given) or n shm processes: returns wrong elements + failed calls. */
+static int run_case(schedc_comm **comms, int use_shm, const schedc_plan *plan, int coll, int n, schedc_dtype dt,
+                    schedc_op op, size_t count, int seed, const char *label) {
+  size_t K = coll == SCHEDC_REDUCE_SCATTER ? count * (size_t)n : count, es = schedc_dtype_size(dt);
+  fmt f = fmt_of(dt);
+  void *in[MAXN];
+  job j[MAXN];
+  char *want = malloc(K * es + 8);
+  int root = coll == SCHEDC_REDUCE ? n / 2 : 0, bad = 0;
+  for (int r = 0; r < n; r++) {
+    in[r] = malloc(K * es + 8);
+    for (size_t i = 0; i < K; i++) put(dt, in[r], i, input(&f, n, r, i, seed));
+  }
+  bad += reference(dt, op == SCHEDC_AVG_EXACT, in, n, K, want);
+  for (int r = 0; r < n; r++) {
+    j[r] = (job){comms ? comms[r] : NULL, plan, coll, root, r, n, dt, op, count, in[r], malloc(K * es + 8), 0, ""};
+    memset(j[r].out, 0xee, K * es);
+  }
+  if (!use_shm) {
+    pthread_t t[MAXN];
+    for (int r = 0; r < n; r++) pthread_create(&t[r], NULL, thread_main, &j[r]);
+    for (int r = 0; r < n; r++) pthread_join(t[r], NULL);
+    for (int r = 0; r < n; r++) {
+      if (j[r].st) { fprintf(stderr, "%s: rank %d: %s\n", label, r, j[r].err); bad++; }
+      else bad += compare(&j[r], want, label);
+    }
+  } else {
+    char jobname[64];
+    snprintf(jobname, sizeof jobname, "exact%d_%ld", (int)getpid(), (long)seed * 1000 + n);
+    pid_t pid[MAXN];
+    for (int r = 0; r < n; r++) {
+      if ((pid[r] = fork()) == 0) {
+        schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+        co.timeout_s = 60;
+        if (schedc_comm_init_shm(r, n, jobname, &co, &j[r].comm) != SCHEDC_OK) {
+          fprintf(stderr, "%s: shm init: %s\n", label, schedc_errmsg());
+          _exit(100);
+        }
+        call(&j[r]);
+        if (j[r].st) { fprintf(stderr, "%s: rank %d: %s\n", label, r, j[r].err); _exit(101); }
+        int b = compare(&j[r], want, label);
+        schedc_comm_free(j[r].comm);
+        _exit(b > 99 ? 99 : b);
+      }
+    }
+    for (int r = 0; r < n; r++) {
+      int ws;
+      waitpid(pid[r], &ws, 0);
+      if (!WIFEXITED(ws) || WEXITSTATUS(ws)) bad++;
+    }
+  }
+  for (int r = 0; r < n; r++) { free(in[r]); free(j[r].out); }
+  free(want);
+  return bad;
+}
+
+/* A user's schedule: a chain into the last rank, then copies out (allreduce only). */
+static const char *user_lua =
+    "local n = nranks\n"
+    "local s = schedule{ collective = 'allreduce', chunks = 1, name = 'chain_star' }\n"
+    "for r = 0, n - 2 do local st = s:step(); st:reduce(r, n - 1, 0) end\n"
+    "if n > 1 then local st = s:step(); for r = 0, n - 2 do st:copy(n - 1, r, 0) end end\n"
+    "return s\n";
+
+static int sweep(const char *dir, int use_shm) {
+  enum { AR = 1 << SCHEDC_ALLREDUCE, RS = 1 << SCHEDC_REDUCE_SCATTER, RD = 1 << SCHEDC_REDUCE };
+  char userpath[] = "/tmp/schedc_exact_userXXXXXX";
+  int fd = mkstemp(userpath);
+  if (fd < 0 || write(fd, user_lua, strlen(user_lua)) != (ssize_t)strlen(user_lua)) return 1;
+  close(fd);
+  struct { const char *file; const char *def; int nodes, colls; } sch[] = {
+    {"ring.lua", NULL, 0, AR | RS | RD}, {"tree.lua", NULL, 0, AR | RD}, {"tree.lua", "shape=binomial", 0, AR | RD},
+    {"direct.lua", NULL, 0, AR | RS | RD}, {"direct.lua", "order=canonical", 0, AR | RS | RD},
+    {"halving_doubling.lua", NULL, 0, AR}, {"hierarchical.lua", NULL, 2, AR | RS}, {NULL, NULL, 0, AR},
+  };
+  const schedc_dtype dts[] = {SCHEDC_F32, SCHEDC_BF16, SCHEDC_F16};
+  const size_t counts[] = {37, 2500}; /* the small-message path (37 * 8 bytes) and the plan path */
+  int cases = 0, failed = 0;
+  for (int n = 1; n <= MAXN; n++) {
+    if (use_shm && n != 2 && n != 3 && n != 5 && n != 8) continue;
+    schedc_comm *comms[MAXN];
+    schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+    co.timeout_s = 60;
+    co.slice_bytes = 4096; /* several slices per chunk on the plan path */
+    if (!use_shm && schedc_comm_init_threads(n, &co, comms) != SCHEDC_OK) {
+      fprintf(stderr, "threads init: %s\n", schedc_errmsg());
+      return 1;
+    }
+    for (size_t si = 0; si < sizeof sch / sizeof sch[0]; si++)
+      for (int coll = 0; coll < SCHEDC_COLLECTIVE_COUNT_; coll++) {
+        if (!(sch[si].colls & (1 << coll)) || (sch[si].nodes && n % sch[si].nodes)) continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, sch[si].file ? sch[si].file : "");
+        schedc_plan *plan = load(sch[si].file ? path : userpath, coll, n, sch[si].nodes, sch[si].def,
+                                 coll == SCHEDC_REDUCE ? n / 2 : 0);
+        if (!plan) continue; /* a layout this schedule does not build */
+        for (size_t d = 0; d < 3; d++)
+          for (int o = 0; o < 2; o++)
+            for (size_t ci = 0; ci < 2; ci++) {
+              schedc_op op = o ? SCHEDC_AVG_EXACT : SCHEDC_SUM_EXACT;
+              if (use_shm && (d > 0 || o > 0) && ci == 1) continue;
+              if (d > 0 && o > 0 && coll != SCHEDC_ALLREDUCE) continue;
+              char label[256];
+              snprintf(label, sizeof label, "%s %s n=%d %s %s %s count=%zu %s", sch[si].file ? sch[si].file : "user",
+                       sch[si].def ? sch[si].def : "", n, schedc_collective_name((schedc_collective)coll),
+                       schedc_dtype_name(dts[d]), schedc_op_name(op), counts[ci], use_shm ? "shm" : "threads");
+              cases++;
+              g_inplace = ci == 1 && d == 0 && (si + (size_t)n) % 2 == 0; /* half the f32 plan-path cases */
+              if (g_inplace) strcat(label, " inplace");
+              int b = run_case(use_shm ? NULL : comms, use_shm, plan, coll, n, dts[d], op, counts[ci],
+                               (int)(si * 7 + d * 3 + ci), label);
+              if (b) { failed++; fprintf(stderr, "FAIL %s (%d)\n", label, b); }
+            }
+        schedc_plan_free(plan);
+      }
+    if (!use_shm)
+      for (int r = 0; r < n; r++) schedc_comm_free(comms[r]);
+  }
+  unlink(userpath);
+  printf("sweep (%s): %d cases, %d failed; %ld elements checked against the bound, %ld of them on the grid "
+         "and equal to the exact real sum rounded once\n", use_shm ? "shm" : "threads", cases, failed,
+         g_checked_bound, g_checked_exact);
+  CHECK(failed == 0);
+  CHECK(cases > 100);
+  CHECK(g_checked_exact > 0 && g_checked_exact < g_checked_bound); /* both kinds of element met */
+  return 0;
+}
+
+/* ---- edges on n threads with the built-in plan: f32 inputs given per rank ---- */
+typedef struct multi { schedc_comm *c; const float *in; float *out; size_t count; schedc_op op; schedc_dtype dt;
+                       schedc_status st; char err[512]; } multi;
+static void *multi_main(void *p) {
+  multi *m = p;
+  m->st = schedc_allreduce(m->in, m->out, m->count, m->dt, m->op, m->c, NULL);
+  if (m->st) snprintf(m->err, sizeof m->err, "%s", schedc_errmsg());
+  return NULL;
+}
+static int allreduce_n(int n, const float *in, float *out, size_t count, const schedc_op *ops, schedc_status *st,
+                       char (*err)[512]) {
+  schedc_comm *comms[MAXN];
+  schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+  co.timeout_s = 20;
+  if (schedc_comm_init_threads(n, &co, comms) != SCHEDC_OK) return 1;
+  multi m[MAXN];
+  pthread_t t[MAXN];
+  for (int r = 0; r < n; r++) {
+    m[r] = (multi){comms[r], in + (size_t)r * count, out + (size_t)r * count, count, ops[r], SCHEDC_F32, 0, ""};
+    pthread_create(&t[r], NULL, multi_main, &m[r]);
+  }
+  for (int r = 0; r < n; r++) pthread_join(t[r], NULL);
+  for (int r = 0; r < n; r++) {
+    st[r] = m[r].st;
+    if (err) snprintf(err[r], 512, "%s", m[r].err);
+    schedc_comm_free(comms[r]);
+  }
+  return 0;
+}
+static uint32_t fb(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+static void edges(void) {
+  schedc_op ops[MAXN];
+  schedc_status st[MAXN];
+  char err[MAXN][512];
+  for (int r = 0; r < MAXN; r++) ops[r] = SCHEDC_SUM_EXACT;
+  /* the flush bound, 1 rank: E = 20, g = 20 - 61 = -41; half a unit rounds to even (0), more
+   * than half to one unit, 1.5 units to 2, a quarter to 0; -0, and -half a unit (an integer 0),
+   * give +0 */
+  {
+    float in[] = {0x1p20f, 0x1p-42f, 0x1.000002p-42f, 0x1.8p-41f, 0x1p-43f, -0.0f, 0x1.8p-42f, -0x1p-42f};
+    float out[8];
+    float want[] = {0x1p20f, 0.0f, 0x1p-41f, 0x1p-40f, 0.0f, 0.0f, 0x1p-41f, 0.0f}; /* -half a unit: +0 */
+    CHECK(allreduce_n(1, in, out, 8, ops, st, NULL) == 0 && st[0] == SCHEDC_OK);
+    for (int i = 0; i < 8; i++) {
+      if (fb(out[i]) != fb(want[i])) fprintf(stderr, "flush bound element %d: got %a, want %a\n", i, out[i], want[i]);
+      CHECK(fb(out[i]) == fb(want[i]));
+    }
+  }
+  /* 3 ranks: headroom 2 bits, g = 20 - 59 = -39: 2^-40 on each rank (half a unit each) sum to 0,
+   * not 1.5 units: each input is rounded on its own, on the way in */
+  {
+    float in[3 * 2] = {0x1p20f, 0x1p-40f, 0x1p20f, 0x1p-40f, 0x1p20f, 0x1p-40f}, out[6];
+    CHECK(allreduce_n(3, in, out, 2, ops, st, NULL) == 0 && st[0] == SCHEDC_OK && st[2] == SCHEDC_OK);
+    CHECK(out[0] == 0x1.8p21f && fb(out[1]) == 0 && fb(out[3]) == 0 && fb(out[5]) == 0);
+  }
+  /* the one rounding out where the integer has more than 53 bits: 2^14 + 2^-10 (a tie at f32's
+   * last bit of 2^14) + 2^-39 (3 ranks, g = -45: S = 2^59 + 2^35 + 2^6) rounds up to 2^14 + 2^-9;
+   * through a double it would round twice (to the tie, then to even: 2^14), and without the sticky
+   * bit below bit 11 too; negated the same */
+  {
+    float in[3 * 5], out[3 * 5]; /* 5 elements: four in the vector loop, one after it */
+    for (int i = 0; i < 5; i++) {
+      float sg = i % 2 ? -1.0f : 1.0f;
+      in[i] = sg * 0x1p14f, in[5 + i] = sg * 0x1p-10f, in[10 + i] = sg * 0x1p-39f;
+    }
+    CHECK(allreduce_n(3, in, out, 5, ops, st, NULL) == 0 && st[0] == SCHEDC_OK);
+    for (int i = 0; i < 15; i++) CHECK(out[i] == (i % 5 % 2 ? -0x1.000002p14f : 0x1.000002p14f));
+  }
+  /* subnormals only: E = -127, every input on the grid: the sums are exact */
+  {
+    float in[2 * 2] = {0x1p-149f, 0x1.fffffcp-127f, 0x1p-149f, 0x1.fffffcp-127f}, out[4];
+    CHECK(allreduce_n(2, in, out, 2, ops, st, NULL) == 0 && st[0] == SCHEDC_OK);
+    CHECK(out[0] == 0x1p-148f && out[1] == 0x1.fffffcp-126f && out[2] == 0x1p-148f);
+  }
+  /* specials: NaN anywhere -> NaN; +Inf with -Inf -> NaN; +Inf alone -> +Inf on every element */
+  {
+    struct { float a, b; uint32_t want; } sp[] = {
+      {NAN, 1.0f, 0x7fc00000u}, {INFINITY, -INFINITY, 0x7fc00000u}, {INFINITY, 1.0f, 0x7f800000u},
+      {-INFINITY, 5.0f, 0xff800000u}, {-NAN, INFINITY, 0x7fc00000u},
+    };
+    for (size_t s = 0; s < sizeof sp / sizeof sp[0]; s++) {
+      float in[2 * 3] = {sp[s].a, 1.0f, 2.0f, sp[s].b, 3.0f, -0.0f}, out[6];
+      CHECK(allreduce_n(2, in, out, 3, ops, st, NULL) == 0 && st[0] == SCHEDC_OK && st[1] == SCHEDC_OK);
+      for (int i = 0; i < 6; i++) CHECK(fb(out[i]) == sp[s].want);
+    }
+  }
+  /* overflow of the output type: 2 * FLT_MAX rounds to +Inf, FLT_MAX + (-FLT_MAX) is +0 */
+  {
+    float in[4] = {0x1.fffffep127f, 0x1.fffffep127f, 0x1.fffffep127f, -0x1.fffffep127f}, out[4];
+    CHECK(allreduce_n(2, in, out, 2, ops, st, NULL) == 0 && st[0] == SCHEDC_OK);
+    CHECK(fb(out[0]) == 0x7f800000u && fb(out[1]) == 0 && fb(out[2]) == 0x7f800000u);
+  }
+  /* a rank in exact mode and one not: SCHEDC_EMISMATCH on both, naming the op */
+  {
+    float in[2 * 4] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8];
+    schedc_op mixed[2] = {SCHEDC_SUM_EXACT, SCHEDC_SUM};
+    CHECK(allreduce_n(2, in, out, 4, mixed, st, err) == 0);
+    CHECK(st[0] == SCHEDC_EMISMATCH && st[1] == SCHEDC_EMISMATCH);
+    CHECK_CONTAINS(err[0], "disagree on the op");
+    CHECK_CONTAINS(err[0], "sum_exact");
+    CHECK_CONTAINS(err[1], "sum_exact");
+    schedc_op mixed2[2] = {SCHEDC_AVG_EXACT, SCHEDC_SUM_EXACT};
+    CHECK(allreduce_n(2, in, out, 4, mixed2, st, err) == 0);
+    CHECK(st[0] == SCHEDC_EMISMATCH && st[1] == SCHEDC_EMISMATCH);
+    CHECK_CONTAINS(err[1], "avg_exact");
+  }
+  /* arguments: integers and f64 are refused, naming the op; names parse both ways */
+  {
+    schedc_comm *c1[1];
+    schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+    CHECK(schedc_comm_init_threads(1, &co, c1) == SCHEDC_OK);
+    int32_t a[2] = {1, 2}, b[2];
+    CHECK(schedc_allreduce(a, b, 2, SCHEDC_I32, SCHEDC_SUM_EXACT, c1[0], NULL) == SCHEDC_EINVAL);
+    CHECK_CONTAINS(schedc_errmsg(), "sum_exact takes f32, f16 or bf16");
+    double d[2] = {1, 2}, e[2];
+    CHECK(schedc_allreduce(d, e, 2, SCHEDC_F64, SCHEDC_AVG_EXACT, c1[0], NULL) == SCHEDC_EINVAL);
+    /* allgather ignores the op as ever: exact ops change nothing there */
+    float x[2] = {1.5f, 2.5f}, y[2];
+    CHECK(schedc_allgather(x, y, 2, SCHEDC_F32, c1[0], NULL) == SCHEDC_OK && y[0] == 1.5f);
+    schedc_comm_free(c1[0]);
+    schedc_op op;
+    CHECK(schedc_op_parse("avg_exact", &op) == SCHEDC_OK && op == SCHEDC_AVG_EXACT);
+    CHECK_EQ_STR(schedc_op_name(SCHEDC_SUM_EXACT), "sum_exact");
+  }
+}
+
+/* ---- exact leaves: L = 12 leaves over 1, 2, 3, 4 and 6 ranks (schedc_accum_allreduce) ---- */
+enum { NL = 12 };
+typedef struct lrank { schedc_comm *c; int first, m; schedc_dtype dt; schedc_op op; size_t count;
+                       void *const *leaf; void *out; schedc_status st; char err[512]; } lrank;
+static void *leaves_main(void *p) {
+  lrank *l = p;
+  schedc_accum *a = NULL;
+  l->st = schedc_accum_create(l->count, l->dt, l->op, l->first, l->m, &a);
+  for (int k = l->m - 1; k >= 0 && l->st == SCHEDC_OK; k--) /* in reverse: arrival order must not matter */
+    l->st = schedc_accumulate(a, l->first + k, l->leaf[l->first + k]);
+  if (l->st == SCHEDC_OK) l->st = schedc_accum_allreduce(a, l->out, l->c, NULL);
+  if (l->st) snprintf(l->err, sizeof l->err, "%s", schedc_errmsg());
+  schedc_accum_free(a);
+  return NULL;
+}
+static void leaves(void) {
+  const int ns[] = {1, 2, 3, 4, 6};
+  const schedc_dtype dts[] = {SCHEDC_F32, SCHEDC_BF16};
+  int cases = 0, failed = 0;
+  for (size_t d = 0; d < 2; d++)
+    for (int o = 0; o < 2; o++)
+      for (size_t count = 300; count <= 3000; count *= 10) {
+        fmt f = fmt_of(dts[d]);
+        schedc_op op = o ? SCHEDC_AVG_EXACT : SCHEDC_SUM_EXACT;
+        size_t es = schedc_dtype_size(dts[d]);
+        void *leaf[NL];
+        for (int j = 0; j < NL; j++) {
+          leaf[j] = malloc(count * es);
+          for (size_t i = 0; i < count; i++) put(dts[d], leaf[j], i, input(&f, NL, j, i, 99 + (int)count));
+        }
+        char *want = malloc(count * es);
+        failed += reference(dts[d], o, leaf, NL, count, want) != 0; /* the 12 leaves as 12 summands */
+        uint64_t first_digest = 0;
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+          int n = ns[ni], m = NL / n, bad = 0;
+          schedc_comm *comms[6];
+          schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+          co.timeout_s = 60;
+          if (schedc_comm_init_threads(n, &co, comms) != SCHEDC_OK) { failed++; continue; }
+          lrank l[6];
+          pthread_t t[6];
+          for (int r = 0; r < n; r++) {
+            l[r] = (lrank){comms[r], r * m, m, dts[d], op, count, leaf, malloc(count * es), 0, ""};
+            pthread_create(&t[r], NULL, leaves_main, &l[r]);
+          }
+          for (int r = 0; r < n; r++) pthread_join(t[r], NULL);
+          for (int r = 0; r < n; r++) {
+            if (l[r].st) { bad++; fprintf(stderr, "leaves n=%d rank %d: %s\n", n, r, l[r].err); }
+            else if (memcmp(l[r].out, want, count * es)) bad++;
+            else if (!first_digest) first_digest = schedc_digest(l[r].out, count * es);
+            else if (schedc_digest(l[r].out, count * es) != first_digest) bad++;
+            free(l[r].out);
+            schedc_comm_free(comms[r]);
+          }
+          cases++;
+          if (bad) { failed++; fprintf(stderr, "FAIL leaves %s %s count=%zu n=%d\n", schedc_dtype_name(dts[d]), schedc_op_name(op), count, n); }
+        }
+        for (int j = 0; j < NL; j++) free(leaf[j]);
+        free(want);
+      }
+  printf("exact leaves: 12 leaves on 1, 2, 3, 4, 6 ranks: %d cases, %d failed\n", cases, failed);
+  CHECK(failed == 0 && cases == 40);
+  /* refusals: an exact accumulator has no result of its own; ranks with different leaf counts */
+  schedc_accum *a = NULL;
+  float x[2] = {1, 2}, y[2];
+  CHECK(schedc_accum_create(2, SCHEDC_F32, SCHEDC_SUM_EXACT, 3, 3, &a) == SCHEDC_OK); /* 3 leaves from 3: fine */
+  CHECK(schedc_accumulate(a, 4, x) == SCHEDC_OK && schedc_accumulate(a, 4, x) == SCHEDC_EINVAL);
+  CHECK(schedc_accum_result(a, y) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "schedc_accum_allreduce");
+  schedc_accum_free(a);
+  CHECK(schedc_accum_create(2, SCHEDC_F64, SCHEDC_SUM_EXACT, 0, 1, &a) == SCHEDC_EINVAL);
+  schedc_comm *c2[2];
+  schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+  co.timeout_s = 20;
+  CHECK(schedc_comm_init_threads(2, &co, c2) == SCHEDC_OK);
+  void *lv[4] = {x, x, x, x};
+  lrank l[2] = {{c2[0], 0, 1, SCHEDC_F32, SCHEDC_SUM_EXACT, 2, lv, y, 0, ""},
+                {c2[1], 1, 3, SCHEDC_F32, SCHEDC_SUM_EXACT, 2, lv, malloc(8), 0, ""}};
+  pthread_t t[2];
+  for (int r = 0; r < 2; r++) pthread_create(&t[r], NULL, leaves_main, &l[r]);
+  for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
+  CHECK(l[0].st == SCHEDC_EMISMATCH && l[1].st == SCHEDC_EMISMATCH);
+  CHECK_CONTAINS(l[1].err, "different numbers of leaves");
+  free(l[1].out);
+  for (int r = 0; r < 2; r++) schedc_comm_free(c2[r]);
+}
+
+/* ---- the identity check (exact mode under SCHEDC_VERIFY digest or checksum) ---- */
+static void identity(const char *dir) {
+  int cases = 0, failed = 0;
+  /* no false alarm: clean calls under digest and under checksum verification, bits as the reference */
+  for (int v = 0; v < 2; v++)
+    for (int n = 2; n <= 4; n++) {
+      schedc_comm *comms[MAXN];
+      schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+      co.timeout_s = 60;
+      co.verify = v ? SCHEDC_VERIFY_CHECKSUM : SCHEDC_VERIFY_DIGEST;
+      if (schedc_comm_init_threads(n, &co, comms) != SCHEDC_OK) { failed++; continue; }
+      const char *files[] = {"ring.lua", "direct.lua", "tree.lua"};
+      for (int fi = 0; fi < 3; fi++)
+        for (int coll = 0; coll < SCHEDC_COLLECTIVE_COUNT_; coll++) {
+          if (coll == SCHEDC_ALLGATHER || coll == SCHEDC_BROADCAST) continue;
+          char path[4096], label[128];
+          snprintf(path, sizeof path, "%s/%s", dir, files[fi]);
+          schedc_plan *plan = load(path, coll, n, 0, NULL, coll == SCHEDC_REDUCE ? n / 2 : 0);
+          if (!plan) continue;
+          snprintf(label, sizeof label, "identity clean %s n=%d %s %s", files[fi], n,
+                   schedc_collective_name((schedc_collective)coll), v ? "checksum" : "digest");
+          for (int o = 0; o < 2; o++, cases++)
+            if (run_case(comms, 0, plan, coll, n, SCHEDC_F32, o ? SCHEDC_AVG_EXACT : SCHEDC_SUM_EXACT, 3000, 7 + o, label))
+              failed++;
+          schedc_plan_free(plan);
+        }
+      for (int r = 0; r < n; r++) schedc_comm_free(comms[r]);
+    }
+  printf("identity check: %d clean calls under digest/checksum verification, %d failed\n", cases, failed);
+  CHECK(failed == 0 && cases > 20);
+  /* every single-bit flip of a ring's payload, at every (rank, step), under digest verification:
+   * a flip in the reduce-scatter half leaves every rank with the same wrong bits (the digests
+   * agree), yet the integers no longer sum to the inputs' — every rank fails, naming the check.
+   * A flip must be caught on every rank, or change nothing (a reduce's payload that never reaches
+   * the root's result): never a wrong result returned as a success. */
+  char path[4096];
+  snprintf(path, sizeof path, "%s/ring.lua", dir);
+  int n = 4, flips = 0, caught = 0, harmless = 0;
+  for (int coll = 0; coll < SCHEDC_COLLECTIVE_COUNT_; coll++) {
+    if (coll == SCHEDC_ALLGATHER || coll == SCHEDC_BROADCAST) continue;
+    schedc_plan *plan = load(path, coll, n, 0, NULL, coll == SCHEDC_REDUCE ? 1 : 0);
+    schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
+    if (!plan || schedc_plan_get_info(plan, &in) != SCHEDC_OK) { failed++; continue; }
+    for (int r = 0; r < n; r++)
+      for (int s = 0; s < in.nsteps; s++) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "flip:%d:%d", r, s);
+        setenv("SCHEDC_INJECT", spec, 1);
+        schedc_comm *comms[MAXN];
+        schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+        co.timeout_s = 60;
+        co.verify = SCHEDC_VERIFY_DIGEST;
+        int ok = schedc_comm_init_threads(n, &co, comms) == SCHEDC_OK;
+        unsetenv("SCHEDC_INJECT");
+        if (!ok) { failed++; continue; }
+        fmt f = fmt_of(SCHEDC_F32);
+        size_t count = 3000, K = coll == SCHEDC_REDUCE_SCATTER ? count * (size_t)n : count;
+        job j[MAXN];
+        pthread_t t[MAXN];
+        void *in_[MAXN];
+        char *want = malloc(K * 4);
+        for (int q = 0; q < n; q++) {
+          in_[q] = malloc(K * 4);
+          for (size_t i = 0; i < K; i++) put(SCHEDC_F32, in_[q], i, input(&f, n, q, i, 3));
+        }
+        reference(SCHEDC_F32, 0, in_, n, K, want);
+        for (int q = 0; q < n; q++) {
+          j[q] = (job){comms[q], plan, coll, 1, q, n, SCHEDC_F32, SCHEDC_SUM_EXACT, count, in_[q], malloc(K * 4), 0, ""};
+          pthread_create(&t[q], NULL, thread_main, &j[q]);
+        }
+        int all = 1, none = 1;
+        for (int q = 0; q < n; q++) pthread_join(t[q], NULL);
+        for (int q = 0; q < n; q++) {
+          all &= j[q].st == SCHEDC_ECORRUPT && strstr(j[q].err, "exact-mode check") != NULL;
+          none &= j[q].st == SCHEDC_OK && compare(&j[q], want, spec) == 0;
+        }
+        for (int q = 0; q < n; q++) {
+          free(in_[q]);
+          free(j[q].out);
+          schedc_comm_free(comms[q]);
+        }
+        free(want);
+        flips++;
+        caught += all;
+        harmless += none;
+        if (!all && !none)
+          fprintf(stderr, "identity: %s %s neither caught on every rank nor harmless (rank 0: %s)\n",
+                  schedc_collective_name((schedc_collective)coll), spec, j[0].st ? j[0].err : "ok");
+      }
+    schedc_plan_free(plan);
+  }
+  printf("identity check: of %d injected payload flips under digest verification, %d caught on every rank, %d left "
+         "the results as the reference's\n", flips, caught, harmless);
+  CHECK(flips >= 40 && caught >= 40 && caught + harmless == flips);
+}
+
+/* The reference's own rounding against the hardware's where both apply (a self-check of the
+ * oracle: double -> float conversion rounds once, ties to even). */
+static void oracle(void) {
+  fmt f = fmt_of(SCHEDC_F32);
+  int bad = 0;
+  for (int i = 0; i < 200000; i++) {
+    uint64_t h = mix((uint64_t)i * 77 + 5);
+    int64_t S = (int64_t)(h >> (11 + i % 40)) * ((h & 1) ? -1 : 1);
+    int b = (int)(mix(h) % 300) - 200;
+    float want = (float)ldexp((double)S, b); /* exact in double when |S| < 2^53, then one rounding */
+    if (fb(want) != ref_round(&f, S, b, 1)) bad++;
+  }
+  CHECK(bad == 0);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) { fprintf(stderr, "usage: test_exact SCHEDULES_DIR [shm]\n"); return 2; }
+  int use_shm = argc > 2 && strcmp(argv[2], "shm") == 0;
+  oracle();
+  if (!use_shm) edges();
+  if (!use_shm) leaves();
+  if (!use_shm) identity(argv[1]);
+  sweep(argv[1], use_shm);
+  return DONE();
+}
