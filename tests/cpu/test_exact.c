@@ -161,7 +161,8 @@ enum { XS = 100 };
 static int ref_exact(const fmt *f, uint32_t x, i128 *v) {
   uint64_t m; int k;
   decomp(f, x & ~f->sign, &m, &k);
-  if (m && k < -XS) return 0;
+  if (!m) { *v = 0; return 1; } /* ±0: k is no exponent then (a shift by it would be undefined) */
+  if (k < -XS) return 0;
   *v = (i128)m << (k + XS);
   if (x & f->sign) *v = -*v;
   return 1;
@@ -183,13 +184,15 @@ static int reference(schedc_dtype dt, int avg, void *const in[], int n, size_t K
     uint32_t w = ref_round(&f, S, g, avg ? (uint64_t)n : 1);
     put(dt, want, i, w);
     if (!exact || g + XS < 1) continue;
-    /* the error on the way in: |S 2^g - X| <= n 2^(g-1) (each input moves at most half a unit) */
-    i128 err = (S << (g + XS)) - X;
+    /* the error on the way in: |S 2^g - X| <= n 2^(g-1) (each input moves at most half a unit);
+     * scaled by multiplying: a left shift of a negative S is undefined in C */
+    i128 unit = (i128)1 << (g + XS);
+    i128 err = S * unit - X;
     if (err < 0) err = -err;
     if (err > ((i128)n << (g - 1 + XS))) { bad++; fprintf(stderr, "element %zu: the bound fails\n", i); }
     g_checked_bound++;
     /* on the grid: nothing rounded in, so the result is the exact real sum rounded once */
-    if ((S << (g + XS)) == X) {
+    if (S * unit == X) {
       if (ref_round(&f, X, -XS, avg ? (uint64_t)n : 1) != w) { bad++; fprintf(stderr, "element %zu: not exact\n", i); }
       g_checked_exact++;
     }
