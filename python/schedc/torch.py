@@ -8,7 +8,6 @@ import atexit
 import ctypes
 import os
 import queue
-import socket
 import threading
 import weakref
 from typing import Any, Iterable, List, Optional
@@ -17,7 +16,7 @@ import torch
 import torch.distributed as dist
 
 from . import Comm, Plan, _check, canonical_plan, unique_id
-from ._backend import Options, ProcessGroupSchedc, register, set_order
+from ._backend import _MPI_LAUNCHER_VARS, Options, ProcessGroupSchedc, _host_id, register, set_order
 from ._lib import lib
 
 __all__ = ["init_comm", "HookState", "allreduce_hook", "CanonicalGrads", "ProcessGroupSchedc", "Options",
@@ -26,16 +25,6 @@ __all__ = ["init_comm", "HookState", "allreduce_hook", "CanonicalGrads", "Proces
 register()  # dist.init_process_group("schedc")
 
 
-def _host_id() -> str:
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            boot = f.read().strip()
-    except OSError:
-        boot = ""
-    return socket.gethostname() + "/" + boot
-
-
-_MPI_LAUNCHER_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
 
 
 def init_comm(group: Optional[Any] = None, timeout: Optional[float] = None,
