@@ -32,11 +32,23 @@ void sc_agreement_of(sc_agreement *a, const sc_call *k, uint32_t path) {
   a->path = path;
 }
 
+/* The compared fields as words, in the order a difference is named (the call's number first: the
+ * other fields describe another call then); their names for the message beside them. */
+enum { NFIELDS = 11 };
+static const char *const field_name[NFIELDS] = {"call sequence", "collective", "dtype", "op",
+                                                "custom operator's source", "root", "count", "plan", "slice size",
+                                                "verification (SCHEDC_VERIFY, SCHEDC_REPAIR)", "path"};
+static void words(const sc_agreement *a, uint64_t w[NFIELDS]) {
+  const uint64_t f[NFIELDS] = {a->seq, a->coll, a->dtype, a->op, a->op_hash, a->root, a->count, a->plan_hash,
+                               a->slice, a->checks, a->path};
+  memcpy(w, f, sizeof f);
+}
+
 uint64_t sc_agreement_fp(const sc_agreement *a) {
-  const uint64_t f[] = {a->seq, a->coll, a->dtype, a->op, a->op_hash, a->root, a->count, a->plan_hash, a->slice,
-                        a->checks, a->path};
+  uint64_t f[NFIELDS];
+  words(a, f);
   uint64_t h = 0x9e3779b97f4a7c15ull;
-  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+  for (size_t i = 0; i < NFIELDS; i++) {
     h = (h ^ f[i]) * 0xff51afd7ed558ccdull;
     h ^= h >> 32;
   }
@@ -71,21 +83,17 @@ static void value(char *out, size_t cap, int field, const sc_agreement *a) {
 }
 
 schedc_status sc_agreement_check(const char *cn, int me, const sc_agreement *mine, int r, const sc_agreement *theirs) {
-  static const char *const field[] = {"call sequence", "collective", "dtype", "op", "custom operator's source", "root",
-                                      "count", "plan", "slice size", "verification (SCHEDC_VERIFY, SCHEDC_REPAIR)",
-                                      "path"};
-  const uint64_t a[] = {mine->seq, mine->coll, mine->dtype, mine->op, mine->op_hash, mine->root, mine->count,
-                        mine->plan_hash, mine->slice, mine->checks, mine->path};
-  const uint64_t b[] = {theirs->seq, theirs->coll, theirs->dtype, theirs->op, theirs->op_hash, theirs->root,
-                        theirs->count, theirs->plan_hash, theirs->slice, theirs->checks, theirs->path};
+  uint64_t a[NFIELDS], b[NFIELDS];
+  words(mine, a);
+  words(theirs, b);
   int f = 0;
-  while (f < (int)(sizeof a / sizeof a[0]) && a[f] == b[f]) f++;
-  if (f == (int)(sizeof a / sizeof a[0])) return SCHEDC_OK;
+  while (f < NFIELDS && a[f] == b[f]) f++;
+  if (f == NFIELDS) return SCHEDC_OK;
   char v1[64], v2[64];
   value(v1, sizeof v1, f, mine);
   value(v2, sizeof v2, f, theirs);
   /* the same call, but one rank runs it on another path: their SCHEDC_SMALL or SCHEDC_INJECT
    * differ (only a call without injected faults takes the small-message path) */
-  const char *hint = f == 10 ? "set SCHEDC_SMALL and SCHEDC_INJECT alike on every rank" : NULL;
-  return sc_disagree(cn, me, r, mine->seq, field[f], v1, v2, hint);
+  const char *hint = f == NFIELDS - 1 ? "set SCHEDC_SMALL and SCHEDC_INJECT alike on every rank" : NULL;
+  return sc_disagree(cn, me, r, mine->seq, field_name[f], v1, v2, hint);
 }
