@@ -18,5 +18,6 @@
 int sc_cpu_avx2(void);
 int sc_cpu_sse42(void);
 int sc_cpu_f16c(void); /* F16C, and AVX2 (the converting loops use both) */
+int sc_cpu_avx512(void); /* AVX-512 F, DQ, VL and BW, and F16C (exact mode's conversions) */
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "cpufeat.h"
 #include "exact.h"
+#include "exact_simd.h"
 #include "kernels.h"
 
 /* ---- the formats: significand bits (with the hidden one), smallest normal exponent, bits ---- */
@@ -63,12 +64,13 @@ void sc_exact_stats(schedc_dtype dt, const void *x, size_t n, int64_t w[SC_EXACT
   const fmt *f = fmt_of(dt);
   uint32_t mag = ~f->sign & (dt == SCHEDC_F32 ? 0xffffffffu : 0xffffu), amax = 0;
   /* the common case in one vectorisable pass: the largest magnitude's bits (NaN > Inf > finite) */
+  size_t i0 = sc_cpu_avx512() ? sc_exact_amax_avx512(dt, x, n, &amax) : 0;
   if (dt == SCHEDC_F32) {
     const uint32_t *p = x;
-    for (size_t i = 0; i < n; i++) { uint32_t a = p[i] & mag; amax = a > amax ? a : amax; }
+    for (size_t i = i0; i < n; i++) { uint32_t a = p[i] & mag; amax = a > amax ? a : amax; }
   } else {
     const uint16_t *p = x;
-    for (size_t i = 0; i < n; i++) { uint32_t a = p[i] & mag; amax = a > amax ? a : amax; }
+    for (size_t i = i0; i < n; i++) { uint32_t a = p[i] & mag; amax = a > amax ? a : amax; }
   }
   w[0] = SC_EXACT_NONE;
   w[1] = w[2] = w[3] = w[4] = w[5] = 0;
@@ -226,6 +228,10 @@ static void in_one(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void
     return;
   }
   double scale = ldexp(1.0, -ex->g);
+  if (sc_cpu_avx512()) { /* every type, eight lanes; the scalar loops below finish */
+    size_t done = sc_exact_in_avx512(dt, dst, src, n, ex->g);
+    dst += done, n -= done, src = (const char *)src + done * schedc_dtype_size(dt);
+  }
   if (dt == SCHEDC_F32) {
     size_t done = sc_cpu_avx2() ? in_f32_avx2(dst, src, n, ex->g) : 0;
     in_f32(dst + done, (const uint32_t *)src + done, n - done, ex->g);
@@ -270,7 +276,8 @@ void sc_exact_out(const sc_exact *ex, schedc_dtype dt, void *dst, const int64_t 
      * any is), which the double holds exactly; a float's last bit is then at bit 30 or higher, and
      * rounding to odd at least two bits below the target precision does not change a round to
      * nearest even (nor where it overflows to infinity). */
-    for (size_t i = sc_cpu_avx2() ? out_f32_avx2(y, src, n, scale) : 0; i < n; i++) {
+    size_t i0 = sc_cpu_avx512() ? sc_exact_out_f32_avx512(y, src, n, scale) : sc_cpu_avx2() ? out_f32_avx2(y, src, n, scale) : 0;
+    for (size_t i = i0; i < n; i++) {
       int64_t s = src[i];
       int64_t a = s < 0 ? -s : s;
       int64_t odd = (a & ~(int64_t)0x7ff) | ((a & 0x7ff) ? 0x800 : 0);

@@ -149,6 +149,9 @@ struct sc_cpu {
   char **peer;               /* [nranks]: working buffer base of each rank for the current call */
   uint8_t *loc; size_t loc_cap; /* the current call's sc_execargs.loc */
   uint32_t *dig; size_t dig_cap; /* the current call's sc_execargs.dig */
+  void *cvt; size_t cvt_cap; /* widened calls: two slices of scratch (an own cell widened; a result
+                              * before it is narrowed) */
+  uint32_t *lastw; size_t lastw_cap; /* widened calls: [nchunks] this rank's last group writing each cell */
 };
 
 static inline sc_cpu *sc_cpu_of(const schedc_comm *c) { return (sc_cpu *)c->be_data; }
@@ -250,6 +253,19 @@ schedc_status sc_small_run(schedc_comm *c, const sc_call *k, sc_result *res);
 /* Where a rank's own cell holds its current value during a call (sc_execargs.loc). Peers only
  * ever read the working buffer; the others are this rank's private shortcuts. */
 enum { SC_LOC_W = 0, SC_LOC_SEND = 1, SC_LOC_OUT = 2 };
+/* A widened call's conversions (widen.c): the caller's elements are `dtype`, the working buffer's
+ * `acc` (f32 for f16/bf16; i64 on exact mode's grid `ex`, which has no leaves). avg_n: a plain avg
+ * divides by it before narrowing (0: no division; exact avg divides in sc_exact_out). */
+typedef struct sc_widening {
+  schedc_dtype dtype, acc;
+  const sc_exact *ex;
+  int avg_n;
+} sc_widening;
+/* n elements widened from dtype into acc; n results narrowed from acc to dtype (avg divided first),
+ * through `scratch` (n acc elements; src may be it) when a division must not touch src. */
+void sc_widen(const sc_widening *wd, void *dst, const void *src, size_t n);
+void sc_narrow(const sc_widening *wd, void *dst, const void *src, size_t n, void *scratch);
+
 typedef struct sc_execargs {
   const sc_prog *prog;
   const char *file;          /* plan source, for messages */
@@ -272,6 +288,10 @@ typedef struct sc_execargs {
    * the plan writes into the receive buffer (SC_LOC_OUT), as it wrote it (comm.h sc_dslice). */
   uint32_t *dig;
   sc_corrupt *bad;           /* checksum mode: where the call's first corrupted transfer is recorded */
+  /* NULL, or the call is widened (needs loc; no checksums, no digest): SC_LOC_SEND cells hold the
+   * caller's elements (element i at init + i * dsz), widened as they are first read; SC_LOC_OUT
+   * versions are narrowed into out (element i at out + (i - out_lo) * dsz). */
+  const sc_widening *wide;
 } sc_execargs;
 schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
 /* The executor's slices for K elements of esz bytes in C chunks: *se elements each, at most *nsl
@@ -282,8 +302,8 @@ int sc_exec_slicing(const schedc_comm *c, size_t K, uint32_t C, size_t esz, size
  * hashed (their CRC32C published in the counters), fused with their copy. With loc and a send
  * buffer other than W, the cells no peer reads at version 0 are not copied: loc[ch] = SC_LOC_SEND
  * (the executor reads them in send); every other entry stays SC_LOC_W (loc must be all SC_LOC_W
- * on entry). */
+ * on entry). With `wide` (no check), send holds the caller's elements, widened as they are copied. */
 void sc_exec_stage_inputs(schedc_comm *c, const sc_prog *p, size_t esz, size_t K, char *W, const char *send,
-                          int check, uint8_t *loc, int parity);
+                          int check, uint8_t *loc, int parity, const sc_widening *wide);
 
 #endif

@@ -114,7 +114,7 @@ static void reset_counters(schedc_comm *c, int parity) {
   x->ctr_used[parity ^ 1] = 0;
 }
 
-/* After the arrival: map the peers and run the plan (`sp`: the call's loc, init and out). */
+/* After the arrival: map the peers and run the plan (`sp`: the call's loc, init, out and wide). */
 static schedc_status run_plan(schedc_comm *c, const sc_call *k, const sc_execargs *sp, sc_result *res) {
   sc_cpu *x = sc_cpu_of(c);
   int me = c->rank, parity = (int)(k->seq & 1);
@@ -126,7 +126,7 @@ static schedc_status run_plan(schedc_comm *c, const sc_call *k, const sc_execarg
     return st;
   }
   sc_execargs a = {k->prog, ir->nfiles ? ir->files[0] : "", k->cn, k->acc, k->op, k->K, parity, k->flags,
-                   sp->loc, sp->init, sp->out, sp->out_lo, sp->out_hi, sp->dig, &res->bad};
+                   sp->loc, sp->init, sp->out, sp->out_lo, sp->out_hi, sp->dig, &res->bad, sp->wide};
   return sc_exec(c, &a);
 }
 
@@ -138,13 +138,22 @@ static schedc_status run_plan(schedc_comm *c, const sc_call *k, const sc_execarg
  * division comes after. Nothing changes for the peers: they read W only, the cells and versions
  * they read are there as before. 2 ranks, 64 MiB, ring: half the copy in and half the copy out
  * (docs/performance.md). */
-static void plan_shortcuts(schedc_comm *c, const sc_call *k, char *W, int digest, sc_execargs *sp) {
+static void plan_shortcuts(schedc_comm *c, const sc_call *k, char *W, int digest, sc_execargs *sp, sc_widening *wd) {
   sc_cpu *x = sc_cpu_of(c);
   int coll = k->coll, me = c->rank;
   uint32_t C = k->prog->nchunks;
   memset(sp, 0, sizeof *sp);
-  if (k->acc != k->dtype || !k->K || coll == SCHEDC_ALLGATHER || (coll == SCHEDC_BROADCAST && me != k->root))
-    return; /* widened inputs, or inputs in W's own block only (allgather), or none (broadcast) */
+  if (!k->K || coll == SCHEDC_ALLGATHER || (coll == SCHEDC_BROADCAST && me != k->root))
+    return; /* inputs in W's own block only (allgather), or none (broadcast) */
+  if (k->acc != k->dtype) {
+    /* Widened (f16/bf16 in f32, exact mode's integers): converted slice by slice by the executor
+     * (sc_widening), for the reductions, without verification (the checks hash and compare the
+     * working type's bits, taken by whole-buffer passes) and without exact leaves (several inputs
+     * per element) */
+    if (!sc_reduces(coll) || k->checks || (k->ex.mode == SC_EXACT_CALL && k->ex.nleaves > 1)) return;
+    *wd = (sc_widening){k->dtype, k->acc, k->ex.mode == SC_EXACT_CALL ? &k->ex : NULL,
+                        k->op == SCHEDC_AVG && k->ex.mode != SC_EXACT_CALL ? c->nranks : 0};
+  }
   if (x->loc_cap < C) {
     uint8_t *l = realloc(x->loc, C);
     if (!l) return; /* no shortcuts: the plain copies */
@@ -154,7 +163,8 @@ static void plan_shortcuts(schedc_comm *c, const sc_call *k, char *W, int digest
   memset(x->loc, SC_LOC_W, C);
   sp->loc = x->loc;
   sp->init = k->send != W ? k->send : NULL;
-  size_t lo, len, esz = schedc_dtype_size(k->acc);
+  if (k->acc != k->dtype) sp->wide = wd;
+  size_t lo, len, esz = schedc_dtype_size(k->dtype); /* the caller's buffers' elements */
   sc_result_part(coll, me, k->root, k->count, k->K, &lo, &len);
   /* Writing into recv during the plan is safe only if it cannot land on a send cell still to be
    * read: recv apart from send, or each result element on its own input (in place). (reduce_scatter
@@ -169,7 +179,7 @@ static void plan_shortcuts(schedc_comm *c, const sc_call *k, char *W, int digest
   size_t se, nsl;
   if (digest) {
     int avg = k->op == SCHEDC_AVG && sc_reduces(coll);
-    if (avg || sc_exec_slicing(c, k->K, C, esz, &se, &nsl)) return;
+    if (avg || sc_exec_slicing(c, k->K, C, schedc_dtype_size(k->acc), &se, &nsl)) return;
     if (x->dig_cap < (size_t)C * nsl) {
       uint32_t *d = realloc(x->dig, (size_t)C * nsl * sizeof *d);
       if (!d) return; /* the copy out takes every slice's CRC */
@@ -238,6 +248,28 @@ static void digest_out(schedc_comm *c, const sc_call *k, char *W, const sc_execa
   res->dsl = (sc_dslice){len, se, nsl, dsz, C};
 }
 
+/* gather_result's part for a widened call, elements [clo, chi) of chunk ch: out NULL: the ones in
+ * the send buffer widened into W (W then holds the whole result part, for sc_work_out); else
+ * narrowed into out (avg divided first), the send buffer's through the scratch slice by slice. */
+static void gather_wide(schedc_comm *c, const sc_call *k, char *W, const sc_execargs *sp, char *out, uint32_t ch,
+                        size_t clo, size_t chi) {
+  const sc_widening *wd = sp->wide;
+  size_t asz = schedc_dtype_size(k->acc), dsz = schedc_dtype_size(k->dtype), se, nsl;
+  int send = sp->loc[ch] == SC_LOC_SEND;
+  if (!out) {
+    if (send) sc_widen(wd, W + clo * asz, sp->init + clo * dsz, chi - clo);
+    return;
+  }
+  char *scratch = sc_cpu_of(c)->cvt; /* sc_exec made it: two slices, se elements each */
+  sc_exec_slicing(c, k->K, k->prog->nchunks, asz, &se, &nsl); /* the plan ran, so its slicing exists */
+  for (size_t i = clo; i < chi; i += se) {
+    size_t n = chi - i < se ? chi - i : se;
+    const char *from = W + i * asz;
+    if (send) sc_widen(wd, scratch, sp->init + i * dsz, n), from = scratch;
+    sc_narrow(wd, out + (i - clo) * dsz, from, n, scratch);
+  }
+}
+
 /* The rank's result part [lo, lo + len) of the working-buffer layout gathered into `to` (element
  * i at to + (i - to_lo) * esz): each chunk from wherever its final version is (W or the send
  * buffer; SC_LOC_OUT ones are in the receive buffer already). to = W, to_lo = 0: only the cells
@@ -252,6 +284,10 @@ static void gather_result(schedc_comm *c, const sc_call *k, char *W, const sc_ex
     if (clo < lo) clo = lo;
     if (chi > lo + len) chi = lo + len;
     if (chi <= clo || sp->loc[ch] == SC_LOC_OUT) continue;
+    if (sp->wide) {
+      gather_wide(c, k, W, sp, to == W ? NULL : to + (clo - to_lo) * schedc_dtype_size(k->dtype), ch, clo, chi);
+      continue;
+    }
     const char *from = sp->loc[ch] == SC_LOC_SEND ? sp->init + clo * esz : W + clo * esz;
     char *dst = to + (clo - to_lo) * esz;
     size_t bytes = (chi - clo) * esz;
@@ -261,14 +297,15 @@ static void gather_result(schedc_comm *c, const sc_call *k, char *W, const sc_ex
 }
 
 /* The result out with shortcuts: gathered into the receive buffer, then avg's one division and
- * the flipout injection, as sc_work_out does them. */
+ * the flipout injection, as sc_work_out does them (a widened call: narrowed as gathered, avg
+ * divided before). */
 static void result_out(schedc_comm *c, const sc_call *k, char *W, const sc_execargs *sp) {
-  size_t esz = schedc_dtype_size(k->acc), lo, len;
+  size_t lo, len;
   sc_result_part(k->coll, c->rank, k->root, k->count, k->K, &lo, &len);
   /* as sc_work_out: no digest is taken by this copy (none is asked: digest_out) */
   gather_result(c, k, W, sp, k->recv, lo);
-  if (k->op == SCHEDC_AVG && sc_reduces(k->coll) && len) sc_divide(k->acc, k->recv, len, c->nranks);
-  if (sc_same_bits(k->coll)) sc_flipout(c, k, k->recv, len * esz);
+  if (k->op == SCHEDC_AVG && sc_reduces(k->coll) && len && !sp->wide) sc_divide(k->acc, k->recv, len, c->nranks);
+  if (sc_same_bits(k->coll)) sc_flipout(c, k, k->recv, len * schedc_dtype_size(k->dtype));
 }
 
 static schedc_status cpu_collective(schedc_comm *c, const sc_call *k, sc_result *res) {
@@ -304,14 +341,15 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k, sc_result 
   if (!W && k->K) return SCHEDC_ENOMEM;
   int checks = sc_call_checks(k) && k->K;
   sc_execargs sp;
-  plan_shortcuts(c, k, W, sc_call_digests(k), &sp);
+  sc_widening wd;
+  plan_shortcuts(c, k, W, sc_call_digests(k), &sp, &wd);
   if (sp.loc) {
-    /* sc_work_in's copy (no conversion) of only the cells peers read first, hashed as they are
-     * copied under checksums; the others stay in the send buffer */
-    sc_exec_stage_inputs(c, k->prog, asz, k->K, W, sp.init, checks, sp.loc, parity);
+    /* sc_work_in's copy (widened, for a widened call) of only the cells peers read first, hashed
+     * as they are copied under checksums; the others stay in the send buffer */
+    sc_exec_stage_inputs(c, k->prog, asz, k->K, W, sp.init, checks, sp.loc, parity, sp.wide);
   } else {
     sc_work_in(c, k, W);
-    if (checks) sc_exec_stage_inputs(c, k->prog, asz, k->K, W, NULL, 1, NULL, parity);
+    if (checks) sc_exec_stage_inputs(c, k->prog, asz, k->K, W, NULL, 1, NULL, parity, NULL);
   }
   sc_describe(desc, k, SC_PATH_PLAN);
   atomic_store_explicit(&slot->entered, (uint32_t)seq, memory_order_relaxed); /* for messages only */
@@ -351,6 +389,8 @@ static void cpu_free(schedc_comm *c) {
   free(x->flipbuf);
   free(x->loc);
   free(x->dig);
+  free(x->cvt);
+  free(x->lastw);
   free(x->peer);
   free(x);
   c->be_data = NULL;

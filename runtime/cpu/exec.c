@@ -64,12 +64,13 @@ int sc_exec_slicing(const schedc_comm *c, size_t K, uint32_t C, size_t esz, size
 }
 
 void sc_exec_stage_inputs(schedc_comm *c, const sc_prog *p, size_t esz, size_t K, char *W, const char *send,
-                          int check, uint8_t *loc, int parity) {
+                          int check, uint8_t *loc, int parity, const sc_widening *wide) {
   const char *src = send ? send : W; /* sc_crc32c_copy onto itself only hashes */
-  size_t se, nsl;
+  size_t se, nsl, dsz = wide ? schedc_dtype_size(wide->dtype) : esz; /* bytes per element of src */
   uint32_t C = p->nchunks;
   if (sc_exec_slicing(c, K, C, esz, &se, &nsl)) { /* sc_exec refuses the call */
-    if (src != W) memmove(W, src, K * esz);
+    if (wide) sc_widen(wide, W, src, K);
+    else if (src != W) memmove(W, src, K * esz);
     return;
   }
   const sc_rankprog *rp = &p->rank[c->rank];
@@ -79,11 +80,16 @@ void sc_exec_stage_inputs(schedc_comm *c, const sc_prog *p, size_t esz, size_t K
     sc_chunk_range(K, C, ch, &lo, &hi);
     if (!rp->init_read[ch]) { /* only this rank reads it: from the send buffer, or copied */
       if (loc && src != W) loc[ch] = SC_LOC_SEND;
+      else if (wide && hi > lo) sc_widen(wide, W + lo * esz, src + lo * dsz, hi - lo);
       else if (src != W && hi > lo) memmove(W + lo * esz, src + lo * esz, (hi - lo) * esz);
       continue;
     }
     for (size_t j = 0; j < nsl && lo + j * se < hi; j++) {
       size_t slo = lo + j * se, shi = slo + se < hi ? slo + se : hi;
+      if (wide) { /* peers read it in the working type: widened as it is staged (never checked) */
+        sc_widen(wide, W + slo * esz, src + slo * dsz, shi - slo);
+        continue;
+      }
       if (!check) {
         if (src != W) sc_copy(W + slo * esz, src + slo * esz, (shi - slo) * esz);
         continue;
@@ -96,10 +102,18 @@ void sc_exec_stage_inputs(schedc_comm *c, const sc_prog *p, size_t esz, size_t K
 
 /* Where this rank's cell `ch` holds its current value (element i of the working buffer's layout):
  * the working buffer, the caller's send buffer (initial, never copied) or receive buffer
- * (written there because no peer reads that version). */
-static char *own_cell(const sc_execargs *a, char *W, uint32_t ch, size_t i, size_t esz) {
+ * (written there because no peer reads that version). A widened call's send-buffer cells are
+ * widened into `scratch` (len elements from i) and read there; its receive-buffer cells hold
+ * final versions, which no group reads again. */
+static const char *own_cell(const sc_execargs *a, char *W, uint32_t ch, size_t i, size_t esz, size_t len,
+                            char *scratch) {
   switch (a->loc ? a->loc[ch] : SC_LOC_W) {
-  case SC_LOC_SEND: return (char *)a->init + i * esz;
+  case SC_LOC_SEND:
+    if (a->wide) {
+      sc_widen(a->wide, scratch, a->init + i * schedc_dtype_size(a->wide->dtype), len);
+      return scratch;
+    }
+    return a->init + i * esz;
   case SC_LOC_OUT: return a->out + (i - a->out_lo) * esz;
   default: return W + i * esz;
   }
@@ -216,6 +230,29 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
     sc_cpu_of(c)->temp = t;
     sc_cpu_of(c)->temp_cap = need;
   }
+  /* A widened call's scratch: an own cell widened (cvt_in), a result before it is narrowed (cvt_out). */
+  char *cvt_in = NULL, *cvt_out = NULL;
+  if (a->wide) {
+    if (2 * se * esz > sc_cpu_of(c)->cvt_cap) {
+      void *t = realloc(sc_cpu_of(c)->cvt, 2 * se * esz);
+      if (!t) return sc_err(SCHEDC_ENOMEM, "out of memory for %zu bytes of conversion scratch", 2 * se * esz);
+      sc_cpu_of(c)->cvt = t;
+      sc_cpu_of(c)->cvt_cap = 2 * se * esz;
+    }
+    cvt_in = sc_cpu_of(c)->cvt;
+    cvt_out = cvt_in + se * esz;
+    /* narrowed into the receive buffer only at a cell's last write: a later group of this rank may
+     * read an earlier version again, which must still be in the working type */
+    if (C > sc_cpu_of(c)->lastw_cap) {
+      uint32_t *t = realloc(sc_cpu_of(c)->lastw, C * sizeof *t);
+      if (!t) return sc_err(SCHEDC_ENOMEM, "out of memory for %u chunks' last writes", C);
+      sc_cpu_of(c)->lastw = t;
+      sc_cpu_of(c)->lastw_cap = C;
+    }
+    for (uint32_t gi = 0; gi < rp->ng; gi++)
+      if (p->groups[rp->g_off + gi].phase != SC_PH_A) sc_cpu_of(c)->lastw[p->groups[rp->g_off + gi].chunk] = gi;
+  }
+  size_t dsz = a->wide ? schedc_dtype_size(a->wide->dtype) : esz; /* bytes per element of init and out */
   _Atomic uint32_t *myver = sc_ctr(sh, a->parity, SC_VER, (uint32_t)c->rank);
   _Atomic uint32_t *myreads = sc_ctr(sh, a->parity, SC_READS, (uint32_t)c->rank);
   _Atomic uint32_t *mycrc = sc_ctr(sh, a->parity, SC_CRC, (uint32_t)c->rank);
@@ -248,8 +285,16 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
     char *tmp = (char *)sc_cpu_of(c)->temp + (size_t)g->temp * maxchunk * esz;
     /* a version no peer reads, of a cell inside the caller's result: straight into the receive
      * buffer (no copy out for it later) */
-    int to_out = a->out && g->phase != SC_PH_A && !g->pub_read && lo >= a->out_lo && hi <= a->out_hi;
-    char *cell = to_out ? a->out + (lo - a->out_lo) * esz : W + lo * esz; /* where this group writes */
+    int to_out = a->out && g->phase != SC_PH_A && !g->pub_read && lo >= a->out_lo && hi <= a->out_hi &&
+                 (!a->wide || sc_cpu_of(c)->lastw[g->chunk] == gi);
+    /* widened: computed in the working type into cvt_out (a copy: straight from its source), then
+     * narrowed into the receive buffer */
+    int narrow = to_out && a->wide;
+    /* widened, a last version peers read: written to W for them, then narrowed from there (still in
+     * cache) into the receive buffer, not in a pass over W after the plan */
+    int also = a->wide && a->out && g->phase != SC_PH_A && g->pub_read && lo >= a->out_lo && hi <= a->out_hi &&
+               sc_cpu_of(c)->lastw[g->chunk] == gi;
+    char *cell = to_out && !narrow ? a->out + (lo - a->out_lo) * esz : W + lo * esz; /* where this group writes */
     /* it writes into the receive buffer: an unread version sent there, or W is the receive buffer */
     int in_out = to_out || (a->out && g->phase != SC_PH_A && lo >= a->out_lo && hi <= a->out_hi &&
                             cell == a->out + (lo - a->out_lo) * esz);
@@ -270,11 +315,14 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
         st = sc_wait_ge(&myreads[k], g->wait_reads, &w);
       }
       if (st != SCHEDC_OK) break;
-      char *dst = g->phase == SC_PH_A ? tmp + (slo - lo) * esz : cell + (slo - lo) * esz;
+      char *dst = g->phase == SC_PH_A ? tmp + (slo - lo) * esz : narrow ? cvt_out : cell + (slo - lo) * esz;
+      char *final = narrow ? a->out + (slo - a->out_lo) * dsz : NULL; /* the narrowed result's place */
       /* the CRC32C of what this group wrote, when a copy took it in passing (has_crc) */
       uint32_t crc = 0;
       int has_crc = 0;
-      if (g->phase == SC_PH_C) {
+      if (g->phase == SC_PH_C && narrow) {
+        sc_narrow(a->wide, final, tmp + (slo - lo) * esz, len, cvt_in);
+      } else if (g->phase == SC_PH_C) {
         if (want_crc) /* hashed as written back: one pass */
           crc = sc_crc32c_copy(dst, tmp + (slo - lo) * esz, len * esz), has_crc = 1;
         else sc_copy(dst, tmp + (slo - lo) * esz, len * esz);
@@ -288,12 +336,12 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
         else crc = sc_crc32c_copy(dst, sp, len * esz);
         has_crc = 1;
       } else if (check && !c->repair && !g->copy && g->nsrc == 1 &&
-                 reduce_checked(c, a, g, rp->g_off + gi, flip && j == 0, k, own_cell(a, W, g->chunk, slo, esz),
+                 reduce_checked(c, a, g, rp->g_off + gi, flip && j == 0, k, own_cell(a, W, g->chunk, slo, esz, len, cvt_in),
                                 sc_cpu_of(c)->peer[src[0].rank] + slo * esz, dst, len,
                                 want_crc ? &crc : NULL)) {
         has_crc = want_crc; /* the reduce hashed the partial sum as it stored it */
       } else {
-        const char *acc = own_cell(a, W, g->chunk, slo, esz);
+        const char *acc = own_cell(a, W, g->chunk, slo, esz, len, cvt_in);
         for (uint32_t s0 = 0; s0 < g->nsrc; s0 += MAX_CHAIN) {
           int n = (int)(g->nsrc - s0 < MAX_CHAIN ? g->nsrc - s0 : MAX_CHAIN);
           for (int s = 0; s < n; s++) {
@@ -304,10 +352,12 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
             if (check)
               srcp[s] = checked_source(c, a, g, from, k, NULL, srcp[s], sc_cpu_of(c)->peer[from] + slo * esz, len * esz, &got);
           }
-          if (g->copy) sc_copy(dst, srcp[0], len * esz);
+          if (g->copy && narrow) sc_narrow(a->wide, final, srcp[0], len, cvt_in), final = NULL;
+          else if (g->copy) sc_copy(dst, srcp[0], len * esz);
           else sc_reduce_chain(a->acc, a->op, dst, acc, srcp, n, len);
           acc = dst;
         }
+        if (final) sc_narrow(a->wide, final, cvt_out, len, cvt_out); /* the reduce's result, rounded out */
       }
       if (g->phase != SC_PH_C)
         for (uint32_t s = 0; s < g->nsrc; s++) sc_bump(sc_ctr(sh, a->parity, SC_READS, src[s].rank) + k);
@@ -317,9 +367,10 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
         atomic_store_explicit(&mycrc[k], crc, memory_order_relaxed);
       if (in_out && a->dig) a->dig[k] = crc;
       if (g->phase != SC_PH_A) sc_publish(&myver[k], g->version);
+      if (also) sc_narrow(a->wide, a->out + (slo - a->out_lo) * dsz, dst, len, cvt_out); /* W untouched */
       sc_beat(c, 0); /* running: a rank waiting on this one keeps spinning (no clock read) */
     }
-    if (a->loc && g->phase != SC_PH_A && st == SCHEDC_OK) a->loc[g->chunk] = in_out ? SC_LOC_OUT : SC_LOC_W;
+    if (a->loc && g->phase != SC_PH_A && st == SCHEDC_OK) a->loc[g->chunk] = in_out || also ? SC_LOC_OUT : SC_LOC_W;
   }
   /* A rank with no writes left (a broadcast root) still "reaches" the end of the plan. */
   if (st == SCHEDC_OK && inject && last_step != p->nsteps) st = inject_step(c, p->nsteps, a->coll);
