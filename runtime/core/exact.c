@@ -229,7 +229,7 @@ static void in_one(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void
   }
   double scale = ldexp(1.0, -ex->g);
   if (sc_cpu_avx512()) { /* every type, eight lanes; the scalar loops below finish */
-    size_t done = sc_exact_in_avx512(dt, dst, src, n, ex->g);
+    size_t done = sc_exact_in_avx512(dt, dst, src, n, ex->g, NULL);
     dst += done, n -= done, src = (const char *)src + done * schedc_dtype_size(dt);
   }
   if (dt == SCHEDC_F32) {
@@ -276,7 +276,7 @@ void sc_exact_out(const sc_exact *ex, schedc_dtype dt, void *dst, const int64_t 
      * any is), which the double holds exactly; a float's last bit is then at bit 30 or higher, and
      * rounding to odd at least two bits below the target precision does not change a round to
      * nearest even (nor where it overflows to infinity). */
-    size_t i0 = sc_cpu_avx512() ? sc_exact_out_f32_avx512(y, src, n, scale) : sc_cpu_avx2() ? out_f32_avx2(y, src, n, scale) : 0;
+    size_t i0 = sc_cpu_avx512() ? sc_exact_out_f32_avx512(y, src, n, scale, NULL) : sc_cpu_avx2() ? out_f32_avx2(y, src, n, scale) : 0;
     for (size_t i = i0; i < n; i++) {
       int64_t s = src[i];
       int64_t a = s < 0 ? -s : s;

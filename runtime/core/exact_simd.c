@@ -21,22 +21,28 @@ SC_AVX512 static inline __m256 load8(schedc_dtype dt, const void *src, size_t i)
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-SC_AVX512 size_t sc_exact_in_avx512(schedc_dtype dt, int64_t *dst, const void *src, size_t n, int g) {
+SC_AVX512 size_t sc_exact_in_avx512(schedc_dtype dt, int64_t *dst, const void *src, size_t n, int g, uint64_t *sum) {
   const __m512d scale = _mm512_set1_pd(ldexp(1.0, -g)); /* -g in [-67, 210]: a double */
+  __m512i acc = _mm512_setzero_si512(); /* the identity check's sum: an add per vector, in a register */
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m512d v = _mm512_mul_pd(_mm512_cvtps_pd(load8(dt, src, i)), scale); /* exact */
-    _mm512_storeu_si512((void *)(dst + i), _mm512_cvt_roundpd_epi64(v, RNE));
+    __m512i q = _mm512_cvt_roundpd_epi64(v, RNE);
+    acc = _mm512_add_epi64(acc, q);
+    _mm512_storeu_si512((void *)(dst + i), q);
   }
+  if (sum) *sum += (uint64_t)_mm512_reduce_add_epi64(acc);
   return i;
 }
 
-SC_AVX512 size_t sc_exact_out_f32_avx512(float *y, const int64_t *src, size_t n, double scale) {
+SC_AVX512 size_t sc_exact_out_f32_avx512(float *y, const int64_t *src, size_t n, double scale, uint64_t *sum) {
   const __m512i low = _mm512_set1_epi64(0x7ff), bit11 = _mm512_set1_epi64(0x800), lim = _mm512_set1_epi64(1ll << 53);
   const __m512d sc = _mm512_set1_pd(scale), zero = _mm512_setzero_pd();
+  __m512i acc = _mm512_setzero_si512();
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m512i s = _mm512_loadu_si512((const void *)(src + i));
+    acc = _mm512_add_epi64(acc, s);
     __mmask8 neg = _mm512_cmplt_epi64_mask(s, _mm512_setzero_si512());
     __m512i a = _mm512_abs_epi64(s); /* |s| < 2^63 */
     /* at or above 2^53: bits 0..10 folded into bit 11 (to odd), so the double holds it exactly */
@@ -47,6 +53,7 @@ SC_AVX512 size_t sc_exact_out_f32_avx512(float *y, const int64_t *src, size_t n,
     d = _mm512_mask_sub_pd(d, neg, zero, d);
     _mm256_storeu_ps(y + i, _mm512_cvt_roundpd_ps(d, RNE));
   }
+  if (sum) *sum += (uint64_t)_mm512_reduce_add_epi64(acc);
   return i;
 }
 

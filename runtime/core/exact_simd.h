@@ -11,10 +11,11 @@
 
 #include "schedc/schedc.h"
 
-/* n finite f32/f16/bf16 onto grid g: dst[i] = round(x[i] * 2^-g), to nearest, ties to even. */
-size_t sc_exact_in_avx512(schedc_dtype dt, int64_t *dst, const void *src, size_t n, int g);
-/* n integer sums to f32, each times `scale` (2^g), rounded once. */
-size_t sc_exact_out_f32_avx512(float *y, const int64_t *src, size_t n, double scale);
+/* n finite f32/f16/bf16 onto grid g: dst[i] = round(x[i] * 2^-g), to nearest, ties to even; with
+ * sum, the wrapping sum of what it wrote added to *sum. */
+size_t sc_exact_in_avx512(schedc_dtype dt, int64_t *dst, const void *src, size_t n, int g, uint64_t *sum);
+/* n integer sums to f32, each times `scale` (2^g), rounded once; with sum, theirs added to *sum. */
+size_t sc_exact_out_f32_avx512(float *y, const int64_t *src, size_t n, double scale, uint64_t *sum);
 /* The largest magnitude's bits (sign cleared) over the prefix it did, into *amax. */
 size_t sc_exact_amax_avx512(schedc_dtype dt, const void *x, size_t n, uint32_t *amax);
 

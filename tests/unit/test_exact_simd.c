@@ -45,8 +45,11 @@ static int check_in(schedc_dtype dt) {
     for (int i = 0; i < N; i++)
       if (x[i] != 0) { int ex; frexpf(x[i], &ex); if (ex - 1 > E) E = ex - 1; }
     int g = E - 61 + hh;
-    size_t done = sc_exact_in_avx512(dt, got, dt == SCHEDC_F32 ? (const void *)x : (const void *)h, N, g);
+    uint64_t sum = 7, want_sum = 7;
+    size_t done = sc_exact_in_avx512(dt, got, dt == SCHEDC_F32 ? (const void *)x : (const void *)h, N, g, &sum);
     CHECK(done == N / 8 * 8);
+    for (size_t i = 0; i < done; i++) want_sum += (uint64_t)got[i];
+    CHECK(sum == want_sum); /* added to what *sum held */
     for (size_t i = 0; i < done; i++) {
       int64_t want = (int64_t)nearbyint(ldexp((double)x[i], -g)); /* exact product; libm's rounding */
       if (got[i] != want && bad++ < 5)
@@ -83,8 +86,11 @@ static int check_out(void) {
       m &= (1ull << 62) - 1;
       s[i] = next() & 1 ? -(int64_t)m : (int64_t)m;
     }
-    size_t done = sc_exact_out_f32_avx512(got, s, N, ldexp(1.0, g));
+    uint64_t sum = 0, want_sum = 0;
+    size_t done = sc_exact_out_f32_avx512(got, s, N, ldexp(1.0, g), &sum);
     CHECK(done == N / 8 * 8);
+    for (size_t i = 0; i < done; i++) want_sum += (uint64_t)s[i];
+    CHECK(sum == want_sum);
     for (size_t i = 0; i < done; i++) {
       float want = (float)((long double)s[i] * ldexpl(1.0L, g)); /* exact, then one rounding */
       uint32_t a, b;
