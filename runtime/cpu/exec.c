@@ -309,6 +309,8 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
           acc = dst;
         }
       }
+      if (!g->copy && g->phase != SC_PH_C) /* SCHEDC_INJECT arith: a fault in the reduce just computed */
+        sc_inject_arith(&c->inj, dst, len * esz, a->coll, c->rank, g->step, has_crc ? &crc : NULL);
       if (g->phase != SC_PH_C)
         for (uint32_t s = 0; s < g->nsrc; s++) sc_bump(sc_ctr(sh, a->parity, SC_READS, src[s].rank) + k);
       /* the CRC of what was written (from cache), once for both: peers check it, the digest folds it */
