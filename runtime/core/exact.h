@@ -70,11 +70,9 @@ void sc_exact_out(const sc_exact *ex, schedc_dtype dt, void *dst, const int64_t 
 uint64_t sc_exact_in_summed(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n);
 uint64_t sc_exact_out_summed(const sc_exact *ex, schedc_dtype dt, void *dst, const int64_t *src, size_t n);
 
-/* The identity check's sums, mod 2^64: of n integers; of what sc_exact_in makes of src (every
- * leaf's), computed again in blocks without storing it (a pass of its own: the summed
- * conversions above do it in passing). */
+/* The wrapping sum of n integers (a pass of its own: the summed conversions above take it in
+ * passing). */
 uint64_t sc_exact_isum(const int64_t *x, size_t n);
-uint64_t sc_exact_in_sum(const sc_exact *ex, schedc_dtype dt, const void *src, size_t n);
 
 /* The nearest value of dtype dt (f32, f16, bf16) to (-1)^neg (m + sticky·ε) 2^e, ties to even
  * (sticky: the value lies strictly above m·2^e, by less than 2^e), as its bits. Exposed for tests. */
