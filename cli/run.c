@@ -489,7 +489,9 @@ static void run_usage(FILE *f) {
           "  --check        report the error against a float64 reference\n"
           "  --verify MODE  digest: compare a digest of every result across ranks (SCHEDC_ECORRUPT names\n"
           "                 the ranks that differ from the majority); checksum: a CRC32C on every transfer,\n"
-          "                 checked by its receiver (names step, sender, receiver); full: both; none\n"
+          "                 checked by its receiver (names step, sender, receiver); full: both; exact:\n"
+          "                 with --exact, only the check that the result's integers sum to the inputs'\n"
+          "                 (digest and checksum include it); none\n"
           "  --repair       a corrupted transfer is sent again; a differing result is re-broadcast from\n"
           "                 the majority\n"
           "Exit status: 0 all ranks agree, 1 a rank failed or ranks disagree, 2 usage error.\n");
@@ -576,8 +578,9 @@ int cli_run(int argc, char **argv) {
       if (!strcmp(v, "digest")) o.verify = SCHEDC_VERIFY_DIGEST;
       else if (!strcmp(v, "checksum")) o.verify = SCHEDC_VERIFY_CHECKSUM;
       else if (!strcmp(v, "full")) o.verify = SCHEDC_VERIFY_FULL;
+      else if (!strcmp(v, "exact")) o.verify = SCHEDC_VERIFY_EXACT;
       else if (!strcmp(v, "none")) o.verify = SCHEDC_VERIFY_NONE;
-      else bad = 1, cli_usage_error(&a, "--verify '%s' (choose none, digest, checksum or full)", v);
+      else bad = 1, cli_usage_error(&a, "--verify '%s' (choose none, digest, checksum, full or exact)", v);
       break;
     case 'D': bad = cli_opt_define(&a, v, o.defines, &o.ndefines); break;
     case CLI_ARG:

@@ -30,8 +30,9 @@
     "the timeout of every wait of a communicator (opts.timeout_s overrides)")                                    \
   X(SCHEDC_SLICE, SIZE, 4096, 1 << 30, "", "262144", LIB,                                                       \
     "the pipelining slice (opts.slice_bytes overrides); never changes bits")                                     \
-  X(SCHEDC_VERIFY, ENUM, 0, 0, "none|digest|checksum|full", "none", LIB,                                        \
-    "verification of every collective, integrity.md (opts.verify overrides)")                                    \
+  X(SCHEDC_VERIFY, ENUM, 0, 0, "none|digest|checksum|full|exact", "none", LIB,                                  \
+    "verification of every collective, integrity.md; exact: exact mode's identity check alone, determinism.md " \
+    "(opts.verify overrides)")                                                                                   \
   X(SCHEDC_REPAIR, ENUM, 0, 0, "0|1", "0", LIB, "1: repair what verification finds, integrity.md (opts.repair)") \
   X(SCHEDC_SPIN, ENUM, 0, 0, "auto|short", "auto", LIB,                                                          \
     "cpu waits: auto spins while the awaited rank runs elsewhere, yields to it on this CPU, sleeps after 1 ms "  \
@@ -40,7 +41,8 @@
     "cpu: calls of at most this many bytes (accumulation type) take the small-message path (0: never; above "   \
     "64 ranks at most 512 KiB / ranks, an arrival line's data), performance.md")                                 \
   X(SCHEDC_INJECT, STR, 0, 0,                                                                                   \
-    "comma-separated kill:RANK:STEP, delay:RANK:US, jitter:SEED:US, flip:RANK:STEP[:BIT], flipout:RANK", NULL,  \
+    "comma-separated kill:RANK:STEP, delay:RANK:US, jitter:SEED:US, flip:RANK:STEP[:BIT], "                     \
+    "arith:RANK:STEP[:BIT], flipout:RANK", NULL,                                                                 \
     LIB, "testing: faults to inject, checked at communicator init (integrity.md)")                               \
   X(SCHEDC_DEBUG, ENUM, 0, 0, "error|warn|info|debug", "warn", LIB,                                             \
     "the messages the default log writer prints to stderr: this level and the ones above it (schedc_set_log: "  \

@@ -351,7 +351,7 @@ typedef struct schedc_comm_opts {
   double timeout_s;           /* every wait; 0: $SCHEDC_TIMEOUT seconds, else 300 */
   size_t slice_bytes;         /* pipelining slice; 0: $SCHEDC_SLICE, else 256 KiB. Never changes bits */
   const schedc_plan *plan;    /* a plan whose hash all ranks must share (checked at init), or NULL */
-  int verify;                 /* SCHEDC_VERIFY_*; 0: $SCHEDC_VERIFY (none, digest, checksum, full) */
+  int verify;                 /* SCHEDC_VERIFY_*; 0: $SCHEDC_VERIFY (none, digest, checksum, full, exact) */
   int repair;                 /* 1: repair what verification finds; 0: $SCHEDC_REPAIR=1 */
   const char *tuning;         /* tuning table (`schedc tune`) choosing the plan and slice of calls
                                * made with plan NULL; NULL: $SCHEDC_TUNING, else the built-in ring */
@@ -368,13 +368,18 @@ typedef struct schedc_comm_opts {
  * receiver before use; a mismatch returns SCHEDC_ECORRUPT on every rank naming the step, the
  * sender, the receiver and the schedule line, or, with repair, the transfer is sent again (a
  * warning on stderr). This catches a corrupted partial sum, which reaches every rank alike and
- * so passes the digest. All five collectives. FULL: both. */
+ * so passes the digest. All five collectives. FULL: both.
+ * EXACT: exact mode's identity check alone (docs/determinism.md "Exact integrity"): an exact call's
+ * result integers must sum to every rank's input integers (mod 2^64), which checks the transfers
+ * and the reduce's arithmetic; SCHEDC_ECORRUPT on every rank otherwise. Calls that are not exact
+ * run unverified under it. DIGEST and CHECKSUM include it. */
 enum {
   SCHEDC_VERIFY_DEFAULT = 0,
   SCHEDC_VERIFY_NONE = 1,
   SCHEDC_VERIFY_DIGEST = 2,
   SCHEDC_VERIFY_CHECKSUM = 4,
-  SCHEDC_VERIFY_FULL = 6 /* DIGEST | CHECKSUM */
+  SCHEDC_VERIFY_FULL = 6, /* DIGEST | CHECKSUM */
+  SCHEDC_VERIFY_EXACT = 8
 };
 
 /* `threads`: create nranks communicators at once (like ncclCommInitAll); comms[r] is rank r's,

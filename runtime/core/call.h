@@ -13,7 +13,9 @@
 #include "prog.h"
 #include "schedc/schedc.h"
 
-enum { SC_V_DIGEST = 1, SC_V_CHECKSUM = 2 }; /* verification bits (schedc_comm.verify, sc_call.checks) */
+/* verification bits (schedc_comm.verify, sc_call.checks): EXACT, exact mode's identity check
+ * (dispatch.c), is set by digest and checksum too, and kept in sc_call.checks for exact calls only */
+enum { SC_V_DIGEST = 1, SC_V_CHECKSUM = 2, SC_V_EXACT = 8 };
 enum { SC_V_REPAIR = 4 };                    /* sc_call.checks: repair on */
 
 /* Flags of a call. A call the library makes for itself (verification's digest exchange, a
@@ -80,9 +82,10 @@ typedef struct sc_result {
                               * 2 sliced (dsl); 0 none (the core takes sc_verify_digest's) */
   sc_dslice dsl;             /* have_digest 2: how the result was sliced */
   uint64_t digest;
-  uint64_t exact_out;        /* exact mode under verification: the wrapping sum of the integers of this
-                              * rank's result part before they were rounded out (dispatch.c checks it
-                              * against every rank's inputs: exact.h sc_exact_in_sum) */
+  uint64_t exact_out;        /* exact mode under the identity check (SC_V_EXACT): the wrapping sum of
+                              * the integers of this rank's result part before they were rounded out
+                              * (dispatch.c checks it against every rank's inputs' sum, which the
+                              * conversion in reports through sc_call.ex.tally) */
 } sc_result;
 
 /* Does this call check transfers / compare result digests / take injected faults? */

@@ -44,14 +44,16 @@ schedc_status sc_comm_new(const sc_backend *be, int rank, int nranks, const sche
   if (st == SCHEDC_OK && !o.slice_bytes) st = sc_param_size(SC_P_SCHEDC_SLICE, &slice_bytes);
   int v = o.verify;
   if (st == SCHEDC_OK && !v) {
-    static const int by_word[] = {SCHEDC_VERIFY_NONE, SCHEDC_VERIFY_DIGEST, SCHEDC_VERIFY_CHECKSUM, SCHEDC_VERIFY_FULL};
+    static const int by_word[] = {SCHEDC_VERIFY_NONE, SCHEDC_VERIFY_DIGEST, SCHEDC_VERIFY_CHECKSUM, SCHEDC_VERIFY_FULL,
+                                  SCHEDC_VERIFY_EXACT};
     int w = 0; /* SCHEDC_VERIFY's words, in the list's order */
     st = sc_param_enum(SC_P_SCHEDC_VERIFY, &w);
     v = by_word[w];
   }
   if (st != SCHEDC_OK) return st;
-  if (v != SCHEDC_VERIFY_NONE && v != SCHEDC_VERIFY_DIGEST && v != SCHEDC_VERIFY_CHECKSUM && v != SCHEDC_VERIFY_FULL)
-    return sc_err(SCHEDC_EINVAL, "opts->verify %d: use SCHEDC_VERIFY_NONE, _DIGEST, _CHECKSUM or _FULL", o.verify);
+  if (v != SCHEDC_VERIFY_NONE && v != SCHEDC_VERIFY_DIGEST && v != SCHEDC_VERIFY_CHECKSUM && v != SCHEDC_VERIFY_FULL &&
+      v != SCHEDC_VERIFY_EXACT)
+    return sc_err(SCHEDC_EINVAL, "opts->verify %d: use SCHEDC_VERIFY_NONE, _DIGEST, _CHECKSUM, _FULL or _EXACT", o.verify);
   int repair = 0; /* SCHEDC_REPAIR's words: 0, 1 */
   if (!o.repair && (st = sc_param_enum(SC_P_SCHEDC_REPAIR, &repair)) != SCHEDC_OK) return st;
   schedc_comm *c = calloc(1, sizeof *c);
@@ -63,7 +65,9 @@ schedc_status sc_comm_new(const sc_backend *be, int rank, int nranks, const sche
   c->timeout_s = timeout_s;
   c->slice_bytes = slice_bytes;
   c->init_plan = opts && HAS_FIELD(opts, plan) ? o.plan : NULL;
-  c->verify = (v & SCHEDC_VERIFY_DIGEST ? SC_V_DIGEST : 0) | (v & SCHEDC_VERIFY_CHECKSUM ? SC_V_CHECKSUM : 0);
+  /* exact mode's identity check: alone (exact), or with either of the others (as it always was) */
+  c->verify = (v & SCHEDC_VERIFY_DIGEST ? SC_V_DIGEST : 0) | (v & SCHEDC_VERIFY_CHECKSUM ? SC_V_CHECKSUM : 0) |
+              (v != SCHEDC_VERIFY_NONE ? SC_V_EXACT : 0);
   c->repair = o.repair || repair;
   st = sc_inject_parse(sc_param_str(SC_P_SCHEDC_INJECT), &c->inj);
   if (st == SCHEDC_OK) st = sc_inject_check(&c->inj, nranks, be ? be->name : NULL, be ? be->caps : 0);
@@ -122,7 +126,7 @@ uint64_t schedc_digest(const void *buf, size_t bytes) { return sc_digest64(buf, 
 
 const char *sc_checks_name(uint32_t checks, char *buf, size_t cap) {
   const char *v = (checks & 3) == 3 ? "full" : checks & SC_V_DIGEST ? "digest" : checks & SC_V_CHECKSUM ? "checksum"
-                                                                                                    : "none";
+                 : checks & SC_V_EXACT ? "exact" : "none";
   snprintf(buf, cap, "SCHEDC_VERIFY=%s%s", v, checks & 4 ? " with repair" : "");
   return buf;
 }

@@ -138,8 +138,12 @@ schedc_status sc_call_make(schedc_comm *c, int coll, const void *sendbuf, void *
   if (exact) {
     k->acc = SCHEDC_I64;
     k->op = SCHEDC_SUM;
-    k->ex = (sc_exact){SC_EXACT_CALL, coll, (int)dtype, (int)op, 0, SC_EXACT_FINITE, 0, n, 0};
+    k->ex = (sc_exact){SC_EXACT_CALL, coll, (int)dtype, (int)op, 0, SC_EXACT_FINITE, 0, n, 0, NULL};
   }
+  /* The identity check applies to exact calls only: any other call runs under SCHEDC_VERIFY=exact
+   * as under none (its checks word 0: the small-message path, no repair). */
+  if (!exact) k->checks &= ~(uint32_t)SC_V_EXACT;
+  if (!(k->checks & (SC_V_DIGEST | SC_V_CHECKSUM))) k->checks &= ~(uint32_t)SC_V_REPAIR; /* nothing it could repair */
   return SCHEDC_OK;
 }
 
@@ -171,14 +175,16 @@ static schedc_status exact_prepare(schedc_comm *c, sc_call *k) {
   return SCHEDC_OK;
 }
 
-/* Exact mode under verification (digest or checksum): the integers are summed exactly, so the
- * result's integers must sum to every rank's inputs' integers, mod 2^64 — an algorithm-based check
- * of the reduction itself, which catches what a digest cannot (a partial sum corrupted before it
- * was sent on: every rank then ends with the same wrong bits). One internal i64 sum allreduce of
- * n + 2 words: the inputs' sum, whether any rank's transfer checks found a corrupted transfer
- * (then those name it, and repair it if asked), and each rank's result-part sum in its own word.
- * Every rank reaches the same verdict from the same words. `insum`: this rank's inputs' integers,
- * summed before the call (in place, the result overwrites them). */
+/* Exact mode under the identity check (SCHEDC_VERIFY exact, digest, checksum or full): the integers
+ * are summed exactly, so the result's integers must sum to every rank's inputs' integers, mod 2^64
+ * — an algorithm-based check of the reduction itself, which catches what a digest cannot (a partial
+ * sum corrupted before it was sent on: every rank then ends with the same wrong bits) and what a
+ * CRC cannot (a reduce that computed a wrong sum, then hashed and sent it). One internal i64 sum
+ * allreduce of n + 2 words: the inputs' sum, whether any rank's transfer checks found a corrupted
+ * transfer (then those name it, and repair it if asked), and each rank's result-part sum in its own
+ * word. Every rank reaches the same verdict from the same words. `insum`: this rank's inputs'
+ * integers, summed by the conversion onto the grid as it wrote them (before anything overwrites
+ * the inputs in place). */
 static schedc_status exact_check(schedc_comm *c, const sc_call *k, uint64_t insum, const sc_result *res) {
   int n = c->nranks;
   int64_t *w = calloc((size_t)n + 2, sizeof *w), *all = malloc(((size_t)n + 2) * sizeof *all);
@@ -226,11 +232,18 @@ schedc_status sc_call_run(schedc_comm *c, sc_call *k, sc_result *res) {
     schedc_status st = exact_prepare(c, k);
     if (st != SCHEDC_OK) return st;
   }
-  int check = k->ex.mode == SC_EXACT_CALL && k->checks;
-  uint64_t insum = check ? sc_exact_in_sum(&k->ex, k->dtype, k->send, k->K) : 0;
+  int check = k->ex.mode == SC_EXACT_CALL && (k->checks & SC_V_EXACT);
+  sc_exact_tally tally = {0, 0}; /* the inputs' sum, taken by the conversion onto the grid (workbuf.c) */
+  k->ex.tally = check ? &tally : NULL;
+  c->inj.arith_armed = c->inj.arith_rank == c->rank && sc_call_injects(k); /* arith: once in this call */
   k->seq = ++c->seq;
   schedc_status st = c->be->collective(c, k, res);
-  if (st == SCHEDC_OK && check) st = exact_check(c, k, insum, res);
+  k->ex.tally = NULL; /* it lives on this frame */
+  c->inj.arith_armed = 0;
+  if (st == SCHEDC_OK && check && !tally.done)
+    st = sc_err(SCHEDC_EINTERNAL, "%s: exact-mode check: the %s backend converted no inputs onto the grid (no sum "
+                "to check against)", k->cn, c->be->name);
+  if (st == SCHEDC_OK && check) st = exact_check(c, k, tally.in, res);
   return st;
 }
 

@@ -100,6 +100,13 @@ void sc_exact_grid(sc_exact *ex, const int64_t w[SC_EXACT_WORDS], int nterms) {
 
 /* ---- in: onto the grid ---- */
 
+/* The four lanes' wrapping sum. */
+__attribute__((target("avx2"))) static uint64_t hsum(__m256i v) {
+  uint64_t l[4];
+  _mm256_storeu_si256((__m256i *)(void *)l, v);
+  return l[0] + l[1] + l[2] + l[3];
+}
+
 /* x * 2^-g is exact in double (24 significant bits, |x 2^-g| < 2^62, far from double's limits);
  * below 2^51 adding and taking away 1.5 * 2^52 rounds it to an integer, to nearest, ties to even
  * (the default rounding mode); at or above 2^51 it is an integer already (its last bit is at least
@@ -112,8 +119,10 @@ static inline int64_t to_grid(double v) {
 /* f32 onto the grid with integers only, branch-free (vectorised with AVX2's variable shifts):
  * x = ±m 2^k (k its last bit's exponent); sh = k - g >= 0: m << sh (< 2^62); else m shifted right
  * by s = g - k, to nearest, ties to even (adding half - 1, plus the bit that becomes the last);
- * s is capped at 40, where m < 2^24 gives 0 as any larger s does. The same q as to_grid. */
-static void in_f32(int64_t *restrict dst, const uint32_t *restrict u, size_t n, int g) {
+ * s is capped at 40, where m < 2^24 gives 0 as any larger s does. The same q as to_grid. Returns
+ * the wrapping sum of the q (the identity check's, in passing). */
+static uint64_t in_f32(int64_t *restrict dst, const uint32_t *restrict u, size_t n, int g) {
+  uint64_t sum = 0;
   for (size_t i = 0; i < n; i++) {
     uint32_t a = u[i] & 0x7fffffffu, ef = a >> 23;
     int64_t m = (int64_t)((a & 0x7fffffu) | (ef ? 0x800000u : 0));
@@ -125,11 +134,17 @@ static void in_f32(int64_t *restrict dst, const uint32_t *restrict u, size_t n, 
     int64_t dn = (m + (half - (s > 0)) + ((m >> s) & (s > 0))) >> s;
     int64_t q = sh >= 0 ? up : dn;
     dst[i] = (u[i] >> 31) ? -q : q;
+    sum += (uint64_t)dst[i];
   }
+  return sum;
 }
 
-/* in_f32 four lanes at a time with AVX2 (the compiler does not vectorise it): the same steps. */
-__attribute__((target("avx2"))) static size_t in_f32_avx2(int64_t *dst, const uint32_t *u, size_t n, int g) {
+/* in_f32 four lanes at a time with AVX2 (the compiler does not vectorise it): the same steps; with
+ * sum, the q's wrapping sum added to *sum (one more add per four lanes, in registers). Inlined
+ * into in_f32_avx2 twice, with and without, so the plain conversion keeps its loop. */
+__attribute__((target("avx2"), always_inline)) static inline size_t in_f32_avx2_body(int64_t *dst, const uint32_t *u,
+                                                                                    size_t n, int g, uint64_t *sum) {
+  __m256i acc = _mm256_setzero_si256();
   const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi64x(1), s40 = _mm256_set1_epi64x(40);
   const __m256i absm = _mm256_set1_epi64x(0x7fffffff), fracm = _mm256_set1_epi64x(0x7fffff);
   const __m256i hid = _mm256_set1_epi64x(0x800000), bias = _mm256_set1_epi64x(150 + (int64_t)g);
@@ -151,16 +166,26 @@ __attribute__((target("avx2"))) static size_t in_f32_avx2(int64_t *dst, const ui
     __m256i q = _mm256_blendv_epi8(dn, up, pos);
     __m256i neg = _mm256_cmpeq_epi64(_mm256_srli_epi64(x, 31), one);
     q = _mm256_sub_epi64(_mm256_xor_si256(q, neg), neg);
+    if (sum) acc = _mm256_add_epi64(acc, q);
     _mm256_storeu_si256((__m256i *)(void *)(dst + i), q);
   }
+  if (sum) *sum += hsum(acc);
   return i;
+}
+__attribute__((target("avx2"))) static size_t in_f32_avx2(int64_t *dst, const uint32_t *u, size_t n, int g,
+                                                          uint64_t *sum) {
+  return sum ? in_f32_avx2_body(dst, u, n, g, sum) : in_f32_avx2_body(dst, u, n, g, NULL);
 }
 
 /* The f32 sum out four lanes at a time with AVX2, as the scalar loop in sc_exact_out: |s| folded
  * to odd at bit 11 above 2^53 (at most 52 significant bits), made a double exactly from its two
  * 32-bit halves (each exact, and their sum exact since the value fits a double), scaled by 2^g
- * (exact), signed, and rounded to float once (vcvtpd2ps: to nearest even, subnormals kept). */
-__attribute__((target("avx2"))) static size_t out_f32_avx2(float *y, const int64_t *src, size_t n, double scale) {
+ * (exact), signed, and rounded to float once (vcvtpd2ps: to nearest even, subnormals kept). With
+ * sum, the integers' wrapping sum added to *sum (inlined twice, as in_f32_avx2_body). */
+__attribute__((target("avx2"), always_inline)) static inline size_t out_f32_avx2_body(float *y, const int64_t *src,
+                                                                                     size_t n, double scale,
+                                                                                     uint64_t *sum) {
+  __m256i acc = _mm256_setzero_si256();
   const __m256i zero = _mm256_setzero_si256(), low = _mm256_set1_epi64x(0x7ff), bit11 = _mm256_set1_epi64x(0x800);
   const __m256i lim = _mm256_set1_epi64x((int64_t)1 << 53), magic = _mm256_set1_epi64x(0x4330000000000000ll);
   const __m256i lo32 = _mm256_set1_epi64x(0xffffffffll), signb = _mm256_set1_epi64x(INT64_MIN);
@@ -168,6 +193,7 @@ __attribute__((target("avx2"))) static size_t out_f32_avx2(float *y, const int64
   size_t i = 0;
   for (; i + 4 <= n; i += 4) {
     __m256i s = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
+    if (sum) acc = _mm256_add_epi64(acc, s);
     __m256i neg = _mm256_cmpgt_epi64(zero, s);
     __m256i a = _mm256_sub_epi64(_mm256_xor_si256(s, neg), neg);
     __m256i sticky = _mm256_andnot_si256(_mm256_cmpeq_epi64(_mm256_and_si256(a, low), zero), bit11);
@@ -179,28 +205,40 @@ __attribute__((target("avx2"))) static size_t out_f32_avx2(float *y, const int64
     d = _mm256_or_pd(d, _mm256_castsi256_pd(_mm256_and_si256(neg, signb)));
     _mm_storeu_ps(y + i, _mm256_cvtpd_ps(d));
   }
+  if (sum) *sum += hsum(acc);
   return i;
 }
+__attribute__((target("avx2"))) static size_t out_f32_avx2(float *y, const int64_t *src, size_t n, double scale,
+                                                           uint64_t *sum) {
+  return sum ? out_f32_avx2_body(y, src, n, scale, sum) : out_f32_avx2_body(y, src, n, scale, NULL);
+}
 
-static void in_one(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n);
+static uint64_t in_one(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n, int want);
 
 /* Leaves: each leaf onto the grid on its own (as it would be on a rank of its own), then summed:
- * the integers are the same whichever rank holds which leaf. In blocks, through a stack buffer. */
-void sc_exact_in(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n) {
-  if (ex->special || ex->nleaves <= 1) {
-    in_one(ex, dt, dst, src, n);
-    return;
-  }
+ * the integers are the same whichever rank holds which leaf. In blocks, through a stack buffer.
+ * With want, returns the sum of what it wrote: every leaf's integers' sum (mod 2^64). */
+static uint64_t in_leaves(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n, int want) {
+  if (ex->special || ex->nleaves <= 1) return in_one(ex, dt, dst, src, n, want);
   size_t esz = schedc_dtype_size(dt);
   int64_t tmp[512];
+  uint64_t sum = 0;
   for (size_t lo = 0; lo < n; lo += 512) {
     size_t len = n - lo < 512 ? n - lo : 512;
-    in_one(ex, dt, dst + lo, (const char *)src + lo * esz, len);
+    sum += in_one(ex, dt, dst + lo, (const char *)src + lo * esz, len, want);
     for (int j = 1; j < ex->nleaves; j++) {
-      in_one(ex, dt, tmp, (const char *)src + ((size_t)j * n + lo) * esz, len);
+      sum += in_one(ex, dt, tmp, (const char *)src + ((size_t)j * n + lo) * esz, len, want);
       for (size_t i = 0; i < len; i++) dst[lo + i] = (int64_t)((uint64_t)dst[lo + i] + (uint64_t)tmp[i]);
     }
   }
+  return sum;
+}
+
+uint64_t sc_exact_in_summed(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n) {
+  return in_leaves(ex, dt, dst, src, n, 1);
+}
+void sc_exact_in(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n) {
+  in_leaves(ex, dt, dst, src, n, 0);
 }
 
 uint64_t sc_exact_isum(const int64_t *x, size_t n) {
@@ -209,39 +247,31 @@ uint64_t sc_exact_isum(const int64_t *x, size_t n) {
   return s;
 }
 
-uint64_t sc_exact_in_sum(const sc_exact *ex, schedc_dtype dt, const void *src, size_t n) {
-  size_t esz = schedc_dtype_size(dt);
-  int64_t tmp[512];
-  uint64_t s = 0;
-  for (int j = 0; j < (ex->nleaves > 1 ? ex->nleaves : 1); j++)
-    for (size_t lo = 0; lo < n; lo += 512) {
-      size_t len = n - lo < 512 ? n - lo : 512;
-      in_one(ex, dt, tmp, (const char *)src + ((size_t)j * n + lo) * esz, len);
-      s += sc_exact_isum(tmp, len);
-    }
-  return s;
-}
 
-static void in_one(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n) {
+/* One input onto the grid; with want, returns the wrapping sum of what it wrote (else 0, or that
+ * sum: the scalar loops take it anyway). */
+static uint64_t in_one(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n, int want) {
   if (ex->special) { /* the result is NaN or an infinity whatever the sums: zeros travel */
     memset(dst, 0, n * sizeof *dst);
-    return;
+    return 0;
   }
   double scale = ldexp(1.0, -ex->g);
+  uint64_t sum = 0;
   if (sc_cpu_avx512()) { /* every type, eight lanes; the scalar loops below finish */
-    size_t done = sc_exact_in_avx512(dt, dst, src, n, ex->g, NULL);
+    size_t done = sc_exact_in_avx512(dt, dst, src, n, ex->g, want ? &sum : NULL);
     dst += done, n -= done, src = (const char *)src + done * schedc_dtype_size(dt);
   }
   if (dt == SCHEDC_F32) {
-    size_t done = sc_cpu_avx2() ? in_f32_avx2(dst, src, n, ex->g) : 0;
-    in_f32(dst + done, (const uint32_t *)src + done, n - done, ex->g);
+    size_t done = sc_cpu_avx2() ? in_f32_avx2(dst, src, n, ex->g, want ? &sum : NULL) : 0;
+    sum += in_f32(dst + done, (const uint32_t *)src + done, n - done, ex->g);
   } else if (dt == SCHEDC_F16) {
     const uint16_t *x = src;
-    for (size_t i = 0; i < n; i++) dst[i] = to_grid((double)sc_f16_to_f32(x[i]) * scale);
+    for (size_t i = 0; i < n; i++) sum += (uint64_t)(dst[i] = to_grid((double)sc_f16_to_f32(x[i]) * scale));
   } else {
     const uint16_t *x = src;
-    for (size_t i = 0; i < n; i++) dst[i] = to_grid((double)sc_bf16_to_f32(x[i]) * scale);
+    for (size_t i = 0; i < n; i++) sum += (uint64_t)(dst[i] = to_grid((double)sc_bf16_to_f32(x[i]) * scale));
   }
+  return sum;
 }
 
 /* ---- out: rounded once ---- */
@@ -255,17 +285,29 @@ static uint32_t avg_bits(schedc_dtype dt, int64_t s, int n, int g) {
   return sc_exact_round(dt, s < 0, m, g - 32, t % un != 0);
 }
 
+static uint64_t out_all(const sc_exact *ex, schedc_dtype dt, void *dst, const int64_t *src, size_t n, int want);
 void sc_exact_out(const sc_exact *ex, schedc_dtype dt, void *dst, const int64_t *src, size_t n) {
+  out_all(ex, dt, dst, src, n, 0);
+}
+uint64_t sc_exact_out_summed(const sc_exact *ex, schedc_dtype dt, void *dst, const int64_t *src, size_t n) {
+  return out_all(ex, dt, dst, src, n, 1);
+}
+
+/* Out, rounded once; with want, returns the integers' wrapping sum (else 0, or that sum: the
+ * scalar loops take it anyway). */
+static uint64_t out_all(const sc_exact *ex, schedc_dtype dt, void *dst, const int64_t *src, size_t n, int want) {
   int nranks = ex->nterms; /* avg: ranks, or ranks x leaves */
   const fmt *f = fmt_of(dt);
   int avg = ex->op == SCHEDC_AVG_EXACT;
-  if (ex->special) {
+  uint64_t sum = 0;
+  if (ex->special) { /* the integers are zeros (in_one), unless something corrupted them: summed all the same */
     uint32_t v = ex->special == SC_EXACT_NAN ? f->qnan : ex->special == SC_EXACT_PINF ? f->inf : f->inf | f->sign;
     for (size_t i = 0; i < n; i++) {
+      sum += (uint64_t)src[i];
       if (dt == SCHEDC_F32) ((uint32_t *)dst)[i] = v;
       else ((uint16_t *)dst)[i] = (uint16_t)v;
     }
-    return;
+    return sum;
   }
   int g = ex->g;
   if (dt == SCHEDC_F32 && !avg) {
@@ -276,21 +318,25 @@ void sc_exact_out(const sc_exact *ex, schedc_dtype dt, void *dst, const int64_t 
      * any is), which the double holds exactly; a float's last bit is then at bit 30 or higher, and
      * rounding to odd at least two bits below the target precision does not change a round to
      * nearest even (nor where it overflows to infinity). */
-    size_t i0 = sc_cpu_avx512() ? sc_exact_out_f32_avx512(y, src, n, scale, NULL) : sc_cpu_avx2() ? out_f32_avx2(y, src, n, scale) : 0;
+    uint64_t *ws = want ? &sum : NULL;
+    size_t i0 = sc_cpu_avx512() ? sc_exact_out_f32_avx512(y, src, n, scale, ws) : sc_cpu_avx2() ? out_f32_avx2(y, src, n, scale, ws) : 0;
     for (size_t i = i0; i < n; i++) {
       int64_t s = src[i];
+      sum += (uint64_t)s;
       int64_t a = s < 0 ? -s : s;
       int64_t odd = (a & ~(int64_t)0x7ff) | ((a & 0x7ff) ? 0x800 : 0);
       int64_t t = a < ((int64_t)1 << 53) ? a : odd;
       y[i] = (float)((double)(s < 0 ? -t : t) * scale);
     }
-    return;
+    return sum;
   }
   for (size_t i = 0; i < n; i++) {
     int64_t s = src[i];
+    sum += (uint64_t)s;
     uint32_t b = avg ? avg_bits(dt, s, nranks, g)
                      : sc_exact_round(dt, s < 0, s < 0 ? 0 - (uint64_t)s : (uint64_t)s, g, 0);
     if (dt == SCHEDC_F32) ((uint32_t *)dst)[i] = b;
     else ((uint16_t *)dst)[i] = (uint16_t)b;
   }
+  return sum;
 }

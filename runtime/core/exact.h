@@ -20,6 +20,11 @@ enum { SC_EXACT_OFF = 0, SC_EXACT_CALL = 1, SC_EXACT_GRID = 2 };
 /* sc_exact.special: every result element is this value (from the exchange's flags) */
 enum { SC_EXACT_FINITE = 0, SC_EXACT_NAN = 1, SC_EXACT_PINF = 2, SC_EXACT_NINF = 3 };
 
+/* The identity check's tally of this rank's inputs (dispatch.c owns it, on its stack, for one
+ * call): the wrapping sum of the integers the conversion onto the grid wrote, and whether the
+ * conversion ran. */
+typedef struct sc_exact_tally { uint64_t in; int done; } sc_exact_tally;
+
 /* An exact call's grid, or its grid exchange's tag. Plain words (part of sc_call). */
 typedef struct sc_exact {
   int mode;                  /* SC_EXACT_*: CALL: this call sums integers on the grid (sc_call.acc is
@@ -34,6 +39,10 @@ typedef struct sc_exact {
   int nleaves;               /* CALL: leaves per rank (0 or 1: the send buffer is one input; m: m
                               * inputs of K elements each, back to back, each rounded onto the
                               * grid on its own and summed: schedc_accum_allreduce) */
+  sc_exact_tally *tally;     /* CALL under the identity check (SC_V_EXACT): where the conversion of
+                              * this rank's inputs into its working buffer (workbuf.c) stores their
+                              * integers' sum (sc_exact_in_summed), set once per run of the inputs in
+                              * (a rerun stores it again); NULL: no check */
 } sc_exact;
 
 /* Is op an exact op, and the plain op it computes (SUM or AVG)? */
@@ -56,10 +65,14 @@ void sc_exact_grid(sc_exact *ex, const int64_t w[SC_EXACT_WORDS], int nterms);
 void sc_exact_in(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n);
 void sc_exact_out(const sc_exact *ex, schedc_dtype dt, void *dst, const int64_t *src, size_t n);
 
-/* The identity check's sums, mod 2^64: of n integers; of what sc_exact_in makes of src (every
- * leaf's), computed again in blocks without storing it. */
+/* The same conversions, also returning the identity check's sum (mod 2^64) of the integers they
+ * wrote (in) or read (out), taken in the same pass: the check then costs no pass of its own. */
+uint64_t sc_exact_in_summed(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n);
+uint64_t sc_exact_out_summed(const sc_exact *ex, schedc_dtype dt, void *dst, const int64_t *src, size_t n);
+
+/* The wrapping sum of n integers (a pass of its own: the summed conversions above take it in
+ * passing). */
 uint64_t sc_exact_isum(const int64_t *x, size_t n);
-uint64_t sc_exact_in_sum(const sc_exact *ex, schedc_dtype dt, const void *src, size_t n);
 
 /* The nearest value of dtype dt (f32, f16, bf16) to (-1)^neg (m + sticky·ε) 2^e, ties to even
  * (sticky: the value lies strictly above m·2^e, by less than 2^e), as its bits. Exposed for tests. */

@@ -10,12 +10,18 @@
  *                     payload RANK sends at STEP is flipped after its CRC32C was computed, on the
  *                     first transfer out of RANK in STEP (a link fault: for checksum to catch).
  *                     Once per call; a repair's resend is clean.
+ *   arith:RANK:STEP[:BIT] one bit (BIT modulo the slice's bits; default its middle) of what RANK's
+ *                     first reduce at STEP computed is flipped, after its sources were checked and
+ *                     before its result is hashed, published or sent (a faulty ALU: checksums see a
+ *                     consistent, wrong partial sum; exact mode's identity check catches it). The
+ *                     CPU executor's and the MPI backend's reduces; once per call.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
+#include "crc.h"
 #include "inject.h"
 #include "log.h"
 #include "err.h"
@@ -27,10 +33,20 @@ void sc_inject_flip(const sc_inject *in, void *buf, size_t bytes, const char *co
           bit, in->flip_rank, dst, step);
 }
 
+void sc_inject_arith(sc_inject *in, void *buf, size_t bytes, const char *coll, int rank, uint32_t step, uint32_t *crc) {
+  if (!in->arith_armed || rank != in->arith_rank || step != (uint32_t)in->arith_step || !bytes) return;
+  in->arith_armed = 0;
+  size_t bit = in->arith_bit >= 0 ? (size_t)in->arith_bit % (bytes * 8) : bytes * 4 + 3;
+  ((unsigned char *)buf)[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+  if (crc) *crc = sc_crc32c(buf, bytes);
+  sc_log(SCHEDC_LOG_WARN, "inject: %s: flipped bit %zu of what rank %d's reduce computed at step %u", coll, bit, rank,
+         step);
+}
+
 schedc_status sc_inject_parse(const char *spec, sc_inject *out) {
   memset(out, 0, sizeof *out);
-  out->kill_rank = out->delay_rank = out->flip_rank = out->flipout_rank = -1;
-  out->flip_bit = -1;
+  out->kill_rank = out->delay_rank = out->flip_rank = out->flipout_rank = out->arith_rank = -1;
+  out->flip_bit = out->arith_bit = -1;
   if (!spec || !*spec) return SCHEDC_OK;
   char buf[256];
   if (strlen(spec) >= sizeof buf) /* never a truncated, different list */
@@ -48,13 +64,22 @@ schedc_status sc_inject_parse(const char *spec, sc_inject *out) {
       out->flip_bit = bit;
       continue;
     }
+    if (sscanf(item, "arith:%ld:%ld:%ld%c", &a, &b, &bit, &tail) == 3 && a >= 0 && b >= 0 && bit >= 0 &&
+        a < 1 << 20 && b < 1 << 30) {
+      out->arith_rank = (int)a;
+      out->arith_step = (int)b;
+      out->arith_bit = bit;
+      continue;
+    }
     if (sscanf(item, "%15[a-z]:%ld:%ld%c", kind, &a, &b, &tail) != 3 || a < 0 || b < 0 || a > 1 << 30 || b > 1 << 30)
-      return sc_err(SCHEDC_EINVAL, "SCHEDC_INJECT: bad item '%s' (kill:RANK:STEP, delay:RANK:US, jitter:SEED:US, flip:RANK:STEP[:BIT], flipout:RANK)", item);
+      return sc_err(SCHEDC_EINVAL, "SCHEDC_INJECT: bad item '%s' (kill:RANK:STEP, delay:RANK:US, jitter:SEED:US, flip:RANK:STEP[:BIT], "
+                    "arith:RANK:STEP[:BIT], flipout:RANK)", item);
     if (!strcmp(kind, "kill")) { out->kill_rank = (int)a; out->kill_step = (int)b; }
     else if (!strcmp(kind, "delay")) { out->delay_rank = (int)a; out->delay_us = (int)b; }
     else if (!strcmp(kind, "jitter")) { out->jitter_seed = (unsigned)a; out->jitter_us = (unsigned)b; }
     else if (!strcmp(kind, "flip") && a < 1 << 20) { out->flip_rank = (int)a; out->flip_step = (int)b; }
-    else return sc_err(SCHEDC_EINVAL, "SCHEDC_INJECT: unknown fault '%s' (kill, delay, jitter, flip, flipout)", kind);
+    else if (!strcmp(kind, "arith") && a < 1 << 20) { out->arith_rank = (int)a; out->arith_step = (int)b; }
+    else return sc_err(SCHEDC_EINVAL, "SCHEDC_INJECT: unknown fault '%s' (kill, delay, jitter, flip, arith, flipout)", kind);
   }
   return SCHEDC_OK;
 }
@@ -71,10 +96,16 @@ schedc_status sc_inject_check(const sc_inject *in, int nranks, const char *backe
   if (in->delay_rank >= nranks) return bad_rank("delay", in->delay_rank, nranks);
   if (in->flip_rank >= nranks) return bad_rank("flip", in->flip_rank, nranks);
   if (in->flipout_rank >= nranks) return bad_rank("flipout", in->flipout_rank, nranks);
+  if (in->arith_rank >= nranks) return bad_rank("arith", in->arith_rank, nranks);
   /* a backend without executor steps (mpi: messages per step; cuda: steps inside the kernels) has
    * nothing to stop or slow; flip and flipout it injects where it can (its own checks say) */
   if (backend && !(caps & SC_CAP_INJECT_STEPS) && (in->kill_rank >= 0 || in->delay_rank >= 0 || in->jitter_us))
     return sc_err(SCHEDC_EUNAVAIL, "SCHEDC_INJECT kill, delay and jitter act at the CPU executor's steps and are "
                   "not available on the %s backend; flip:RANK:STEP and flipout:RANK are", backend);
+  /* arith acts where a reduce is computed in host memory: the CPU executor's and MPI's (a
+   * stream-ordered backend reduces inside its kernels, which have no such hook) */
+  if (backend && !(caps & SC_CAP_HOST_RESULT) && in->arith_rank >= 0)
+    return sc_err(SCHEDC_EUNAVAIL, "SCHEDC_INJECT arith:RANK:STEP acts at the reduces of the threads, shm and mpi "
+                  "backends and is not available on the %s backend", backend);
   return SCHEDC_OK;
 }

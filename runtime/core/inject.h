@@ -1,7 +1,7 @@
 /*
  * inject.h — test-only fault injection (SCHEDC_INJECT, parsed once per communicator): which
- * rank dies, sleeps, flips a sent payload or its result, and where. inject.c owns the parsing
- * and the payload flip; a backend says by its caps which kinds it can inject.
+ * rank dies, sleeps, flips a sent payload, what its reduce computes, or its result, and where.
+ * inject.c owns the parsing and the flips; a backend says by its caps which kinds it can inject.
  */
 #ifndef SC_INJECT_H
 #define SC_INJECT_H
@@ -18,6 +18,11 @@ typedef struct sc_inject {
   int flip_rank, flip_step;  /* flips one bit of the payload flip_rank sends at flip_step */
   long flip_bit;             /* which bit of that payload (taken modulo its size); -1: the middle */
   int flipout_rank;          /* flips one bit of that rank's result after the collective */
+  int arith_rank, arith_step; /* flips one bit of what arith_rank's first reduce at arith_step computed */
+  long arith_bit;            /* which bit of that slice (modulo its size); -1: the middle */
+  int arith_armed;           /* the arith flip is still to come in this call: set per call by the core
+                              * (dispatch.c, 0 for internal calls), cleared when it lands (once per
+                              * call: a repair's rerun is clean) */
 } sc_inject;
 /* Parse SCHEDC_INJECT (see inject.c). SCHEDC_EINVAL with a message. */
 schedc_status sc_inject_parse(const char *spec, sc_inject *out);
@@ -26,5 +31,11 @@ schedc_status sc_inject_parse(const char *spec, sc_inject *out);
 schedc_status sc_inject_check(const sc_inject *in, int nranks, const char *backend, unsigned caps);
 /* flip:RANK:STEP: flip the chosen bit of a copy of the payload (bytes > 0) and say so (a warning, log.h). */
 void sc_inject_flip(const sc_inject *in, void *buf, size_t bytes, const char *coll, int dst, uint32_t step);
+/* arith:RANK:STEP[:BIT]: called by a backend right after `rank` computed a reduce at `step` into
+ * buf (bytes; after its sources were checked, before the result is hashed, published or sent):
+ * when armed for this rank and step, flips the chosen bit there (a faulty ALU), disarms, warns.
+ * crc: NULL, or the CRC32C the reduce already took of buf, taken again after the flip (the hash
+ * of what the faulty reduce stored, as a fused reduce-and-hash kernel would take it). */
+void sc_inject_arith(sc_inject *in, void *buf, size_t bytes, const char *coll, int rank, uint32_t step, uint32_t *crc);
 
 #endif

@@ -14,7 +14,9 @@
 /* Into / out of the working buffer: widen to the accumulation type (exact mode: onto the call's
  * grid, exact.h), or copy the bits. */
 static void load_in(const sc_call *k, void *dst, const void *src, size_t n) {
-  if (k->ex.mode == SC_EXACT_CALL) sc_exact_in(&k->ex, k->dtype, dst, src, n);
+  sc_exact_tally *t = k->ex.mode == SC_EXACT_CALL ? k->ex.tally : NULL; /* the identity check's, in passing */
+  if (t) t->in = sc_exact_in_summed(&k->ex, k->dtype, dst, src, n), t->done = 1;
+  else if (k->ex.mode == SC_EXACT_CALL) sc_exact_in(&k->ex, k->dtype, dst, src, n);
   else if (k->acc != k->dtype) sc_to_acc(k->dtype, dst, src, n);
   else if (dst != src && n) memmove(dst, src, n * schedc_dtype_size(k->dtype));
 }
@@ -41,7 +43,8 @@ void sc_work_out(const schedc_comm *c, const sc_call *k, char *W, sc_result *res
     res->have_digest = 1;
     return;
   }
-  if (len) store_out(k, k->recv, W + lo * asz, len);
-  if (k->ex.mode == SC_EXACT_CALL && k->checks) res->exact_out = sc_exact_isum((const int64_t *)(void *)(W + lo * asz), len);
+  if (k->ex.mode == SC_EXACT_CALL && k->ex.tally) /* the identity check's sum, in the same pass */
+    res->exact_out = sc_exact_out_summed(&k->ex, k->dtype, k->recv, (const int64_t *)(void *)(W + lo * asz), len);
+  else if (len) store_out(k, k->recv, W + lo * asz, len);
   if (sc_same_bits(k->coll)) sc_flipout(c, k, k->recv, len * schedc_dtype_size(k->dtype));
 }

@@ -321,7 +321,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
       uint32_t crc = 0;
       int has_crc = 0;
       if (g->phase == SC_PH_C && narrow) {
-        sc_narrow(a->wide, final, tmp + (slo - lo) * esz, len, cvt_in);
+        sc_narrow(a->wide, final, tmp + (slo - lo) * esz, len, cvt_in), final = NULL;
       } else if (g->phase == SC_PH_C) {
         if (want_crc) /* hashed as written back: one pass */
           crc = sc_crc32c_copy(dst, tmp + (slo - lo) * esz, len * esz), has_crc = 1;
@@ -357,8 +357,10 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
           else sc_reduce_chain(a->acc, a->op, dst, acc, srcp, n, len);
           acc = dst;
         }
-        if (final) sc_narrow(a->wide, final, cvt_out, len, cvt_out); /* the reduce's result, rounded out */
       }
+      if (!g->copy && g->phase != SC_PH_C) /* SCHEDC_INJECT arith: a fault in the reduce just computed */
+        sc_inject_arith(&c->inj, dst, len * esz, a->coll, c->rank, g->step, has_crc ? &crc : NULL);
+      if (final) sc_narrow(a->wide, final, cvt_out, len, cvt_out); /* a reduce's result, rounded out */
       if (g->phase != SC_PH_C)
         for (uint32_t s = 0; s < g->nsrc; s++) sc_bump(sc_ctr(sh, a->parity, SC_READS, src[s].rank) + k);
       /* the CRC of what was written (from cache), once for both: peers check it, the digest folds it */

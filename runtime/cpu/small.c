@@ -13,18 +13,20 @@
 #include "plan.h"
 #include "terms.h"
 
-/* The small-message path: does this call take it? Small enough for the arrival line, nothing to
- * verify and no fault to inject (those need the plan's transfers), a plan with its proof. A
- * function of what the descriptor holds, SCHEDC_SMALL and SCHEDC_INJECT, so ranks agree (the
- * descriptor's path field catches the settings that differ). */
+/* The small-message path: does this call take it? Small enough for the arrival line, no transfer
+ * to verify and no fault to inject (those need the plan's transfers and steps), a plan with its
+ * proof. Exact mode's identity check alone (SC_V_EXACT) needs neither: the inputs' and the
+ * result's sums are taken by sc_work_in and sc_work_out here too. A function of what the
+ * descriptor holds, SCHEDC_SMALL and SCHEDC_INJECT, so ranks agree (the descriptor's path field
+ * catches the settings that differ). */
 int sc_small_call(const schedc_comm *c, const sc_call *k) {
   const sc_cpu *x = sc_cpu_of(c);
   const sc_inject *in = &c->inj;
   int faults = in->kill_rank >= 0 || (in->delay_rank >= 0 && in->delay_us) || in->jitter_us || in->flip_rank >= 0 ||
-               in->flipout_rank >= 0;
+               in->flipout_rank >= 0 || in->arith_rank >= 0;
   size_t bytes = k->K * schedc_dtype_size(k->acc);
-  return k->K && bytes <= x->small && bytes <= x->sh->arr_data && !k->checks && !(faults && sc_call_injects(k)) &&
-         k->plan->v.final;
+  return k->K && bytes <= x->small && bytes <= x->sh->arr_data && !(k->checks & ~(uint32_t)SC_V_EXACT) &&
+         !(faults && sc_call_injects(k)) && k->plan->v.final;
 }
 
 /* What evaluating a term needs: the term store, the op in the accumulation type, the ranks' initial

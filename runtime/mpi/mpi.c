@@ -195,6 +195,7 @@ static schedc_status run(schedc_comm *c, const sc_call *call, char *W, int attem
       else {
         const void *srcs[1] = {in};
         sc_reduce_chain(acc, op, W + clo * asz, W + clo * asz, srcs, 1, chi - clo);
+        sc_inject_arith(&c->inj, W + clo * asz, (chi - clo) * asz, cn, me, s, NULL); /* SCHEDC_INJECT arith */
       }
     }
   }

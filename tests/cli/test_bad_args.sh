@@ -112,7 +112,7 @@ refused check "unknown option '--count'" check "$R" --ranks 2 --count 16
 refused run "unexpected argument 'x.lua'" run "$R" x.lua --ranks 2
 refused launch "unexpected 'touch'" launch -n 2 touch launched
 # choices
-refused run "--verify 'most' (choose none, digest, checksum or full)" run "$R" --ranks 2 --verify most
+refused run "--verify 'most' (choose none, digest, checksum, full or exact)" run "$R" --ranks 2 --verify most
 refused bench "--collective 'allsum'" bench --ranks 2 --collective allsum
 refused run "unknown dtype" run "$R" --ranks 2 --dtype f8
 

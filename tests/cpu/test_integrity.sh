@@ -49,7 +49,7 @@ done
 out=$(cd "$D" && "$S" run ring.lua --ranks 4 --count 300 --verify full --iters 500 --backend shm 2>&1); rc=$?
 chk "[ $rc = 0 ] && ! grep -q corrupt <<<\"\$out\"" "shm: false alarm in 500 clean calls with --verify full"
 out=$(SCHEDC_VERIFY=crc "$S" run "$D/ring.lua" --ranks 2 --count 10 2>&1); rc=$?
-chk "[ $rc != 0 ] && grep -q 'choose none, digest, checksum or full' <<<\"\$out\"" "SCHEDC_VERIFY=crc is refused with the choices"
+chk "[ $rc != 0 ] && grep -q 'choose none, digest, checksum, full or exact' <<<\"\$out\"" "SCHEDC_VERIFY=crc is refused with the choices"
 out=$(SCHEDC_INJECT=flip:1 "$S" run "$D/ring.lua" --ranks 2 --count 10 2>&1); rc=$?
 chk "[ $rc != 0 ] && grep -q 'flip:RANK:STEP' <<<\"\$out\"" "SCHEDC_INJECT=flip:1 is refused with the forms"
 echo "$pass passed, $fail failed"

@@ -97,7 +97,7 @@ static void enums(void) {
   for (size_t i = 0; i < sizeof repair / sizeof repair[0]; i++)
     REFUSED(sc_param_parse_enum(SC_P_SCHEDC_REPAIR, repair[i], &w), SC_P_SCHEDC_REPAIR, repair[i], "': choose 0 or 1");
   REFUSED(sc_param_parse_enum(SC_P_SCHEDC_VERIFY, "crc", &w), SC_P_SCHEDC_VERIFY, "crc",
-          "': choose none, digest, checksum or full");
+          "': choose none, digest, checksum, full or exact");
   REFUSED(sc_param_parse_enum(SC_P_SCHEDC_BACKEND, "threads", &w), SC_P_SCHEDC_BACKEND, "threads",
           "': choose shm, mpi or cuda");
   const char *net[] = {"tcp", "IPC", "ipc ", "ipc (peers", "nccl (payloads between nodes through NCCL send/recv)"};
@@ -173,7 +173,7 @@ static void call_sites(void) {
   struct { const char *var, *val, *says; } bad[] = {
       {"SCHEDC_TIMEOUT", "nan", "SCHEDC_TIMEOUT='nan': expected seconds, a finite number > 0"},
       {"SCHEDC_SLICE", "64K", "SCHEDC_SLICE='64K': expected a whole number of bytes in [4096, 2^30]"},
-      {"SCHEDC_VERIFY", "crc", "SCHEDC_VERIFY='crc': choose none, digest, checksum or full"},
+      {"SCHEDC_VERIFY", "crc", "SCHEDC_VERIFY='crc': choose none, digest, checksum, full or exact"},
       {"SCHEDC_REPAIR", "yes", "SCHEDC_REPAIR='yes': choose 0 or 1"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
