@@ -152,6 +152,7 @@ struct sc_cpu {
   void *cvt; size_t cvt_cap; /* widened calls: two slices of scratch (an own cell widened; a result
                               * before it is narrowed) */
   uint32_t *lastw; size_t lastw_cap; /* widened calls: [nchunks] this rank's last group writing each cell */
+  uint8_t *tallied; size_t tallied_cap; /* widened exact calls under the identity check: sc_widening.tallied */
 };
 
 static inline sc_cpu *sc_cpu_of(const schedc_comm *c) { return (sc_cpu *)c->be_data; }
@@ -260,11 +261,18 @@ typedef struct sc_widening {
   schedc_dtype dtype, acc;
   const sc_exact *ex;
   int avg_n;
+  /* exact mode's identity check (SC_V_EXACT): the wrapping sums of this rank's inputs' integers,
+   * each counted once (tallied[ch]: own cell ch's are in in_sum), and of its result part's integers
+   * as they are narrowed (each result element is narrowed once) */
+  int tally;
+  uint64_t in_sum, out_sum;
+  uint8_t *tallied;
 } sc_widening;
-/* n elements widened from dtype into acc; n results narrowed from acc to dtype (avg divided first),
- * through `scratch` (n acc elements; src may be it) when a division must not touch src. */
-void sc_widen(const sc_widening *wd, void *dst, const void *src, size_t n);
-void sc_narrow(const sc_widening *wd, void *dst, const void *src, size_t n, void *scratch);
+/* n elements widened from dtype into acc (count: their integers go into in_sum, under tally); n
+ * results narrowed from acc to dtype (avg divided first; under tally summed into out_sum), through
+ * `scratch` (n acc elements; src may be it) when a division must not touch src. */
+void sc_widen(sc_widening *wd, void *dst, const void *src, size_t n, int count);
+void sc_narrow(sc_widening *wd, void *dst, const void *src, size_t n, void *scratch);
 
 typedef struct sc_execargs {
   const sc_prog *prog;
@@ -291,7 +299,7 @@ typedef struct sc_execargs {
   /* NULL, or the call is widened (needs loc; no checksums, no digest): SC_LOC_SEND cells hold the
    * caller's elements (element i at init + i * dsz), widened as they are first read; SC_LOC_OUT
    * versions are narrowed into out (element i at out + (i - out_lo) * dsz). */
-  const sc_widening *wide;
+  sc_widening *wide;
 } sc_execargs;
 schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
 /* The executor's slices for K elements of esz bytes in C chunks: *se elements each, at most *nsl
@@ -304,6 +312,6 @@ int sc_exec_slicing(const schedc_comm *c, size_t K, uint32_t C, size_t esz, size
  * (the executor reads them in send); every other entry stays SC_LOC_W (loc must be all SC_LOC_W
  * on entry). With `wide` (no check), send holds the caller's elements, widened as they are copied. */
 void sc_exec_stage_inputs(schedc_comm *c, const sc_prog *p, size_t esz, size_t K, char *W, const char *send,
-                          int check, uint8_t *loc, int parity, const sc_widening *wide);
+                          int check, uint8_t *loc, int parity, sc_widening *wide);
 
 #endif

@@ -147,12 +147,22 @@ static void plan_shortcuts(schedc_comm *c, const sc_call *k, char *W, int digest
     return; /* inputs in W's own block only (allgather), or none (broadcast) */
   if (k->acc != k->dtype) {
     /* Widened (f16/bf16 in f32, exact mode's integers): converted slice by slice by the executor
-     * (sc_widening), for the reductions, without verification (the checks hash and compare the
-     * working type's bits, taken by whole-buffer passes) and without exact leaves (several inputs
-     * per element) */
-    if (!sc_reduces(coll) || k->checks || (k->ex.mode == SC_EXACT_CALL && k->ex.nleaves > 1)) return;
+     * (sc_widening), for the reductions, without transfer checks or digests (they hash and compare
+     * the working type's bits, taken by whole-buffer passes) and without exact leaves (several
+     * inputs per element). Exact mode's identity check alone is taken in the conversions. */
+    if (!sc_reduces(coll) || (k->checks & ~(uint32_t)SC_V_EXACT) || (k->ex.mode == SC_EXACT_CALL && k->ex.nleaves > 1))
+      return;
+    int tally = k->ex.mode == SC_EXACT_CALL && k->ex.tally;
+    if (tally && x->tallied_cap < C) {
+      uint8_t *t = realloc(x->tallied, C);
+      if (!t) return; /* the whole-buffer conversions, which take the sums themselves */
+      x->tallied = t;
+      x->tallied_cap = C;
+    }
+    if (tally) memset(x->tallied, 0, C);
     *wd = (sc_widening){k->dtype, k->acc, k->ex.mode == SC_EXACT_CALL ? &k->ex : NULL,
-                        k->op == SCHEDC_AVG && k->ex.mode != SC_EXACT_CALL ? c->nranks : 0};
+                        k->op == SCHEDC_AVG && k->ex.mode != SC_EXACT_CALL ? c->nranks : 0, tally, 0, 0,
+                        tally ? x->tallied : NULL};
   }
   if (x->loc_cap < C) {
     uint8_t *l = realloc(x->loc, C);
@@ -248,16 +258,34 @@ static void digest_out(schedc_comm *c, const sc_call *k, char *W, const sc_execa
   res->dsl = (sc_dslice){len, se, nsl, dsz, C};
 }
 
+/* Under the identity check, after the plan: the inputs of own cells that no group widened (still in
+ * the send buffer: a rank alone, or a cell a copy overwrote) counted into the tally, through the
+ * scratch, so that in_sum holds every input once. */
+static void tally_rest(schedc_comm *c, const sc_call *k, const sc_execargs *sp) {
+  sc_widening *wd = sp->wide;
+  size_t asz = schedc_dtype_size(k->acc), dsz = schedc_dtype_size(k->dtype), se, nsl;
+  uint32_t C = k->prog->nchunks;
+  if (!wd || !wd->tally || !k->K || sc_exec_slicing(c, k->K, C, asz, &se, &nsl)) return;
+  for (uint32_t ch = 0; ch < C; ch++) {
+    size_t lo, hi;
+    sc_chunk_range(k->K, C, ch, &lo, &hi);
+    if (sp->loc[ch] != SC_LOC_SEND || wd->tallied[ch]) continue;
+    for (size_t i = lo; i < hi; i += se)
+      sc_widen(wd, sc_cpu_of(c)->cvt, sp->init + i * dsz, hi - i < se ? hi - i : se, 1);
+    wd->tallied[ch] = 1;
+  }
+}
+
 /* gather_result's part for a widened call, elements [clo, chi) of chunk ch: out NULL: the ones in
  * the send buffer widened into W (W then holds the whole result part, for sc_work_out); else
  * narrowed into out (avg divided first), the send buffer's through the scratch slice by slice. */
 static void gather_wide(schedc_comm *c, const sc_call *k, char *W, const sc_execargs *sp, char *out, uint32_t ch,
                         size_t clo, size_t chi) {
-  const sc_widening *wd = sp->wide;
+  sc_widening *wd = sp->wide;
   size_t asz = schedc_dtype_size(k->acc), dsz = schedc_dtype_size(k->dtype), se, nsl;
   int send = sp->loc[ch] == SC_LOC_SEND;
   if (!out) {
-    if (send) sc_widen(wd, W + clo * asz, sp->init + clo * dsz, chi - clo);
+    if (send) sc_widen(wd, W + clo * asz, sp->init + clo * dsz, chi - clo, 0); /* counted: tally_rest */
     return;
   }
   char *scratch = sc_cpu_of(c)->cvt; /* sc_exec made it: two slices, se elements each */
@@ -265,7 +293,7 @@ static void gather_wide(schedc_comm *c, const sc_call *k, char *W, const sc_exec
   for (size_t i = clo; i < chi; i += se) {
     size_t n = chi - i < se ? chi - i : se;
     const char *from = W + i * asz;
-    if (send) sc_widen(wd, scratch, sp->init + i * dsz, n), from = scratch;
+    if (send) sc_widen(wd, scratch, sp->init + i * dsz, n, 0), from = scratch;
     sc_narrow(wd, out + (i - clo) * dsz, from, n, scratch);
   }
 }
@@ -341,7 +369,7 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k, sc_result 
   if (!W && k->K) return SCHEDC_ENOMEM;
   int checks = sc_call_checks(k) && k->K;
   sc_execargs sp;
-  sc_widening wd;
+  sc_widening wd = {0};
   plan_shortcuts(c, k, W, sc_call_digests(k), &sp, &wd);
   if (sp.loc) {
     /* sc_work_in's copy (widened, for a widened call) of only the cells peers read first, hashed
@@ -368,8 +396,14 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k, sc_result 
     digest_out(c, k, W, &sp, res);
     return SCHEDC_OK;
   }
+  if (sp.wide && wd.tally) { /* the identity check's inputs' sum, taken as they were widened */
+    tally_rest(c, k, &sp);
+    k->ex.tally->in = wd.in_sum;
+    k->ex.tally->done = 1;
+  }
   if (sp.loc && sp.out) {
     result_out(c, k, W, &sp);
+    if (sp.wide && wd.tally) res->exact_out = wd.out_sum; /* every result element was narrowed once */
     return SCHEDC_OK;
   }
   if (sp.loc) gather_result(c, k, W, &sp, W, 0); /* sc_work_out reads the result part of W whole */
@@ -391,6 +425,7 @@ static void cpu_free(schedc_comm *c) {
   free(x->dig);
   free(x->cvt);
   free(x->lastw);
+  free(x->tallied);
   free(x->peer);
   free(x);
   c->be_data = NULL;

@@ -64,12 +64,12 @@ int sc_exec_slicing(const schedc_comm *c, size_t K, uint32_t C, size_t esz, size
 }
 
 void sc_exec_stage_inputs(schedc_comm *c, const sc_prog *p, size_t esz, size_t K, char *W, const char *send,
-                          int check, uint8_t *loc, int parity, const sc_widening *wide) {
+                          int check, uint8_t *loc, int parity, sc_widening *wide) {
   const char *src = send ? send : W; /* sc_crc32c_copy onto itself only hashes */
   size_t se, nsl, dsz = wide ? schedc_dtype_size(wide->dtype) : esz; /* bytes per element of src */
   uint32_t C = p->nchunks;
   if (sc_exec_slicing(c, K, C, esz, &se, &nsl)) { /* sc_exec refuses the call */
-    if (wide) sc_widen(wide, W, src, K);
+    if (wide) sc_widen(wide, W, src, K, 1);
     else if (src != W) memmove(W, src, K * esz);
     return;
   }
@@ -80,14 +80,14 @@ void sc_exec_stage_inputs(schedc_comm *c, const sc_prog *p, size_t esz, size_t K
     sc_chunk_range(K, C, ch, &lo, &hi);
     if (!rp->init_read[ch]) { /* only this rank reads it: from the send buffer, or copied */
       if (loc && src != W) loc[ch] = SC_LOC_SEND;
-      else if (wide && hi > lo) sc_widen(wide, W + lo * esz, src + lo * dsz, hi - lo);
+      else if (wide && hi > lo) sc_widen(wide, W + lo * esz, src + lo * dsz, hi - lo, 1);
       else if (src != W && hi > lo) memmove(W + lo * esz, src + lo * esz, (hi - lo) * esz);
       continue;
     }
     for (size_t j = 0; j < nsl && lo + j * se < hi; j++) {
       size_t slo = lo + j * se, shi = slo + se < hi ? slo + se : hi;
       if (wide) { /* peers read it in the working type: widened as it is staged (never checked) */
-        sc_widen(wide, W + slo * esz, src + slo * dsz, shi - slo);
+        sc_widen(wide, W + slo * esz, src + slo * dsz, shi - slo, 1);
         continue;
       }
       if (!check) {
@@ -109,8 +109,10 @@ static const char *own_cell(const sc_execargs *a, char *W, uint32_t ch, size_t i
                             char *scratch) {
   switch (a->loc ? a->loc[ch] : SC_LOC_W) {
   case SC_LOC_SEND:
-    if (a->wide) {
-      sc_widen(a->wide, scratch, a->init + i * schedc_dtype_size(a->wide->dtype), len);
+    if (a->wide) { /* the first group to widen this cell counts its inputs (a phase A group may
+                    * read it again before it is written) */
+      sc_widen(a->wide, scratch, a->init + i * schedc_dtype_size(a->wide->dtype), len,
+               a->wide->tally && !a->wide->tallied[ch]);
       return scratch;
     }
     return a->init + i * esz;
@@ -341,7 +343,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
                                 want_crc ? &crc : NULL)) {
         has_crc = want_crc; /* the reduce hashed the partial sum as it stored it */
       } else {
-        const char *acc = own_cell(a, W, g->chunk, slo, esz, len, cvt_in);
+        const char *acc = g->copy ? NULL : own_cell(a, W, g->chunk, slo, esz, len, cvt_in); /* a copy drops it */
         for (uint32_t s0 = 0; s0 < g->nsrc; s0 += MAX_CHAIN) {
           int n = (int)(g->nsrc - s0 < MAX_CHAIN ? g->nsrc - s0 : MAX_CHAIN);
           for (int s = 0; s < n; s++) {
@@ -372,6 +374,7 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
       if (also) sc_narrow(a->wide, a->out + (slo - a->out_lo) * dsz, dst, len, cvt_out); /* W untouched */
       sc_beat(c, 0); /* running: a rank waiting on this one keeps spinning (no clock read) */
     }
+    if (a->wide && a->wide->tally && !g->copy && a->loc[g->chunk] == SC_LOC_SEND) a->wide->tallied[g->chunk] = 1;
     if (a->loc && g->phase != SC_PH_A && st == SCHEDC_OK) a->loc[g->chunk] = in_out || also ? SC_LOC_OUT : SC_LOC_W;
   }
   /* A rank with no writes left (a broadcast root) still "reaches" the end of the plan. */

@@ -11,12 +11,17 @@
 #include "exact.h"
 #include "kernels.h"
 
-void sc_widen(const sc_widening *wd, void *dst, const void *src, size_t n) {
-  if (wd->ex) sc_exact_in(wd->ex, wd->dtype, dst, src, n); /* onto the grid (no leaves: sc_widening) */
+void sc_widen(sc_widening *wd, void *dst, const void *src, size_t n, int count) {
+  if (wd->ex && count && wd->tally) wd->in_sum += sc_exact_in_summed(wd->ex, wd->dtype, dst, src, n);
+  else if (wd->ex) sc_exact_in(wd->ex, wd->dtype, dst, src, n); /* onto the grid (no leaves: sc_widening) */
   else sc_to_acc(wd->dtype, dst, src, n);
 }
 
-void sc_narrow(const sc_widening *wd, void *dst, const void *src, size_t n, void *scratch) {
+void sc_narrow(sc_widening *wd, void *dst, const void *src, size_t n, void *scratch) {
+  if (wd->ex && wd->tally) { /* rounded once, the integers summed in the same pass */
+    wd->out_sum += sc_exact_out_summed(wd->ex, wd->dtype, dst, src, n);
+    return;
+  }
   if (wd->ex) { /* rounded once; exact avg divides the integers exactly there */
     sc_exact_out(wd->ex, wd->dtype, dst, src, n);
     return;

@@ -599,13 +599,16 @@ static void leaves(void) {
 /* ---- the identity check (exact mode under SCHEDC_VERIFY digest or checksum) ---- */
 static void identity(const char *dir) {
   int cases = 0, failed = 0;
-  /* no false alarm: clean calls under digest and under checksum verification, bits as the reference */
-  for (int v = 0; v < 2; v++)
-    for (int n = 2; n <= 4; n++) {
+  /* no false alarm: clean calls under digest, checksum and exact verification, bits as the
+   * reference (exact: the check alone, taken in the executor's slice-by-slice conversions — small
+   * slices, so that a cell spans several; f32, f16 and bf16) */
+  for (int v = 0; v < 3; v++)
+    for (int n = v == 2 ? 1 : 2; n <= 4; n++) {
       schedc_comm *comms[MAXN];
       schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
       co.timeout_s = 60;
-      co.verify = v ? SCHEDC_VERIFY_CHECKSUM : SCHEDC_VERIFY_DIGEST;
+      co.verify = v == 2 ? SCHEDC_VERIFY_EXACT : v ? SCHEDC_VERIFY_CHECKSUM : SCHEDC_VERIFY_DIGEST;
+      if (v == 2) co.slice_bytes = 4096;
       if (schedc_comm_init_threads(n, &co, comms) != SCHEDC_OK) { failed++; continue; }
       const char *files[] = {"ring.lua", "direct.lua", "tree.lua"};
       for (int fi = 0; fi < 3; fi++)
@@ -616,15 +619,17 @@ static void identity(const char *dir) {
           schedc_plan *plan = load(path, coll, n, 0, NULL, coll == SCHEDC_REDUCE ? n / 2 : 0);
           if (!plan) continue;
           snprintf(label, sizeof label, "identity clean %s n=%d %s %s", files[fi], n,
-                   schedc_collective_name((schedc_collective)coll), v ? "checksum" : "digest");
-          for (int o = 0; o < 2; o++, cases++)
-            if (run_case(comms, 0, plan, coll, n, SCHEDC_F32, o ? SCHEDC_AVG_EXACT : SCHEDC_SUM_EXACT, 3000, 7 + o, label))
-              failed++;
+                   schedc_collective_name((schedc_collective)coll), v == 2 ? "exact" : v ? "checksum" : "digest");
+          schedc_dtype dts[] = {SCHEDC_F32, SCHEDC_BF16, SCHEDC_F16};
+          for (int d = 0; d < (v == 2 ? 3 : 1); d++)
+            for (int o = 0; o < 2; o++, cases++)
+              if (run_case(comms, 0, plan, coll, n, dts[d], o ? SCHEDC_AVG_EXACT : SCHEDC_SUM_EXACT, 3000, 7 + o, label))
+                failed++;
           schedc_plan_free(plan);
         }
       for (int r = 0; r < n; r++) schedc_comm_free(comms[r]);
     }
-  printf("identity check: %d clean calls under digest/checksum verification, %d failed\n", cases, failed);
+  printf("identity check: %d clean calls under digest/checksum/exact verification, %d failed\n", cases, failed);
   CHECK(failed == 0 && cases > 20);
   /* every single-bit flip of a ring's payload, at every (rank, step), under digest verification:
    * a flip in the reduce-scatter half leaves every rank with the same wrong bits (the digests
