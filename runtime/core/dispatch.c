@@ -222,11 +222,12 @@ static schedc_status exact_check(schedc_comm *c, const sc_call *k, uint64_t insu
 
 schedc_status sc_call_run(schedc_comm *c, sc_call *k, sc_result *res) {
   memset(res, 0, sizeof *res);
-  if (k->ex.mode == SC_EXACT_CALL && !k->ex.ready) { /* the grid first: every rank makes this call too */
+  int host_exact = k->ex.mode == SC_EXACT_CALL && !(c->be->caps & SC_CAP_EXACT_DEVICE); /* else the backend's */
+  if (host_exact && !k->ex.ready) { /* the grid first: every rank makes this call too */
     schedc_status st = exact_prepare(c, k);
     if (st != SCHEDC_OK) return st;
   }
-  int check = k->ex.mode == SC_EXACT_CALL && k->checks;
+  int check = host_exact && k->checks;
   uint64_t insum = check ? sc_exact_in_sum(&k->ex, k->dtype, k->send, k->K) : 0;
   k->seq = ++c->seq;
   schedc_status st = c->be->collective(c, k, res);
