@@ -10,7 +10,8 @@
  * the block computes its part with 16-byte vectors, then thread 0 fences, counts its reads and
  * publishes the cell's version. The arithmetic is the CPU kernels': IEEE round-to-nearest, NaN
  * results as the default NaN, min/max with NaN winning and -0 < +0, integers wrapping; compile
- * with --fmad=false. Two variants on top: checksums (sc_seal after each publishing write,
+ * with --fmad=false. Exact mode sums i64 on a grid (the "exact" section converts, integers only).
+ * Two variants on top: checksums (sc_seal after each publishing write,
  * sc_check before each read) and a plan split across nodes (one phase per launch, cross-node
  * sources read from mirror slots; codegen/cuda_split.h). golden.cuda_emit holds the text.
  */
