@@ -13,7 +13,7 @@
 
 schedc_status sc_cu_call_fits(const sc_call *k) {
   const sc_ir *ir = &k->plan->ir;
-  if (k->ex.mode == SC_EXACT_CALL && k->ex.nleaves > 1)
+  if (k->ex.mode == SC_EXACT_CALL && k->ex.nleaves > 0) /* schedc_accum_allreduce's call, even of one leaf */
     return sc_err(SCHEDC_EUNAVAIL, "%s: exact leaves (schedc_accum_allreduce) are not available on the cuda backend: "
                   "the leaves are host memory", k->cn);
   if (ir->nsteps >= (1u << CU_EPOCH_BITS) || ir->nxfers >= (1u << CU_EPOCH_BITS))

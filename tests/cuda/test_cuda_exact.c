@@ -6,9 +6,10 @@
  * `procs` (a forked process per device); `-` or a part name picks part of the virtual sweep, so
  * ctest can run it in pieces side by side. Usage: test_cuda_exact SCHEDULES_DIR MODE [PART]
  *   virtual: ring, tree, direct, halving_doubling × 1..8 ranks × allreduce / reduce_scatter /
- *     reduce (those the schedule builds) × f32 / f16 / bf16 × sum / avg, counts 37 and 1031
- *     (several tiles), half the f32 allreduces in place; then NaN / ±Inf, and a rank in exact mode
- *     against one that is not (SCHEDC_EMISMATCH naming the op);
+ *     reduce (those the schedule builds) × f32 / f16 / bf16 × sum / avg, counts 37 (the largest
+ *     input on the last rank only) and 1031 (several tiles; f32 sum, or everything at 3 ranks),
+ *     half the f32 allreduces in place; then NaN / ±Inf, avg's sticky bit, count 0, exact leaves
+ *     refused, and a rank in exact mode against one that is not (SCHEDC_EMISMATCH naming the op);
  *   devices, procs: ring and direct at 3 and 4 ranks, every collective, dtype and op.
  * Every dtype and op of a plan share one compiled source (the format is a kernel parameter), so
  * the emulator compiles once per plan and mode.
@@ -353,6 +354,18 @@ static void mismatch(void) {
   for (int r = 0; r < 2; r++) {
     CHECK(schedc_cuda_alloc(c[r], sizeof host, &d[r]) == SCHEDC_OK);
     CHECK(schedc_cuda_copy(c[r], d[r], host, sizeof host) == SCHEDC_OK);
+  }
+  /* count 0: nothing to convert, nothing to sum, no failure */
+  for (int r = 0; r < 2; r++) CHECK(schedc_allreduce(d[r], d[r], 0, SCHEDC_BF16, SCHEDC_AVG_EXACT, c[r], NULL) == SCHEDC_OK);
+  CHECK(schedc_cuda_sync(c[0]) == SCHEDC_OK);
+  /* exact leaves live in host memory: refused on cuda, even one leaf, before anything runs */
+  schedc_accum *acc = NULL;
+  CHECK(schedc_accum_create(8, SCHEDC_F32, SCHEDC_SUM_EXACT, 0, 1, &acc) == SCHEDC_OK);
+  if (acc) {
+    CHECK(schedc_accumulate(acc, 0, host) == SCHEDC_OK);
+    CHECK(schedc_accum_allreduce(acc, d[0], c[0], NULL) == SCHEDC_EUNAVAIL);
+    CHECK_CONTAINS(schedc_errmsg(), "exact leaves (schedc_accum_allreduce) are not available on the cuda backend");
+    schedc_accum_free(acc);
   }
   CHECK(schedc_allreduce(d[0], d[0], 8, SCHEDC_F32, SCHEDC_SUM_EXACT, c[0], NULL) == SCHEDC_OK);
   CHECK(schedc_allreduce(d[1], d[1], 8, SCHEDC_F32, SCHEDC_SUM, c[1], NULL) == SCHEDC_EMISMATCH);
