@@ -320,6 +320,7 @@ extern "C" __global__ void @ENTRY_AVG@(sc_acc *x, sc_u64 n, int nranks) {
  * codegen/cuda_abi.h (sc_xargs). */
 #define SC_XARGS 1
 struct sc_xargs { const void *in; void *out; sc_u64 n; long long fmt, g, nterms, avg, special; };
+static_assert(sizeof(sc_xargs) == 8 * 8, "the runtime fills 8 words (cuda_abi.h: SC_CUDA_XARGS_WORDS)");
 /* A format: significand bits with the hidden one, smallest normal exponent, element bytes, and
  * the bits of its infinity, sign and default NaN. */
 struct sc_xfmt { int p, emin, bytes; sc_u32 inf, sign, qnan; };
