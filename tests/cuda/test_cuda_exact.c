@@ -8,7 +8,8 @@
  *   virtual: ring, tree, direct, halving_doubling × 1..8 ranks × allreduce / reduce_scatter /
  *     reduce (those the schedule builds) × f32 / f16 / bf16 × sum / avg, counts 37 (the largest
  *     input on the last rank only) and 1031 (several tiles; f32 sum, or everything at 3 ranks),
- *     half the f32 allreduces in place; then NaN / ±Inf, avg's sticky bit, count 0, exact leaves
+ *     half the f32 allreduces in place; then every bf16/f16 pattern (and 65536 f32 ones) onto a
+ *     grid that rounds many of them, NaN / ±Inf, avg's sticky bit, count 0, exact leaves
  *     refused, and a rank in exact mode against one that is not (SCHEDC_EMISMATCH naming the op);
  *   devices, procs: ring and direct at 3 and 4 ranks, every collective, dtype and op.
  * Every dtype and op of a plan share one compiled source (the format is a kernel parameter), so
@@ -344,6 +345,49 @@ static void avg_sticky(const char *dir) {
   schedc_plan_free(plan);
 }
 
+/* Every bf16 and f16 bit pattern below 2^21 in magnitude (the reference's exact sums hold that;
+ * NaN, Inf and larger patterns as 0), and 65536 random f32 ones of exponents -126..20, on rank 0
+ * of 2; rank 1 zeros but one value that sets the grid (bf16 and f32: 1.5 * 2^20, so g = -40 and
+ * every value below 2^-33 (bf16) or 2^-17 (f32) is rounded onto it, ties and flushes included;
+ * f16: 2^15, every value on it), sum and avg: every element against the reference and threads. */
+static void every_pattern(const char *dir) {
+  schedc_plan *plan = load(dir, "ring.lua", SCHEDC_ALLREDUCE, 2, 0);
+  schedc_comm *tcomms[2], *ccomms[2];
+  CHECK(plan != NULL && schedc_comm_init_threads(2, NULL, tcomms) == SCHEDC_OK);
+  if (!plan || init_cuda(2, ccomms)) { CHECK(0); return; }
+  enum { K = 65536 };
+  uint32_t *given = malloc(2 * K * sizeof *given);
+  const schedc_dtype dts[] = {SCHEDC_BF16, SCHEDC_F16, SCHEDC_F32};
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (int d = 0; d < 3; d++) {
+    fmt f = fmt_of(dts[d]);
+    for (uint32_t i = 0; i < K; i++) {
+      uint32_t b = i;
+      if (dts[d] == SCHEDC_F32) { /* random significand and sign, exponent field 1..254 */
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        b = (uint32_t)(x & 0x807fffffu) | (uint32_t)(1 + (x >> 40) % 147) << 23;
+      }
+      uint64_t m;
+      int k;
+      decomp(&f, b & ~f.sign, &m, &k);
+      given[i] = (b & ~f.sign) >= f.inf || (m && k + 64 - __builtin_clzll(m) > 21) ? 0 : b;
+      given[K + i] = 0;
+    }
+    given[K] = dts[d] == SCHEDC_BF16 ? 0x49c0u : dts[d] == SCHEDC_F16 ? (15u + 15u) << 10 : 0x49c00000u;
+    for (int o = 0; o < 2; o++) {
+      char label[64];
+      snprintf(label, sizeof label, "every pattern %s %s", schedc_dtype_name(dts[d]), o ? "avg" : "sum");
+      int bad = run_case(tcomms, ccomms, plan, SCHEDC_ALLREDUCE, 2, dts[d], o ? SCHEDC_AVG_EXACT : SCHEDC_SUM_EXACT, K,
+                         0, 0, 0, given, label);
+      if (bad) fprintf(stderr, "FAIL %s (%d)\n", label, bad);
+      CHECK(bad == 0);
+    }
+  }
+  free(given);
+  for (int r = 0; r < 2; r++) { schedc_comm_free(tcomms[r]); schedc_comm_free(ccomms[r]); }
+  schedc_plan_free(plan);
+}
+
 /* A rank in exact mode and one that is not: SCHEDC_EMISMATCH naming the op (the collection's
  * agreement compares the op as the caller gave it). */
 static void mismatch(void) {
@@ -446,6 +490,7 @@ int main(int argc, char **argv) {
   if (g_mode == M_VIRTUAL && (!part || !strcmp(part, "ring"))) {
     specials(argv[1]);
     avg_sticky(argv[1]);
+    every_pattern(argv[1]);
     mismatch();
   }
   return DONE();
