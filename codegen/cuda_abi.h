@@ -111,6 +111,23 @@ static inline int sc_cuda_abi_index(int f, int nranks, unsigned variant) {
 #define SC_CUDA_ENTRY_WIDEN "schedc_widen"
 #define SC_CUDA_ENTRY_NARROW "schedc_narrow"
 #define SC_CUDA_ENTRY_AVG "schedc_avg"
+/* Exact mode (SCHEDC_SUM_EXACT, SCHEDC_AVG_EXACT): one source for f32, f16 and bf16, sum and avg
+ * (the plan sums 64-bit integers whatever they stand for), three kernels of one parameter, the
+ * struct sc_xargs of SC_CUDA_XARGS_WORDS 64-bit words, in this order:
+ *   in, out (device pointers), n (elements), fmt (SC_CUDA_XFMT_*), g (the grid: q stands for
+ *   q * 2^g), nterms (summands: avg divides by it), avg (1: avg), special (SC_CUDA_XSPECIAL_*);
+ *   schedc_xstats: in's n elements (the data type) -> out's 4 uint32 words, which must be 0
+ *     before: the largest finite magnitude's bits, some NaN, some +Inf, some -Inf (0 or 1);
+ *   schedc_xin: n elements onto the grid -> n int64 (round to nearest, ties to even; 0 when special);
+ *   schedc_xout: n int64 sums -> n elements, rounded once (avg: the exact quotient by nterms);
+ *     every element the special value when there is one. */
+#define SC_CUDA_ENTRY_XSTATS "schedc_xstats"
+#define SC_CUDA_ENTRY_XIN "schedc_xin"
+#define SC_CUDA_ENTRY_XOUT "schedc_xout"
+#define SC_CUDA_XARGS_WORDS 8
+enum { SC_CUDA_XFMT_F32 = 0, SC_CUDA_XFMT_F16 = 1, SC_CUDA_XFMT_BF16 = 2 };
+/* the same values as runtime/core/exact.h's SC_EXACT_FINITE, _NAN, _PINF, _NINF */
+enum { SC_CUDA_XSPECIAL_NONE = 0, SC_CUDA_XSPECIAL_NAN = 1, SC_CUDA_XSPECIAL_PINF = 2, SC_CUDA_XSPECIAL_NINF = 3 };
 
 /* Tiles: a chunk [lo, hi) is cut at 16-byte boundaries (absolute element indices) from lo rounded
  * down to a vector into tiles of `tile` elements, tile i going to block i % nblk. The length is

@@ -7,8 +7,8 @@
  *
  * Format: a line "//@@ NAME: note" starts section NAME, which runs to the next such line; the
  * emitter copies a section's text exactly (its trailing blank lines too) and replaces
- * @EPOCH_BITS@ (SC_CUDA_EPOCH_BITS), @ENTRY_WIDEN@, @ENTRY_NARROW@, @ENTRY_AVG@ (the entry points'
- * names, cuda_abi.h) and @NAN@ (the default NaN of the accumulation type) in it. This header
+ * @EPOCH_BITS@ (SC_CUDA_EPOCH_BITS), @ENTRY_WIDEN@, @ENTRY_NARROW@, @ENTRY_AVG@, @ENTRY_XSTATS@,
+ * @ENTRY_XIN@, @ENTRY_XOUT@ (the entry points' names, cuda_abi.h) and @NAN@ (the default NaN of the accumulation type) in it. This header
  * comment, before the first section, is never emitted. golden.cuda_emit holds the emitted text
  * byte for byte, so a change here shows there.
  */
@@ -311,3 +311,116 @@ extern "C" __global__ void @ENTRY_AVG@(sc_acc *x, sc_u64 n, int nranks) {
   }
 }
 
+//@@ exact: exact mode (SCHEDC_SUM_EXACT, SCHEDC_AVG_EXACT): the grid's words, onto the grid, back once
+/* Exact mode (docs/determinism.md "Exact mode"): f32, f16 and bf16 values as 64-bit integers on
+ * one grid shared by every rank (q stands for q * 2^g), which the plan sums (sc_acc is long long,
+ * sc_op wraps), rounded back once. Integer-only twins of runtime/core/exact.c, bit for bit: the
+ * words of sc_exact_stats, sc_exact_in, sc_exact_out. One source for the three formats and both
+ * ops (the format comes at run time): a plan compiles once for all six. The parameter block:
+ * codegen/cuda_abi.h (sc_xargs). */
+#define SC_XARGS 1
+struct sc_xargs { const void *in; void *out; sc_u64 n; long long fmt, g, nterms, avg, special; };
+static_assert(sizeof(sc_xargs) == 8 * 8, "the runtime fills 8 words (cuda_abi.h: SC_CUDA_XARGS_WORDS)");
+/* A format: significand bits with the hidden one, smallest normal exponent, element bytes, and
+ * the bits of its infinity, sign and default NaN. */
+struct sc_xfmt { int p, emin, bytes; sc_u32 inf, sign, qnan; };
+__device__ __forceinline__ sc_xfmt sc_xfmt_of(long long fmt) {
+  sc_xfmt f;
+  if (fmt == 1) { f.p = 11; f.emin = -14; f.bytes = 2; f.inf = 0x7c00u; f.sign = 0x8000u; f.qnan = 0x7e00u; }
+  else if (fmt == 2) { f.p = 8; f.emin = -126; f.bytes = 2; f.inf = 0x7f80u; f.sign = 0x8000u; f.qnan = 0x7fc0u; }
+  else { f.p = 24; f.emin = -126; f.bytes = 4; f.inf = 0x7f800000u; f.sign = 0x80000000u; f.qnan = 0x7fc00000u; }
+  return f;
+}
+__device__ __forceinline__ sc_u32 sc_xget(const sc_xfmt &f, const void *p, sc_u64 i) {
+  return f.bytes == 4 ? ((const sc_u32 *)p)[i] : (sc_u32)((const unsigned short *)p)[i];
+}
+
+/* Element bits b onto the grid 2^g: b = ±m 2^k (k its last bit's exponent); sh = k - g >= 0:
+ * m << sh (below 2^62: g leaves the headroom); else m shifted right by s = g - k, to nearest, ties
+ * to even (adding half - 1, plus the bit that becomes the last); s capped at 40, where any m
+ * (< 2^24) gives 0 as any larger s does. exact.c's in_f32 for every format. */
+__device__ __forceinline__ long long sc_xq(const sc_xfmt &f, sc_u32 b, long long g) {
+  int mb = f.p - 1;
+  sc_u32 a = b & (f.sign - 1u), ef = a >> mb;
+  long long m = (long long)((a & ((1u << mb) - 1u)) | (ef ? 1u << mb : 0u));
+  long long sh = (long long)(ef ? ef : 1u) + f.emin - 1 - mb - g;
+  long long s = sh < 0 ? -sh : 0;
+  s = s > 40 ? 40 : s;
+  long long up = m << (sh > 0 ? sh : 0);
+  long long half = (1LL << s) >> 1, pos = s > 0 ? 1 : 0;
+  long long dn = (m + (half - pos) + ((m >> s) & pos)) >> s;
+  long long q = sh >= 0 ? up : dn;
+  return (b & f.sign) ? -q : q;
+}
+
+/* The format's value nearest to (-1)^neg (m + sticky·ε) 2^e, ties to even, as its bits (exact.c's
+ * sc_exact_round): subnormals kept, past the largest finite value the infinity; exact 0 is +0. */
+__device__ __noinline__ sc_u32 sc_xround(const sc_xfmt &f, int neg, sc_u64 m, int e, int sticky) {
+  if (!m) return 0u;
+  int L = 64 - __clzll((long long)m), top = e + L - 1;
+  int lsb = (top >= f.emin ? top : f.emin) - (f.p - 1);
+  int s = lsb - e;
+  sc_u64 mant;
+  if (s <= 0) {
+    mant = m << -s;
+  } else if (s > 64) {
+    mant = 0;
+  } else {
+    sc_u64 rem = s == 64 ? m : m & ((1ull << s) - 1), half = 1ull << (s - 1);
+    mant = s == 64 ? 0 : m >> s;
+    if (rem > half || (rem == half && (sticky || (mant & 1)))) mant++;
+  }
+  sc_u64 bits = ((sc_u64)(lsb - (f.emin - (f.p - 1))) << (f.p - 1)) + mant;
+  if (bits >= f.inf) bits = f.inf;
+  return (sc_u32)bits | (neg ? f.sign : 0u);
+}
+
+/* avg: the exact quotient |s| / n as m 2^(e - g) plus a sticky bit, with at least 33 significant
+ * bits (or all of them), so rounding m with the sticky bit rounds the quotient (exact.c's avg_bits). */
+__device__ __forceinline__ sc_u32 sc_xavg(const sc_xfmt &f, long long s, long long n, int g) {
+  sc_u64 a = s < 0 ? 0 - (sc_u64)s : (sc_u64)s, un = (sc_u64)n, q = a / un, r = a % un;
+  if (q >= (1ull << 32)) return sc_xround(f, s < 0, q, g, r != 0);
+  sc_u64 t = r << 32, m = (q << 32) | (t / un);
+  return sc_xround(f, s < 0, m, g - 32, t % un != 0);
+}
+
+/* The grid's words of a rank's input: the largest finite magnitude's bits (a format orders
+ * magnitudes as their bits), some NaN, some +Inf, some -Inf; the host makes sc_exact_stats' words
+ * of them and exchanges them. out's 4 words are 0 before (the host clears them). */
+extern "C" __global__ void @ENTRY_XSTATS@(sc_xargs x) {
+  const sc_xfmt f = sc_xfmt_of(x.fmt);
+  sc_u32 fmax = 0, nan = 0, pinf = 0, ninf = 0;
+  for (sc_u64 i = blockIdx.x * (sc_u64)blockDim.x + threadIdx.x; i < x.n; i += (sc_u64)gridDim.x * blockDim.x) {
+    sc_u32 b = sc_xget(f, x.in, i), a = b & (f.sign - 1u);
+    if (a > f.inf) nan = 1u;
+    else if (a == f.inf) { if (b & f.sign) ninf = 1u; else pinf = 1u; }
+    else if (a > fmax) fmax = a;
+  }
+  sc_u32 *w = (sc_u32 *)x.out;
+  if (fmax) atomicMax(w, fmax);
+  if (nan) atomicMax(w + 1, 1u);
+  if (pinf) atomicMax(w + 2, 1u);
+  if (ninf) atomicMax(w + 3, 1u);
+}
+/* In: the input onto the grid (zeros when the result is special: they travel, the value is known). */
+extern "C" __global__ void @ENTRY_XIN@(sc_xargs x) {
+  const sc_xfmt f = sc_xfmt_of(x.fmt);
+  long long *out = (long long *)x.out;
+  for (sc_u64 i = blockIdx.x * (sc_u64)blockDim.x + threadIdx.x; i < x.n; i += (sc_u64)gridDim.x * blockDim.x)
+    out[i] = x.special ? 0 : sc_xq(f, sc_xget(f, x.in, i), x.g);
+}
+/* Out: the sums rounded once to the format (avg: the exact quotient by nterms), or every element
+ * the special value (1: the default NaN, 2: +Inf, 3: -Inf). */
+extern "C" __global__ void @ENTRY_XOUT@(sc_xargs x) {
+  const sc_xfmt f = sc_xfmt_of(x.fmt);
+  const long long *in = (const long long *)x.in;
+  sc_u32 sv = x.special == 1 ? f.qnan : x.special == 2 ? f.inf : f.inf | f.sign;
+  for (sc_u64 i = blockIdx.x * (sc_u64)blockDim.x + threadIdx.x; i < x.n; i += (sc_u64)gridDim.x * blockDim.x) {
+    long long s = in[i];
+    sc_u32 b = x.special ? sv
+               : x.avg ? sc_xavg(f, s, x.nterms, (int)x.g)
+                       : sc_xround(f, s < 0, s < 0 ? 0 - (sc_u64)s : (sc_u64)s, (int)x.g, 0);
+    if (f.bytes == 4) ((sc_u32 *)x.out)[i] = b;
+    else ((unsigned short *)x.out)[i] = (unsigned short)b;
+  }
+}

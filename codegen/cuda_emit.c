@@ -10,7 +10,8 @@
  * the block computes its part with 16-byte vectors, then thread 0 fences, counts its reads and
  * publishes the cell's version. The arithmetic is the CPU kernels': IEEE round-to-nearest, NaN
  * results as the default NaN, min/max with NaN winning and -0 < +0, integers wrapping; compile
- * with --fmad=false. Two variants on top: checksums (sc_seal after each publishing write,
+ * with --fmad=false. Exact mode sums i64 on a grid (the "exact" section converts, integers only).
+ * Two variants on top: checksums (sc_seal after each publishing write,
  * sc_check before each read) and a plan split across nodes (one phase per launch, cross-node
  * sources read from mirror slots; codegen/cuda_split.h). golden.cuda_emit holds the text.
  */
@@ -47,6 +48,9 @@ static const char *placeholder(const char *key, size_t klen, int dtype, char num
   if (IS("ENTRY_WIDEN")) return SC_CUDA_ENTRY_WIDEN;
   if (IS("ENTRY_NARROW")) return SC_CUDA_ENTRY_NARROW;
   if (IS("ENTRY_AVG")) return SC_CUDA_ENTRY_AVG;
+  if (IS("ENTRY_XSTATS")) return SC_CUDA_ENTRY_XSTATS;
+  if (IS("ENTRY_XIN")) return SC_CUDA_ENTRY_XIN;
+  if (IS("ENTRY_XOUT")) return SC_CUDA_ENTRY_XOUT;
   if (IS("NAN")) return default_nan(dtype);
 #undef IS
   return NULL;
@@ -82,9 +86,16 @@ static void put_fixed(sb *b, const char *name, int dtype) {
   }
 }
 
+/* Exact mode (SCHEDC_SUM_EXACT, SCHEDC_AVG_EXACT) for a reduction: the working buffer holds i64
+ * on the call's grid, summed with wrapping integer adds (the plan's order no longer matters); the
+ * conversions (the "exact" section) take the format at run time, so the source is the same for
+ * f32, f16 and bf16, sum and avg. */
+static int exact_op(int op) { return op == SCHEDC_SUM_EXACT || op == SCHEDC_AVG_EXACT; }
+
 /* Element type of the working buffer in device code: the accumulation type of a reduction
- * (f16/bf16 accumulate in f32), or, for a plan that only copies (allgather, broadcast), an
- * unsigned type of the element's size, so every bit pattern (NaN payloads too) moves untouched. */
+ * (f16/bf16 accumulate in f32; exact mode: i64), or, for a plan that only copies (allgather,
+ * broadcast), an unsigned type of the element's size, so every bit pattern (NaN payloads too)
+ * moves untouched. */
 static const char *elem_type(int dtype, int copy_only) {
   if (copy_only) {
     size_t sz = sc_dtype_size(dtype);
@@ -140,7 +151,7 @@ static void emit_op(sb *b, int dtype, int op, int copy_only) {
 
 static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_only, int check, int split) {
   put(b, "typedef unsigned int sc_u32;\ntypedef unsigned long long sc_u64;\ntypedef %s sc_acc;\n",
-      elem_type(dtype, copy_only));
+      exact_op(op) && !copy_only ? "long long" : elem_type(dtype, copy_only));
   put(b, "#define SC_NRANKS %u\n#define SC_NCHUNKS %uull\n", ir->nranks, ir->nchunks);
   put_fixed(b, "defs", dtype);
   put_fixed(b, "args_doc", dtype);
@@ -162,7 +173,8 @@ static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_onl
   put(b, "};\n");
   int words = sc_cuda_abi_index(SC_ABI_NFIELDS, (int)ir->nranks, variant);
   put(b, "static_assert(sizeof(sc_args) == %d * 8, \"the runtime fills %d words (cuda_abi.h)\");\n\n", words, words);
-  emit_op(b, dtype, op, copy_only);
+  if (exact_op(op) && !copy_only) emit_op(b, SCHEDC_I64, SCHEDC_SUM, 0); /* the grid's integers */
+  else emit_op(b, dtype, op, copy_only);
   put_fixed(b, "core", dtype);
   /* Checksum mode: the sum of a cell part is the sum, mod 2^64, of mix(element bits, element
    * index): mix is a bijection of the bits for a given index, so any change of any one element
@@ -174,7 +186,8 @@ static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_onl
   put_fixed(b, "enter_tail", dtype);
 }
 
-static void emit_conversions(sb *b, int dtype) {
+static void emit_conversions(sb *b, int dtype, int op) {
+  if (exact_op(op)) { put_fixed(b, "exact", dtype); return; }
   if (dtype != SCHEDC_F16 && dtype != SCHEDC_BF16) return;
   put_fixed(b, dtype == SCHEDC_BF16 ? "conv_bf16" : "conv_f16", dtype);
   put_fixed(b, "conv_kernels", dtype);
@@ -327,17 +340,21 @@ char *sc_cuda_emit_checked(const sc_ir *ir, const sc_prog *prog, int rank, int d
 
 char *sc_cuda_emit_split(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, int op, int check,
                          const sc_split *sp) {
-  if (dtype < 0 || dtype >= SCHEDC_DTYPE_COUNT_ || op < 0 || (op >= SCHEDC_OP_COUNT_ && !sc_opreg_get(op))) return NULL;
+  if (dtype < 0 || dtype >= SCHEDC_DTYPE_COUNT_ || op < 0 || (op >= SCHEDC_OP_COUNT_ && !sc_opreg_get(op) && !exact_op(op)))
+    return NULL;
+  if (exact_op(op) && dtype != SCHEDC_F32 && dtype != SCHEDC_F16 && dtype != SCHEDC_BF16) return NULL;
   if (rank >= (int)ir->nranks) return NULL;
+  int copy_only = ir->collective == SCHEDC_ALLGATHER || ir->collective == SCHEDC_BROADCAST;
+  int exact = exact_op(op) && !copy_only;
   sb b = SC_STRBUF_INIT;
   put(&b, "/* schedc generated code: plan '%s' (%s, %u ranks, %u chunks, %u steps), %s %s, %s.\n"
           " * Straight-line write groups over the primitives below; no headers, everything comes in as\n"
           " * kernel parameters. Compile with --fmad=false: reductions must be add.rn/mul.rn, never fma. */\n",
-      ir->name, sc_ir_collective_name(ir->collective), ir->nranks, ir->nchunks, ir->nsteps, sc_dtype_name(dtype),
-      sc_op_name(op), rank < 0 ? "all ranks" : "one rank");
-  int copy_only = ir->collective == SCHEDC_ALLGATHER || ir->collective == SCHEDC_BROADCAST;
+      ir->name, sc_ir_collective_name(ir->collective), ir->nranks, ir->nchunks, ir->nsteps,
+      exact ? "f32/f16/bf16" : sc_dtype_name(dtype), exact ? "exact sum/avg" : sc_op_name(op),
+      rank < 0 ? "all ranks" : "one rank");
   emit_prelude(&b, ir, dtype, op, copy_only, check, sp != NULL);
-  if (!copy_only) emit_conversions(&b, dtype);
+  if (!copy_only) emit_conversions(&b, dtype, op);
   if (!copy_only) emit_finish(&b, dtype, op);
   for (uint32_t r = 0; r < ir->nranks; r++)
     if (rank < 0 || (uint32_t)rank == r) emit_rank(&b, ir, prog, r, rank >= 0, check, sp);

@@ -14,8 +14,9 @@
 
 /* The source for `rank`'s kernel `schedc_rank<R>(sc_args)`, or, when rank < 0, every rank's
  * code in one unit behind one kernel `schedc_all(sc_args, first, count)` (what the runtime
- * launches); plus the conversion kernels for f16/bf16 and avg. malloc'd; NULL on OOM or bad
- * dtype/op. */
+ * launches); plus the conversion kernels for f16/bf16 and avg. Exact ops (SCHEDC_SUM_EXACT,
+ * AVG_EXACT; f32/f16/bf16) sum i64 and carry exact mode's three kernels instead (cuda_abi.h): the
+ * same text for every one of those formats and both ops. malloc'd; NULL on OOM or bad dtype/op. */
 char *sc_cuda_emit(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, int op);
 /* The same with per-transfer checksums when `check` (SCHEDC_VERIFY=checksum): every published
  * version of a cell part carries a 64-bit sum of its elements, which each reader recomputes

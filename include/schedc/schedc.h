@@ -102,8 +102,8 @@ typedef enum schedc_dtype {
  * 2^(E - 61 + ceil(log2 nranks)), E = floor(log2) of the call's largest input on any rank: inputs
  * with bits below it are rounded to it (below half a unit: to zero); NaN anywhere, or +Inf and -Inf together, gives NaN; +Inf (-Inf) alone
  * gives +Inf (-Inf); an exact zero sum is +0. Every rank must pass the same op (a rank in exact
- * mode and one not is SCHEDC_EMISMATCH, naming the op). Backends: threads, shm, mpi (cuda:
- * SCHEDC_EUNAVAIL). The payload is 8 bytes per element. Values are below SCHEDC_OP_CUSTOM_BASE
+ * mode and one not is SCHEDC_EMISMATCH, naming the op). Backends: threads, shm, mpi, cuda.
+ * The payload is 8 bytes per element. Values are below SCHEDC_OP_CUSTOM_BASE
  * and outside [0, SCHEDC_OP_COUNT_): loops over the plain ops do not meet them. */
 #define SCHEDC_OP_EXACT_LIST(X)                                                \
   X(SCHEDC_SUM_EXACT, 64, "sum_exact")                                         \

@@ -19,6 +19,10 @@ enum {
   SC_CAP_INJECT_STEPS = 2,
   /* exact mode (exact.h): the working buffer goes through workbuf.c's conversions */
   SC_CAP_EXACT = 4,
+  /* with SC_CAP_EXACT: the inputs are device memory the core cannot read, so the backend takes
+   * the grid's words and exchanges them itself (inside its collective, once every rank's input is
+   * known), and converts on the device: dispatch.c runs no exact_prepare nor exact_check (cuda) */
+  SC_CAP_EXACT_DEVICE = 8,
 };
 
 /* A backend. Operations receive the head; their state is c->be_data. */

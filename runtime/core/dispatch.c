@@ -228,11 +228,12 @@ static schedc_status exact_check(schedc_comm *c, const sc_call *k, uint64_t insu
 
 schedc_status sc_call_run(schedc_comm *c, sc_call *k, sc_result *res) {
   memset(res, 0, sizeof *res);
-  if (k->ex.mode == SC_EXACT_CALL && !k->ex.ready) { /* the grid first: every rank makes this call too */
+  int host_exact = k->ex.mode == SC_EXACT_CALL && !(c->be->caps & SC_CAP_EXACT_DEVICE); /* else the backend's */
+  if (host_exact && !k->ex.ready) { /* the grid first: every rank makes this call too */
     schedc_status st = exact_prepare(c, k);
     if (st != SCHEDC_OK) return st;
   }
-  int check = k->ex.mode == SC_EXACT_CALL && (k->checks & SC_V_EXACT);
+  int check = host_exact && (k->checks & SC_V_EXACT); /* cuda: SC_CAP_EXACT_DEVICE, no host-side check */
   sc_exact_tally tally = {0, 0}; /* the inputs' sum, taken by the conversion onto the grid (workbuf.c) */
   k->ex.tally = check ? &tally : NULL;
   c->inj.arith_armed = c->inj.arith_rank == c->rank && sc_call_injects(k); /* arith: once in this call */

@@ -79,7 +79,8 @@ static schedc_status launch(cu_group *g, cu_call *c) {
   const sc_ir *ir = c->ir;
   int coll = k->coll, root = k->root;
   cu_kset *ks = NULL;
-  schedc_status st = sc_cu_kset(g, k->plan, (int)k->dtype, (int)k->op, &ks);
+  int exact = k->ex.mode == SC_EXACT_CALL;
+  schedc_status st = sc_cu_kset(g, k->plan, (int)k->dtype, exact ? k->ex.op : (int)k->op, &ks);
   if (st != SCHEDC_OK) return st;
   /* counters, temps, working buffers; fresh counters are 0: below every epoch */
   if ((st = grow(g, g->ctr, &g->ctr_bytes, (size_t)ir->nchunks * (size_t)g->nblk * CU_CELL_BYTES)) != SCHEDC_OK)
@@ -94,6 +95,12 @@ static schedc_status launch(cu_group *g, cu_call *c) {
     size_t sum_off;
     size_t need = sc_cu_mir_bytes(ks->split.maxslots, c->mstride, c->esz, g->nblk, &sum_off);
     if ((st = grow(g, g->mir, &g->mir_bytes, need)) != SCHEDC_OK) return st;
+  }
+  if (exact) { /* the grid: every rank's input is here, so the max over the slots is the exchange */
+    int64_t w[SC_EXACT_WORDS];
+    if ((st = sc_cu_exact_words(g, c, ks, w)) != SCHEDC_OK) return st;
+    c->ex = k->ex;
+    sc_exact_grid(&c->ex, w, g->N);
   }
   for (int r = 0; r < g->n; r++) {
     char *W = direct || (coll == SCHEDC_REDUCE && r == root && same) ? c->recv[r] : g->work[r];
@@ -166,7 +173,7 @@ static schedc_status one_collective(schedc_comm *c, const sc_call *k, sc_result 
 
 /* Results are stream-ordered (in device memory when the call returns): this backend verifies
  * inside its own collective (cuda_verify.c), not the core after it. */
-const sc_backend sc_cu_backend_one = {"cuda", 0, one_collective, sc_cu_failure, one_free, sc_cu_mem_alloc,
+const sc_backend sc_cu_backend_one = {"cuda", SC_CAP_EXACT | SC_CAP_EXACT_DEVICE, one_collective, sc_cu_failure, one_free, sc_cu_mem_alloc,
                                       sc_cu_mem_free};
 
 schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, const schedc_comm_opts *opts,

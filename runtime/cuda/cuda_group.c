@@ -104,11 +104,12 @@ void sc_cu_group_free(cu_group *g) {
     if (g->temp) g->dv->release(g->temp[r]);
     if (g->work) g->dv->release(g->work[r]);
     if (g->mir) g->dv->release(g->mir[r]);
+    if (g->xstat && g->xstat[r]) g->dv->release(g->xstat[r]);
     if (g->own_stream) g->dv->stream_free(g->own_stream[r]);
   }
   if (g->err && g->me < 0 && g->dv->select(g->dev[0]) == SCHEDC_OK) g->dv->release(g->err);
   free(g->dev); free(g->own_stream); free(g->stream); free(g->ctr); free(g->temp);
-  free(g->work); free(g->mir);
+  free(g->work); free(g->mir); free(g->xstat);
   pthread_mutex_destroy(&g->mu);
   free(g);
   if (why) sc_err_str(SCHEDC_OK, why);
@@ -128,8 +129,8 @@ cu_group *sc_cu_group_alloc(const sc_cudev *dv, int n, int N, int me, int virt) 
   size_t k = (size_t)n;
   g->dev = calloc(k, sizeof *g->dev); g->own_stream = calloc(k, sizeof(void *)); g->stream = calloc(k, sizeof(void *));
   g->ctr = calloc(k, sizeof(void *)); g->temp = calloc(k, sizeof(void *));
-  g->work = calloc(k, sizeof(void *)); g->mir = calloc(k, sizeof(void *));
-  if (!g->dev || !g->own_stream || !g->stream || !g->ctr || !g->temp || !g->work || !g->mir) {
+  g->work = calloc(k, sizeof(void *)); g->mir = calloc(k, sizeof(void *)); g->xstat = calloc(k, sizeof(void *));
+  if (!g->dev || !g->own_stream || !g->stream || !g->ctr || !g->temp || !g->work || !g->mir || !g->xstat) {
     sc_cu_group_free(g);
     return NULL;
   }

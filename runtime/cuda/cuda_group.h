@@ -33,6 +33,7 @@ typedef struct cu_kset {
   void **mod;                /* [n]; virtual: only [0] */
   void **run_fn;             /* [n]: schedc_all (one process) or schedc_rank<me> (a process per GPU) */
   void **widen, **narrow, **avg; /* [n], NULL where the plan has none */
+  void **xstats, **xin, **xout; /* [n]: exact mode's kernels (cuda_abi.h), NULL in other sets */
 } cu_kset;
 
 /* The communicator's verification and injection settings, fixed at init (cuda_verify.c). */
@@ -63,6 +64,8 @@ typedef struct cu_group {
   void **temp, **work;       /* [n] */
   size_t temp_bytes, work_bytes;
   void **mir;                /* [n] mirror slots of cross-node payloads (nnodes > 1) */
+  void **xstat;              /* [n] exact mode: the 4 words of the grid's statistics (allocated at
+                                the first exact call) */
   size_t mir_bytes;
   uint32_t *err;             /* [CU_ERR_WORDS]: the kernels' failure record (one process: on
                                 dev[0]; a process per GPU: in rank 0's arena, mapped). [0] 1:

@@ -24,6 +24,9 @@ static void kset_free(cu_group *g, cu_kset *k) {
   free(k->widen);
   free(k->narrow);
   free(k->avg);
+  free(k->xstats);
+  free(k->xin);
+  free(k->xout);
   sc_split_free(&k->split);
   memset(k, 0, sizeof *k);
 }
@@ -47,6 +50,8 @@ schedc_status sc_cu_split_build(const sc_prog *prog, const sc_ir *ir, const uint
 schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, int dtype, int op, cu_kset **out) {
   const sc_prog *prog = &plan->prog;
   int check = g->vf.check;
+  /* exact mode: one source for f32, f16 and bf16, sum and avg (the format is a kernel parameter) */
+  if (op == SCHEDC_SUM_EXACT || op == SCHEDC_AVG_EXACT) { dtype = SCHEDC_F32; op = SCHEDC_SUM_EXACT; }
   uint64_t key = plan->hash ^ ((uint64_t)(dtype + 1) << 56) ^ ((uint64_t)(op + 1) << 48) ^ ((uint64_t)check << 40) ^
                  ((uint64_t)g->nnodes << 32);
   const sc_opdef *custom = sc_opreg_get(op); /* a custom op's kernels are keyed by its source too */
@@ -71,12 +76,15 @@ schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, int dtype, int op
   size_t n = (size_t)g->n;
   k->mod = calloc(n, sizeof(void *)); k->run_fn = calloc(n, sizeof(void *)); k->widen = calloc(n, sizeof(void *));
   k->narrow = calloc(n, sizeof(void *)); k->avg = calloc(n, sizeof(void *));
-  schedc_status st = k->mod && k->run_fn && k->widen && k->narrow && k->avg ? SCHEDC_OK
-                     : sc_err(SCHEDC_ENOMEM, "out of memory");
+  k->xstats = calloc(n, sizeof(void *)); k->xin = calloc(n, sizeof(void *)); k->xout = calloc(n, sizeof(void *));
+  schedc_status st = k->mod && k->run_fn && k->widen && k->narrow && k->avg && k->xstats && k->xin && k->xout
+                     ? SCHEDC_OK : sc_err(SCHEDC_ENOMEM, "out of memory");
   int conv = strstr(src, "void " SC_CUDA_ENTRY_WIDEN "(") != NULL, avg = strstr(src, "void " SC_CUDA_ENTRY_AVG "(") != NULL;
+  int exact = strstr(src, "void " SC_CUDA_ENTRY_XIN "(") != NULL;
   for (int r = 0; r < g->n && st == SCHEDC_OK; r++) {
     if (g->virt && r > 0) { /* one module on the one device */
       k->widen[r] = k->widen[0]; k->narrow[r] = k->narrow[0]; k->avg[r] = k->avg[0];
+      k->xstats[r] = k->xstats[0]; k->xin[r] = k->xin[0]; k->xout[r] = k->xout[0];
       continue;
     }
     if ((st = g->dv->select(g->dev[r])) != SCHEDC_OK) break;
@@ -85,6 +93,9 @@ schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, int dtype, int op
     if (st == SCHEDC_OK && conv) st = g->dv->kernel(k->mod[r], SC_CUDA_ENTRY_WIDEN, &k->widen[r]);
     if (st == SCHEDC_OK && conv) st = g->dv->kernel(k->mod[r], SC_CUDA_ENTRY_NARROW, &k->narrow[r]);
     if (st == SCHEDC_OK && avg) st = g->dv->kernel(k->mod[r], SC_CUDA_ENTRY_AVG, &k->avg[r]);
+    if (st == SCHEDC_OK && exact) st = g->dv->kernel(k->mod[r], SC_CUDA_ENTRY_XSTATS, &k->xstats[r]);
+    if (st == SCHEDC_OK && exact) st = g->dv->kernel(k->mod[r], SC_CUDA_ENTRY_XIN, &k->xin[r]);
+    if (st == SCHEDC_OK && exact) st = g->dv->kernel(k->mod[r], SC_CUDA_ENTRY_XOUT, &k->xout[r]);
   }
   free(src);
   if (st != SCHEDC_OK) { kset_free(g, k); return st; }

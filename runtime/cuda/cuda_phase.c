@@ -13,6 +13,9 @@
 
 schedc_status sc_cu_call_fits(const sc_call *k) {
   const sc_ir *ir = &k->plan->ir;
+  if (k->ex.mode == SC_EXACT_CALL && k->ex.nleaves > 0) /* schedc_accum_allreduce's call, even of one leaf */
+    return sc_err(SCHEDC_EUNAVAIL, "%s: exact leaves (schedc_accum_allreduce) are not available on the cuda backend: "
+                  "the leaves are host memory", k->cn);
   if (ir->nsteps >= (1u << CU_EPOCH_BITS) || ir->nxfers >= (1u << CU_EPOCH_BITS))
     return sc_err(SCHEDC_EUNAVAIL, "%s: plan '%s' has %u steps and %u transfers; the cuda backend takes fewer than %u of each",
                   k->cn, ir->name, ir->nsteps, ir->nxfers, 1u << CU_EPOCH_BITS);
@@ -77,7 +80,65 @@ static schedc_status elementwise(cu_group *g, int s, void *fn, void **params, si
   return g->dv->launch(fn, (unsigned)(grid < cap ? grid : cap), (unsigned)g->threads, params, 0, g->stream[s]);
 }
 
-/* Slot s before the plan: its input into its working buffer on its stream (widened). */
+/* Exact mode's kernel parameter block (cuda_abi.h: sc_xargs, 8 words) for one conversion. */
+_Static_assert((int)SC_CUDA_XSPECIAL_NAN == (int)SC_EXACT_NAN && (int)SC_CUDA_XSPECIAL_PINF == (int)SC_EXACT_PINF &&
+               (int)SC_CUDA_XSPECIAL_NINF == (int)SC_EXACT_NINF && (int)SC_CUDA_XSPECIAL_NONE == (int)SC_EXACT_FINITE,
+               "exact mode's special values: the kernels take exact.h's");
+static void xargs(uint64_t x[SC_CUDA_XARGS_WORDS], const void *in, void *out, size_t n, int dtype, const sc_exact *ex) {
+  x[0] = (uint64_t)(uintptr_t)in;
+  x[1] = (uint64_t)(uintptr_t)out;
+  x[2] = n;
+  x[3] = dtype == SCHEDC_F16 ? SC_CUDA_XFMT_F16 : dtype == SCHEDC_BF16 ? SC_CUDA_XFMT_BF16 : SC_CUDA_XFMT_F32;
+  x[4] = (uint64_t)(int64_t)(ex ? ex->g : 0);
+  x[5] = (uint64_t)(ex ? ex->nterms : 1);
+  x[6] = ex && ex->op == SCHEDC_AVG_EXACT;
+  x[7] = (uint64_t)(ex ? ex->special : 0);
+}
+
+schedc_status sc_cu_exact_words(cu_group *g, const cu_call *c, const cu_kset *k, int64_t w[SC_EXACT_WORDS]) {
+  const sc_call *call = c->call;
+  w[0] = SC_EXACT_NONE;
+  w[1] = w[2] = w[3] = 0;
+  w[4] = 1; /* leaves per rank: one input (exact leaves are refused on cuda) */
+  w[5] = -1;
+  static const uint32_t zero[4];
+  schedc_status st = SCHEDC_OK;
+  for (int s = 0; s < g->n && st == SCHEDC_OK; s++) {
+    uint32_t got[4];
+    if ((st = g->dv->select(g->dev[s])) != SCHEDC_OK) break;
+    if (!g->xstat[s] && (st = g->dv->alloc(256, &g->xstat[s])) != SCHEDC_OK) break;
+    uint64_t x[SC_CUDA_XARGS_WORDS];
+    xargs(x, c->send[s], g->xstat[s], call->K, (int)call->dtype, NULL);
+    void *pr[] = {x};
+    if ((st = g->dv->copy(g->xstat[s], zero, sizeof zero, g->stream[s])) == SCHEDC_OK &&
+        (st = elementwise(g, s, k->xstats[s], pr, call->K)) == SCHEDC_OK &&
+        (st = g->dv->copy(got, g->xstat[s], sizeof got, g->stream[s])) == SCHEDC_OK)
+      st = sc_cu_sync(g, g->stream[s]);
+    if (st != SCHEDC_OK) break;
+    /* the same words as sc_exact_stats of the whole input: they depend only on the largest
+     * finite magnitude and the three flags, so take them from those values, in the data type */
+    uint32_t v[4];
+    size_t nv = 0, es = schedc_dtype_size(call->dtype);
+    uint32_t inf = call->dtype == SCHEDC_F32 ? 0x7f800000u : call->dtype == SCHEDC_F16 ? 0x7c00u : 0x7f80u;
+    uint32_t sign = call->dtype == SCHEDC_F32 ? 0x80000000u : 0x8000u;
+    if (got[0]) v[nv++] = got[0];
+    if (got[1]) v[nv++] = inf | 1u; /* a NaN */
+    if (got[2]) v[nv++] = inf;
+    if (got[3]) v[nv++] = inf | sign;
+    unsigned char elems[16];
+    for (size_t i = 0; i < nv; i++) {
+      if (es == 4) memcpy(elems + 4 * i, &v[i], 4);
+      else { uint16_t h = (uint16_t)v[i]; memcpy(elems + 2 * i, &h, 2); }
+    }
+    int64_t mine[SC_EXACT_WORDS];
+    sc_exact_stats(call->dtype, elems, nv, mine);
+    for (int i = 0; i < 4; i++) w[i] = mine[i] > w[i] ? mine[i] : w[i];
+  }
+  return st;
+}
+
+/* Slot s before the plan: its input into its working buffer on its stream (widened; exact mode:
+ * onto the grid). */
 static schedc_status copy_in(cu_group *g, const cu_call *c, int s) {
   const sc_call *k = c->call;
   int r = rank_of(g, s);
@@ -89,13 +150,19 @@ static schedc_status copy_in(cu_group *g, const cu_call *c, int s) {
   if (k->coll == SCHEDC_ALLGATHER) return g->dv->copy(W + (size_t)r * k->count * esz, in, k->count * esz, g->stream[s]);
   if (k->coll == SCHEDC_BROADCAST && r != k->root) return SCHEDC_OK;
   if (k->acc == k->dtype) return g->dv->copy(W, in, K * esz, g->stream[s]);
+  if (k->ex.mode == SC_EXACT_CALL) {
+    uint64_t x[SC_CUDA_XARGS_WORDS];
+    xargs(x, in, W, K, (int)k->dtype, &c->ex);
+    void *pr[] = {x};
+    return elementwise(g, s, c->k->xin[s], pr, K);
+  }
   uint64_t nn = K;
   void *pr[] = {&in, &W, &nn};
   return elementwise(g, s, c->k->widen[s], pr, K);
 }
 
 /* Slot s after the plan: avg once in the accumulation type, round to the data type once, its
- * result part out to recv[s]. */
+ * result part out to recv[s] (exact mode: the integers rounded once, avg divided exactly there). */
 static schedc_status finish(cu_group *g, const cu_call *c, int s) {
   const sc_call *k = c->call;
   int r = rank_of(g, s);
@@ -104,6 +171,12 @@ static schedc_status finish(cu_group *g, const cu_call *c, int s) {
   schedc_status st = SCHEDC_OK;
   if (!len || (st = g->dv->select(g->dev[s])) != SCHEDC_OK) return st;
   void *at = c->mem[r].work + lo * esz, *out = c->recv[s];
+  if (k->ex.mode == SC_EXACT_CALL) {
+    uint64_t x[SC_CUDA_XARGS_WORDS];
+    xargs(x, at, out, len, (int)k->dtype, &c->ex);
+    void *pr[] = {x};
+    return elementwise(g, s, c->k->xout[s], pr, len);
+  }
   uint64_t nn = len;
   if (k->op == SCHEDC_AVG && sc_reduces(k->coll)) {
     int nr = g->N;

@@ -10,6 +10,7 @@
 
 #include "cuda_kset.h"
 #include "cuda_verify.h"
+#include "exact.h"
 
 /* One rank's device memory as this process addresses it (NULL: not addressed from here): the
  * working buffer, the temps, the counters (versions, then read counts, then sums: cells words
@@ -34,6 +35,8 @@ typedef struct cu_call {
   size_t cells;              /* counter words per kind at each ctr: at least nchunks * nblk */
   cu_mem mem[CU_MAX_RANKS];  /* by rank */
   cu_args args;
+  sc_exact ex;               /* exact mode (call->ex.mode SC_EXACT_CALL): the call's grid, set by the
+                                mode (sc_cu_exact_words, then the exchange) before sc_cu_run */
 } cu_call;
 
 /* What differs between one process driving every rank and a process per GPU: how the ranks'
@@ -48,6 +51,12 @@ typedef struct cu_mode {
   schedc_status (*share_record)(cu_group *g);
 } cu_mode;
 
+/* Exact mode: the grid's words (exact.h's sc_exact_stats words, leaves 1) of this process's slots'
+ * inputs, the largest of each over the slots: a kernel over each slot's input on its stream
+ * (cuda_abi.h's schedc_xstats), the stream drained, four words read back. The modes exchange
+ * them between processes (a max: any order) and make the grid with sc_exact_grid. The host waits
+ * for the stream here: an exact call is not only enqueued when it returns. */
+schedc_status sc_cu_exact_words(cu_group *g, const cu_call *c, const cu_kset *k, int64_t w[SC_EXACT_WORDS]);
 /* SCHEDC_EUNAVAIL when the plan has too many steps or transfers for the kernels' counters. */
 schedc_status sc_cu_call_fits(const sc_call *k);
 /* The call's sizes (temps, tile, mirror stride; memory and buffers still unset). */

@@ -256,6 +256,29 @@ static schedc_status share_record(cu_group *g) {
 const cu_mode sc_cu_mode_ipc = {rendezvous, sc_cu_pull, NULL};
 const cu_mode sc_cu_mode_nccl = {rendezvous, stage_net, share_record};
 
+/* Exact mode: this rank's grid words (sc_cu_exact_words), every rank's through the host exchange
+ * with whether it could take them (a rank that failed fails every rank at once, named), the max
+ * of each word (max is exact: the same on every rank), the grid. */
+static schedc_status exact_grid(cu_group *g, cu_call *c, const cu_kset *ks, schedc_status st) {
+  int64_t w[SC_EXACT_WORDS] = {0};
+  uint64_t mine[SC_EXACT_WORDS + 1], all[CU_MAX_RANKS * (SC_EXACT_WORDS + 1)];
+  if (st == SCHEDC_OK) st = sc_cu_exact_words(g, c, ks, w);
+  memcpy(mine, w, sizeof w);
+  mine[SC_EXACT_WORDS] = st == SCHEDC_OK;
+  schedc_status xs = sc_cu_proc_exchange(g, mine, all, SC_EXACT_WORDS + 1);
+  if (st != SCHEDC_OK || (st = xs) != SCHEDC_OK) return st;
+  for (int q = 0; q < g->N; q++) {
+    const uint64_t *t = all + (size_t)q * (SC_EXACT_WORDS + 1);
+    if (!t[SC_EXACT_WORDS])
+      return sc_err(SCHEDC_EPEER, "%s: cuda rank %d: rank %d could not take its input's exact-mode grid words",
+                    c->call->cn, g->me, q);
+    for (int i = 0; i < SC_EXACT_WORDS; i++) w[i] = (int64_t)t[i] > w[i] ? (int64_t)t[i] : w[i];
+  }
+  c->ex = c->call->ex;
+  sc_exact_grid(&c->ex, w, g->N);
+  return SCHEDC_OK;
+}
+
 /* One call on this rank (called with g->mu held): the ranks agree on it over the host (and on
  * whether the arena must grow, which follows from it), then the phase loop, then with digests
  * the verdict over the host exchange. */
@@ -305,7 +328,10 @@ static schedc_status run_call(cu_group *g, const sc_call *k) {
     if (q != me) st = agree_call(g, k, d, q, all + (size_t)q * D_WORDS);
   if (st == SCHEDC_OK && grow) st = regrow(g, cells, tbytes, K * esz, mbytes);
   cu_kset *ks = NULL;
-  if (st == SCHEDC_OK) st = sc_cu_kset(g, k->plan, (int)k->dtype, (int)k->op, &ks);
+  int exact = k->ex.mode == SC_EXACT_CALL;
+  int agreed = st == SCHEDC_OK; /* every rank alike: the exchanges above decided it */
+  if (st == SCHEDC_OK) st = sc_cu_kset(g, k->plan, (int)k->dtype, exact ? k->ex.op : (int)k->op, &ks);
+  if (agreed && exact) st = exact_grid(g, &c, ks, st); /* every rank takes part, even one whose kernels failed */
   if (st != SCHEDC_OK) return sc_cu_breaks(g, st);
   /* peers' working buffers and counters as mapped here; only this rank's temps and mirrors */
   for (int q = 0; q < N; q++) {
@@ -334,5 +360,5 @@ static schedc_status proc_collective(schedc_comm *c, const sc_call *k, sc_result
 }
 
 /* Results are stream-ordered: verified inside the collective (above), not by the core after it. */
-const sc_backend sc_cu_backend_proc = {"cuda", 0, proc_collective, sc_cu_failure, proc_comm_free, sc_cu_mem_alloc,
+const sc_backend sc_cu_backend_proc = {"cuda", SC_CAP_EXACT | SC_CAP_EXACT_DEVICE, proc_collective, sc_cu_failure, proc_comm_free, sc_cu_mem_alloc,
                                        sc_cu_mem_free};

@@ -4,7 +4,7 @@
 # emulated device (SCHEDC_CUDA_PLUGIN naming tests/emu's plugin, as ctest sets it: the generated
 # kernels compiled for the host) every rank's digest equals the threads backend's, for virtual
 # ranks, for a device per rank and for a process per device (--processes), over several
-# schedules, dtypes and ops, and for the processes of mpirun (--mpi, two pretend hosts). With
+# schedules, dtypes and ops (exact mode too), and for the processes of mpirun (--mpi, two pretend hosts). With
 # CUDA_REAL=1 (tests/gpu/run_on_device.sh) the same on the real GPU(s): virtual ranks, and a
 # device (or process) per rank where there are enough GPUs.
 set -u
@@ -63,7 +63,17 @@ tree.lua 5 -D collective=broadcast -D root=2 --count 1000 --dtype i64
 ring.lua 4 -D collective=reduce -D root=1 --count 1000 --dtype f32 --op min
 direct.lua 4 -D order=canonical --count 5000 --dtype f32 --op sum
 ../tests/dsl/recursive_doubling.lua 4 --count 3001 --dtype f32 --op sum
+ring.lua 5 --count 3001 --dtype f32 --op avg --exact
+hierarchical.lua 4 --nodes 2 --count 4096 --dtype bf16 --op sum --exact
+direct.lua 3 -D collective=reduce -D root=1 --count 1000 --dtype f16 --op avg --exact
 LIST
+# exact mode: one digest for every plan (ring and direct, allreduce f32 sum, threads and cuda)
+a=$("$S" run "$D/ring.lua" --ranks 3 --count 999 --exact | digests)
+b=$("$S" run "$D/direct.lua" --ranks 3 --count 999 --exact --backend cuda --virtual | digests)
+ok "[ -n \"\$a\" ] && [ \"\$a\" = \"\$b\" ]" "exact: ring on threads gave
+$a
+direct on cuda gave
+$b"
 # parts of several tiles per block (2 blocks: a tile is at most 2 MiB, so chunks over 4 MiB):
 # a buffer's cells, a temp
 # slot's (recursive doubling writes cells that are still read: phases A and C), checksums over

@@ -2,7 +2,7 @@
  * test_emit_golden.c — the CUDA emitter's text, byte for byte, against committed files
  * (tests/golden/cuda_emit/), for plans, dtypes, ops and variants that together reach every piece
  * of the fixed device code: all ranks and one rank, f32/f64/f16/bf16/i32/i64, sum/prod/min/max/avg,
- * copy-only collectives, checksums, a plan split across nodes. The fixed code lives in
+ * exact mode, copy-only collectives, checksums, a plan split across nodes. The fixed code lives in
  * codegen/cuda_device.cuh; this is what keeps moving it (or anything else) from changing a byte.
  * Usage: test_emit_golden SCHEDULES_DIR GOLDEN_DIR [--write]  (--write regenerates the files)
  */
@@ -35,6 +35,8 @@ static const gcase cases[] = {
     {"hier8_all_f32_sum_nodes2", "hierarchical.lua", NULL, 8, 2, -1, SCHEDC_F32, SCHEDC_SUM, SCHEDC_CUDA_SRC_NODES(2)},
     {"ring4_r2_f64_prod_nodes4", "ring.lua", "collective=reduce_scatter", 4, 0, 2, SCHEDC_F64, SCHEDC_PROD,
      SCHEDC_CUDA_SRC_NODES(4)},
+    /* exact mode: i64 on the grid, the "exact" section (one text for every format and op) */
+    {"ring3_all_exact", "ring.lua", NULL, 3, 0, -1, SCHEDC_BF16, SCHEDC_AVG_EXACT, 0},
 };
 
 static char *slurp(const char *path, size_t *len) {

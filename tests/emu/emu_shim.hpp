@@ -83,6 +83,12 @@ static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long 
 static inline unsigned long long atomicExch(unsigned long long *p, unsigned long long v) {
   return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
 }
+static inline unsigned atomicMax(unsigned *p, unsigned v) {
+  unsigned old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+  while (old < v && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
+  return old;
+}
+static inline int __clzll(long long x) { return x ? __builtin_clzll((unsigned long long)x) : 64; }
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
 static inline double __longlong_as_double(long long i) { double f; memcpy(&f, &i, 8); return f; }
@@ -139,7 +145,8 @@ static void sc_emu_run_block(unsigned nthreads, void (*body)(void *), void *arg)
 
 /* One launch: the kernel, its arguments (copied, as the driver does), a thread per block. */
 struct sc_emu_launch {
-  char kind;   /* 'r': (sc_args), 'A': (sc_args, first, count), 'w': widen, 'n': narrow, 'a': avg */
+  char kind;   /* 'r': (sc_args), 'A': (sc_args, first, count), 'w': widen, 'n': narrow, 'a': avg,
+                * 'x': exact mode's kernels (sc_xargs: only in an exact source) */
   void *fn;
   unsigned grid, block;
   sc_args args;
@@ -147,6 +154,9 @@ struct sc_emu_launch {
   void *out;
   sc_u64 n;
   int nranks, first, count;
+#ifdef SC_XARGS
+  sc_xargs xa;
+#endif
   pthread_t *th;
   struct sc_emu_blockarg { sc_emu_launch *l; unsigned idx; } *ba;
 };
@@ -159,6 +169,9 @@ static void sc_emu_body(void *p) {
   case 'w': ((void (*)(const unsigned short *, float *, sc_u64))l->fn)((const unsigned short *)l->in, (float *)l->out, l->n); break;
   case 'n': ((void (*)(const float *, unsigned short *, sc_u64))l->fn)((const float *)l->in, (unsigned short *)l->out, l->n); break;
   case 'a': ((void (*)(sc_acc *, sc_u64, int))l->fn)((sc_acc *)l->out, l->n, l->nranks); break;
+#ifdef SC_XARGS
+  case 'x': ((void (*)(sc_xargs))l->fn)(l->xa); break;
+#endif
   }
 }
 
@@ -199,6 +212,11 @@ extern "C" void *sc_emu_start(void *fn, const char *name, unsigned grid, unsigne
     l->out = *(void **)params[0];
     l->n = *(sc_u64 *)params[1];
     l->nranks = *(int *)params[2];
+#ifdef SC_XARGS
+  } else if (!strcmp(name, "schedc_xstats") || !strcmp(name, "schedc_xin") || !strcmp(name, "schedc_xout")) {
+    l->kind = 'x';
+    memcpy(&l->xa, params[0], sizeof l->xa);
+#endif
   } else {
     free(l);
     return 0;

@@ -7,7 +7,7 @@
 set -eu
 cd "$(dirname "$0")/../.."
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DSCHEDC_WITH_MPI=OFF >/dev/null
-cmake --build build-gpu -j"$(nproc)" --target schedc_cli test_bitwise test_nvrtc test_cuda_verify test_cuda_api test_ops gpu_bench >/dev/null
+cmake --build build-gpu -j"$(nproc)" --target schedc_cli test_bitwise test_nvrtc test_cuda_verify test_cuda_api test_cuda_exact test_ops gpu_bench >/dev/null
 mkdir -p build-gpu/lib
 cp -L "$(ldconfig -p | awk '/liblua5.4.so.0 /{print $NF; exit}')" build-gpu/lib/
 # for tests/gpu/profile.sh: the plain kernels' ceilings and the reduce kernel's cubin (SASS there)

@@ -7,6 +7,7 @@
 #     two or more GPUs (test_bitwise cuda-devices, and a process per GPU sharing memory by CUDA
 #     IPC: test_bitwise cuda-procs; [SKIP] with one);
 #   - `schedc run --backend cuda --virtual`: digests equal the CPU threads backend's;
+#   - exact mode: every result the exact reference's and the threads backend's (test_cuda_exact);
 #   - verification (digest, checksums): faults named or repaired, no false alarm (test_cuda_verify);
 #   - the API's contract: bad arguments named, disagreement, a kernel wait timing out (test_cuda_api);
 #   - NVRTC: every shipped schedule compiles for sm_80/sm_90 (test_nvrtc quick);
@@ -39,6 +40,7 @@ check "bitwise, virtual ranks" timeout 240 $B/tests/test_bitwise schedules cuda
 check "bitwise, a GPU per rank" timeout 30 $B/tests/test_bitwise schedules cuda-devices
 check "bitwise, a process per GPU (CUDA IPC)" timeout 30 $B/tests/test_bitwise schedules cuda-procs
 check "schedc run --backend cuda --virtual digests" env CUDA_REAL=1 timeout 60 bash tests/cuda/test_cuda_cli.sh $PWD/$B/schedc $PWD/schedules
+check "exact mode (virtual ranks): against the exact reference and the threads backend" timeout 240 $B/tests/test_cuda_exact schedules virtual
 check "verification (virtual ranks; more with 3 GPUs)" timeout 90 $B/tests/test_cuda_verify
 check "API contract: errors named, a kernel wait past the timeout reported (virtual ranks; processes with 3 GPUs)" timeout 60 $B/tests/test_cuda_api
 check "nvrtc compiles every shipped schedule" timeout 60 $B/tests/test_nvrtc schedules quick
