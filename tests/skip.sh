@@ -20,3 +20,11 @@ sc_skip_tool() {
   echo "[SKIP] no $tool: $*"
   exit 77
 }
+
+# sc_need_mpi SCHEDC SCHEDULES — mpirun on PATH and schedc built with MPI, else sc_skip_tool.
+sc_need_mpi() {
+  command -v mpirun >/dev/null || sc_skip_tool mpirun "not on PATH (Debian: apt-get install openmpi-bin)"
+  if "$1" run "$2/ring.lua" --backend mpi --count 1 2>&1 | grep -q "no MPI support"; then
+    sc_skip_tool MPI "schedc was built without MPI (Debian: apt-get install libopenmpi-dev, then configure again)"
+  fi
+}

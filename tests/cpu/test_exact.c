@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "../plan_load.h"
 #include "schedc/schedc.h"
 
 #include "../exact_ref.h"
@@ -69,18 +70,7 @@ static int compare(const job *j, const void *want, const char *label) {
 }
 
 static schedc_plan *load(const char *path, int coll, int n, int nodes, const char *def, int root) {
-  char c1[64], c2[32];
-  snprintf(c1, sizeof c1, "collective=%s", schedc_collective_name((schedc_collective)coll));
-  snprintf(c2, sizeof c2, "root=%d", root);
-  const char *defs[3] = {c1, c2, def};
-  schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
-  lo.nranks = n;
-  lo.nnodes = nodes;
-  lo.defines = defs;
-  lo.ndefines = def ? 3 : 2;
-  schedc_plan *p = NULL;
-  if (schedc_plan_from_script(path, &lo, &p) != SCHEDC_OK) return NULL; /* not built for this case */
-  return p;
+  return tl_plan(path, coll, n, nodes, def, root); /* NULL: not built for this case */
 }
 
 /* One case on n threads (comms given) or n shm processes: returns wrong elements + failed calls. */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "../plan_load.h"
 #include "schedc/schedc.h"
 
 #define MAXN 8
@@ -133,18 +134,7 @@ static int all_are(const int o[MAXN], int n, int want) {
 }
 
 static schedc_plan *load(const char *dir, const char *file, int coll, int n) {
-  char path[4096], c1[64], c2[32];
-  snprintf(path, sizeof path, "%s/%s", dir, file);
-  snprintf(c1, sizeof c1, "collective=%s", schedc_collective_name((schedc_collective)coll));
-  snprintf(c2, sizeof c2, "root=%d", n - 1);
-  const char *defs[2] = {c1, c2};
-  schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
-  lo.nranks = n;
-  lo.defines = defs;
-  lo.ndefines = 2;
-  schedc_plan *p = NULL;
-  if (schedc_plan_from_script(path, &lo, &p) != SCHEDC_OK) return NULL; /* not built for this case */
-  return p;
+  return tl_plan_in(dir, file, coll, n, n - 1); /* NULL: not built for this case */
 }
 
 /* Does the fault have a place to land in the plan: flip:R:S a transfer out of R at step S to another

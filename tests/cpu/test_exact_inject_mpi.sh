@@ -8,9 +8,7 @@
 set -u
 S=$1; D=$2
 . "$(dirname "$0")/../skip.sh"
-command -v mpirun >/dev/null || sc_skip_tool mpirun "not on PATH (Debian: apt-get install openmpi-bin)"
-"$S" run "$D/ring.lua" --backend mpi --count 1 2>&1 | grep -q "no MPI support" &&
-  sc_skip_tool MPI "schedc was built without MPI (Debian: apt-get install libopenmpi-dev, then configure again)"
+sc_need_mpi "$S" "$D"
 MPI="mpirun --allow-run-as-root --oversubscribe -np 3"
 R=(run "$D/ring.lua" --backend mpi --count 10007)
 pass=0; fail=0

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "../plan_load.h"
 #include "../exact_ref.h"
 #include "schedc/schedc.h"
 
@@ -193,17 +194,7 @@ static int run_case(schedc_comm **tcomms, schedc_comm **ccomms, const schedc_pla
 }
 
 static schedc_plan *load(const char *dir, const char *file, int coll, int n, int root) {
-  char path[4096], c1[64], c2[32];
-  snprintf(path, sizeof path, "%s/%s", dir, file);
-  snprintf(c1, sizeof c1, "collective=%s", schedc_collective_name((schedc_collective)coll));
-  snprintf(c2, sizeof c2, "root=%d", root);
-  const char *defs[2] = {c1, c2};
-  schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
-  lo.nranks = n;
-  lo.defines = defs;
-  lo.ndefines = 2;
-  schedc_plan *p = NULL;
-  return schedc_plan_from_script(path, &lo, &p) == SCHEDC_OK ? p : NULL; /* NULL: a layout it does not build */
+  return tl_plan_in(dir, file, coll, n, root); /* NULL: a layout it does not build */
 }
 
 static int init_cuda(int n, schedc_comm **comms) {
