@@ -13,6 +13,15 @@
 #define SC_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,f16c")))
 #define RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 
+/* The eight lanes' wrapping sum (the identity check's arithmetic is mod 2^64: unsigned, where
+ * _mm512_reduce_add_epi64 adds signed in C and overflows, undefined). */
+SC_AVX512 static inline uint64_t hsum8(__m512i v) {
+  uint64_t l[8], s = 0;
+  _mm512_storeu_si512((void *)l, v);
+  for (int i = 0; i < 8; i++) s += l[i];
+  return s;
+}
+
 /* Eight elements of dt widened to f32, exactly (f16 by F16C, bf16 by a shift). */
 SC_AVX512 static inline __m256 load8(schedc_dtype dt, const void *src, size_t i) {
   if (dt == SCHEDC_F32) return _mm256_loadu_ps((const float *)src + i);
@@ -31,7 +40,7 @@ SC_AVX512 size_t sc_exact_in_avx512(schedc_dtype dt, int64_t *dst, const void *s
     acc = _mm512_add_epi64(acc, q);
     _mm512_storeu_si512((void *)(dst + i), q);
   }
-  if (sum) *sum += (uint64_t)_mm512_reduce_add_epi64(acc);
+  if (sum) *sum += hsum8(acc);
   return i;
 }
 
@@ -53,7 +62,7 @@ SC_AVX512 size_t sc_exact_out_f32_avx512(float *y, const int64_t *src, size_t n,
     d = _mm512_mask_sub_pd(d, neg, zero, d);
     _mm256_storeu_ps(y + i, _mm512_cvt_roundpd_ps(d, RNE));
   }
-  if (sum) *sum += (uint64_t)_mm512_reduce_add_epi64(acc);
+  if (sum) *sum += hsum8(acc);
   return i;
 }
 
