@@ -71,6 +71,9 @@ class _Prepared:
     words; ``finish()`` writes the result back into the caller's tensor."""
 
     def __init__(self, t: torch.Tensor, what: str, arith: bool, op: str = "") -> None:
+        # detached: a collective writes the data, as gloo's does, and autograd does not see it; DDP
+        # with backward(create_graph=True) hands over buckets that require grad (Comm refuses those)
+        t = t.detach()
         self.t = t
         self.raw = 0
         if t.dtype in _NATIVE:
@@ -164,13 +167,16 @@ class _Worker:
     @staticmethod
     def _run_one(fn: Callable[[], Any], fut: Any, result: Any, stream: Any) -> None:
         try:
-            if stream is not None:  # CUDA: enqueue on the issuer's stream; the future records it there
-                with torch.cuda.stream(stream):
+            # no autograd: the ops copy into tensors that may require grad (DDP's buckets under
+            # backward(create_graph=True)); gloo's C++ writes them untracked, and so do these copies
+            with torch.no_grad():
+                if stream is not None:  # CUDA: enqueue on the issuer's stream; the future records it there
+                    with torch.cuda.stream(stream):
+                        fn()
+                        fut.set_result(result)
+                else:
                     fn()
                     fut.set_result(result)
-            else:
-                fn()
-                fut.set_result(result)
         except BaseException as e:  # noqa: B902 — every failure goes to wait(), on every rank
             if not fut.done():
                 fut.set_exception(e)
@@ -195,12 +201,17 @@ def _stop_workers() -> None:
 _WorkBase = getattr(dist, "_Work", None) or dist.Work
 
 
+def _outputs(fut: Any) -> Any:
+    return fut.value()  # raises the op's exception: the chained future fails in C++ (see get_future)
+
+
 class _Work(_WorkBase):  # type: ignore[misc, valid-type]
     """gloo-like Work over a torch future: ``wait()`` raises the op's failure, ``get_future()``."""
 
     def __init__(self, fut: Any) -> None:
         super().__init__()
-        self._fut = fut
+        self._fut = fut  # completed by the worker: the outputs, or set_exception's Python exception
+        self._cfut: Any = None
 
     def wait(self, timeout: Any = None) -> bool:
         self._fut.wait()  # raises the op's exception
@@ -228,7 +239,15 @@ class _Work(_WorkBase):  # type: ignore[misc, valid-type]
         return None
 
     def get_future(self) -> Any:
-        return self._fut
+        """The op's future as torch's C++ needs it. A Python future's set_exception stores the
+        exception as the future's *value* (only Python's wait() raises it), so C++ readers saw a
+        completed future: DDP's reducer took the exception object for the output tensor list and
+        crashed (SIGSEGV in parseCppCommHookResult, e.g. under backward(create_graph=True)). The
+        future handed out is a then() of the op's: a failure raised in the callback marks it failed
+        in C++ too, so the reducer throws it from backward(); its value is the outputs otherwise."""
+        if self._cfut is None:
+            self._cfut = self._fut.then(_outputs)
+        return self._cfut
 
     def result(self) -> Any:
         return self._fut.wait()
