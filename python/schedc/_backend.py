@@ -17,7 +17,7 @@ import torch.distributed as dist
 
 from . import Comm, Plan, canonical_plan, unique_id
 
-__all__ = ["ProcessGroupSchedc", "Options", "set_order", "register"]
+__all__ = ["ProcessGroupSchedc", "Options", "set_order", "set_exact", "register"]
 
 # dtypes the C library takes as they are; the rest: see _Prepared
 _NATIVE = {torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64}
@@ -29,17 +29,37 @@ _MPI_LAUNCHER_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCA
 ORDERS = ("canonical", "ring")
 
 
+_EXACT_TORCH = {torch.float32, torch.float16, torch.bfloat16}
+EXACT_ENV = "SCHEDC_TORCH_EXACT"
+
+
+def _env_exact() -> bool:
+    v = os.environ.get(EXACT_ENV, "").strip().lower()
+    if v in ("", "0", "false", "no", "off"):
+        return False
+    if v in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError("schedc backend: %s=%r: use 1 (exact mode for every group made from now on) or 0"
+                     % (EXACT_ENV, os.environ[EXACT_ENV]))
+
+
 class Options:
     """Per-group options: ``order="canonical"`` (default: the bits do not depend on message size,
     bucket layout or coalescing) or ``"ring"`` (the communicator's default plan — the built-in
     ring, or the tuning table's choice: faster on some sizes, bits depend on the layout). Pass as
     ``dist.new_group(ranks, pg_options=schedc.torch.Options(order="ring"))`` or change a group
-    later with ``schedc.torch.set_order(group, "ring")`` (every rank, at the same point)."""
+    later with ``schedc.torch.set_order(group, "ring")`` (every rank, at the same point).
 
-    def __init__(self, order: str = "canonical") -> None:
+    ``exact=True``: exact mode for the group: every SUM and AVG of float32, float16 and bfloat16
+    (all_reduce, reduce, reduce_scatter in every form, coalesced) is the exact sum on one grid,
+    rounded once — the same bits for every plan and rank layout (docs/determinism.md). None (the
+    default): ``$SCHEDC_TORCH_EXACT`` (1 or 0) when the group is made; ``set_exact`` later."""
+
+    def __init__(self, order: str = "canonical", exact: Optional[bool] = None) -> None:
         if order not in ORDERS:
             raise ValueError("schedc.torch.Options: order must be one of %s, not %r" % (ORDERS, order))
         self.order = order
+        self.exact = exact
 
 
 def _op_name(op: Any) -> str:
@@ -330,6 +350,8 @@ class ProcessGroupSchedc(dist.ProcessGroup):
         self._r, self._n = int(rank), int(size)
         self._timeout = timeout
         self.order = (options.order if isinstance(options, Options) else "canonical")
+        ex = options.exact if isinstance(options, Options) else None
+        self.exact = _env_exact() if ex is None else bool(ex)
         self.comm = _make_comm(store, self._r, self._n, _timeout_s(timeout), global_ranks)
         try:
             self.gloo = dist.ProcessGroupGloo(dist.PrefixStore("schedc-gloo/", store), self._r, self._n, timeout)
@@ -380,6 +402,10 @@ class ProcessGroupSchedc(dist.ProcessGroup):
             self._plans[key] = p
         return p
 
+    def _exact(self, op: str, dtype: torch.dtype) -> bool:
+        """Whether this op runs in exact mode: the group's option, for SUM/AVG of f32/f16/bf16."""
+        return self.exact and op in ("sum", "avg") and dtype in _EXACT_TORCH
+
     def _submit(self, fn: Callable[[], Any], result: Any, tensors: List[torch.Tensor], opts: Any = None) -> _Work:
         cuda = [t for t in tensors if t.is_cuda]
         if cuda:
@@ -406,9 +432,10 @@ class ProcessGroupSchedc(dist.ProcessGroup):
         t = _one(tensors, "allreduce")
         _check_dtype(t.dtype, "allreduce", op)  # refused now, in the caller
         plan = self._plan("allreduce")
+        ex = self._exact(op, t.dtype)
 
         def run() -> None:
-            self._reduce_into(t, op, "allreduce", lambda b: self.comm.allreduce(b, op=op, plan=plan))
+            self._reduce_into(t, op, "allreduce", lambda b: self.comm.allreduce(b, op=op, plan=plan, exact=ex))
         return self._submit(run, tensors, tensors, opts)
 
     def allreduce_coalesced(self, tensors: List[torch.Tensor], opts: Any = None) -> _Work:
@@ -419,12 +446,16 @@ class ProcessGroupSchedc(dist.ProcessGroup):
         if tensors:
             _check_dtype(tensors[0].dtype, "allreduce_coalesced", op)
         plan = self._plan("allreduce")
+        # exact: one grid for the concatenation (per call), so a tensor's bits can depend on the others'
+        # scale (docs/python.md)
+        ex = bool(tensors) and self._exact(op, tensors[0].dtype)
 
         def run() -> None:
             if not tensors:
                 return
             flat = torch.cat([t.reshape(-1) for t in tensors])  # canonical: layout cannot change the bits
-            self._reduce_into(flat, op, "allreduce_coalesced", lambda b: self.comm.allreduce(b, op=op, plan=plan))
+            self._reduce_into(flat, op, "allreduce_coalesced",
+                              lambda b: self.comm.allreduce(b, op=op, plan=plan, exact=ex))
             off = 0
             for t in tensors:
                 k = t.numel()
@@ -438,9 +469,10 @@ class ProcessGroupSchedc(dist.ProcessGroup):
         t = _one(tensors, "reduce")
         _check_dtype(t.dtype, "reduce", op)
         plan = self._plan("reduce", root)
+        ex = self._exact(op, t.dtype)
 
         def run() -> None:
-            self._reduce_into(t, op, "reduce", lambda b: self.comm.reduce(b, root=root, op=op, plan=plan))
+            self._reduce_into(t, op, "reduce", lambda b: self.comm.reduce(b, root=root, op=op, plan=plan, exact=ex))
         return self._submit(run, tensors, tensors, opts)
 
     def _rs(self, out: torch.Tensor, inp: torch.Tensor, op: str, what: str) -> None:
@@ -450,7 +482,8 @@ class ProcessGroupSchedc(dist.ProcessGroup):
                                "(got %d of %s)" % (what, self._n, out.numel(), inp.numel(), inp.dtype))
         pi = _Prepared(inp, what, True, op)
         po = _Prepared(out, what, True, op)
-        self.comm.reduce_scatter(pi.buf, po.buf, op=op, plan=self._plan("reduce_scatter"))
+        self.comm.reduce_scatter(pi.buf, po.buf, op=op, plan=self._plan("reduce_scatter"),
+                                 exact=self._exact(op, out.dtype))
         po.finish()
 
     def reduce_scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]],
@@ -605,6 +638,16 @@ def set_order(group: Any = None, order: str = "canonical") -> None:
     if not isinstance(pg, ProcessGroupSchedc):
         raise TypeError("schedc.torch.set_order: %r is not a schedc process group" % (pg,))
     pg.order = order
+
+
+def set_exact(group: Any = None, exact: bool = True) -> None:
+    """Turn exact mode on (or off) for a schedc group's SUM/AVG of float32, float16 and bfloat16
+    from now on (``Options.exact``). Call it on every rank of the group at the same point in the
+    op sequence (a rank in exact mode and one not: SCHEDC_EMISMATCH on both, naming the op)."""
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    if not isinstance(pg, ProcessGroupSchedc):
+        raise TypeError("schedc.torch.set_exact: %r is not a schedc process group" % (pg,))
+    pg.exact = bool(exact)
 
 
 def _create(opts: Any, pg_options: Any = None) -> ProcessGroupSchedc:
