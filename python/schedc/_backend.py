@@ -134,7 +134,11 @@ class _Worker:
     every rank, as for any collective), completing each op's future with its result or its
     exception. A daemon thread, stopped at interpreter exit before any communicator is freed.
     A synchronous call (torch 2.x passes opts.asyncOp False) with nothing pending runs in the
-    caller's thread instead: the same order, without the hand-off (docs/performance.md)."""
+    caller's thread instead: the same order, without the hand-off (docs/performance.md).
+    An op issued from inside a running op (a future's callback: completing a future runs its
+    callbacks in the completing thread, and PowerSGD's callbacks issue an all-reduce and wait for
+    it) runs at once, nested, in that thread: queued, it would wait behind the op whose callback
+    waits for it — a deadlock. Its place is the same on every rank: right after that op."""
 
     def __init__(self, name: str) -> None:
         self._q: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
@@ -142,8 +146,9 @@ class _Worker:
         self._thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()
         # _st: what the thread shares (not the group, which it must not keep alive):
-        # [pending op count, lock of that count, lock held while an op runs]
-        self._st = [0, threading.Lock(), threading.Lock()]
+        # [pending op count, lock of that count, lock held while an op runs, the ident of the
+        # thread running an op (None between ops)]
+        self._st = [0, threading.Lock(), threading.Lock(), None]
         _workers.add(self)
 
     def put(self, fn: Callable[[], Any], fut: Any, result: Any, stream: Any) -> None:
@@ -164,9 +169,11 @@ class _Worker:
                 return False
             st[0] += 1
             st[2].acquire()  # free: nothing pending means the thread is not running an op
+        st[3] = threading.get_ident()
         try:
             _Worker._run_one(fn, fut, result, None)
         finally:
+            st[3] = None
             st[2].release()
             with st[1]:
                 st[0] -= 1
@@ -179,10 +186,18 @@ class _Worker:
             if item is None:
                 return
             with st[2]:
-                _Worker._run_one(*item)
+                st[3] = threading.get_ident()
+                try:
+                    _Worker._run_one(*item)
+                finally:
+                    st[3] = None
             with st[1]:
                 st[0] -= 1
             del item
+
+    def nested(self) -> bool:
+        """Whether the calling thread is inside one of this worker's ops (a future's callback)."""
+        return self._st[3] == threading.get_ident()
 
     @staticmethod
     def _run_one(fn: Callable[[], Any], fut: Any, result: Any, stream: Any) -> None:
@@ -414,8 +429,11 @@ class ProcessGroupSchedc(dist.ProcessGroup):
             stream = torch.cuda.current_stream(dev)
         else:
             fut, stream = torch.futures.Future(), None
-            if getattr(opts, "asyncOp", True) is False and self._worker.run_inline(fn, fut, result):
-                return _Work(fut)
+        if self._worker.nested():  # issued by a callback of the op running in this thread: now
+            _Worker._run_one(fn, fut, result, stream)
+            return _Work(fut)
+        if stream is None and getattr(opts, "asyncOp", True) is False and self._worker.run_inline(fn, fut, result):
+            return _Work(fut)
         self._worker.put(fn, fut, result, stream)
         return _Work(fut)
 

@@ -258,3 +258,40 @@ def test_ddp_backend_failure_raises_from_backward():
     """), timeout=120)
     assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
     assert "raised True" in r.stdout and "wait raised injected failure in the all-reduce" in r.stdout, r.stdout
+
+
+@pytest.mark.skipif(not TORCH2, reason="DDP over a Python process group needs torch 2.x")
+def test_op_issued_and_waited_by_a_callback_does_not_deadlock():
+    """Completing an op's future runs its callbacks in the group's worker thread; PowerSGD's
+    callbacks issue an all-reduce and wait for it. Queued behind the op whose callback waits, it
+    never ran: DDP with powerSGD_hook hung forever (2 ranks, the first compressed step). Now an op
+    issued from inside a running op runs at once, nested. Here the first op is slowed so the
+    callback surely runs in the worker; its ops (async + wait, and synchronous) complete."""
+    r = run_script(textwrap.dedent(ONE_RANK_DDP.format(backend="schedc")) + textwrap.dedent("""
+        import time
+        pg = dist.distributed_c10d._get_default_group()
+        orig = pg.comm.allreduce
+        def slow(*a, **k):
+            time.sleep(0.3)
+            return orig(*a, **k)
+        pg.comm.allreduce = slow
+        a, b, c = torch.ones(4), torch.full((4,), 2.0), torch.full((4,), 3.0)
+        w = dist.all_reduce(a, async_op=True)
+        def cb(f):
+            dist.all_reduce(b, async_op=True).get_future().wait()  # PowerSGD's pattern
+            dist.all_reduce(c)  # synchronous
+            return threading.current_thread().name
+        print("callback ran in", w.get_future().then(cb).wait(), flush=True)
+        pg.comm.allreduce = orig
+        m = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 8))
+        from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as psgd
+        st = psgd.PowerSGDState(process_group=None, matrix_approximation_rank=1, start_powerSGD_iter=2,
+                                min_compression_rate=0.5)
+        m.register_comm_hook(st, psgd.powerSGD_hook)
+        for i in range(4):
+            m(torch.ones(2, 8)).sum().backward()
+        print("powersgd steps done", flush=True)
+        dist.destroy_process_group()
+    """).replace("import time", "import threading, time"), timeout=90)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert "callback ran in schedc-pg" in r.stdout and "powersgd steps done" in r.stdout, r.stdout
