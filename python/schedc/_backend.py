@@ -493,15 +493,16 @@ class ProcessGroupSchedc(dist.ProcessGroup):
             self._reduce_into(t, op, "reduce", lambda b: self.comm.reduce(b, root=root, op=op, plan=plan, exact=ex))
         return self._submit(run, tensors, tensors, opts)
 
-    def _rs(self, out: torch.Tensor, inp: torch.Tensor, op: str, what: str) -> None:
-        """reduce_scatter of the flat ``inp`` (n blocks) into ``out`` (one block)."""
+    def _rs(self, out: torch.Tensor, inp: torch.Tensor, op: str, what: str, exact: bool) -> None:
+        """reduce_scatter of the flat ``inp`` (n blocks) into ``out`` (one block); ``exact``: the
+        group's exact mode when the op was issued."""
         if inp.numel() != out.numel() * self._n or inp.dtype != out.dtype:
             raise RuntimeError("schedc backend: %s: the input must hold %d x the output's %d elements of its dtype "
                                "(got %d of %s)" % (what, self._n, out.numel(), inp.numel(), inp.dtype))
         pi = _Prepared(inp, what, True, op)
         po = _Prepared(out, what, True, op)
         self.comm.reduce_scatter(pi.buf, po.buf, op=op, plan=self._plan("reduce_scatter"),
-                                 exact=self._exact(op, out.dtype))
+                                 exact=exact and op in ("sum", "avg") and out.dtype in _EXACT_TORCH)
         po.finish()
 
     def reduce_scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]],
@@ -513,18 +514,20 @@ class ProcessGroupSchedc(dist.ProcessGroup):
             raise RuntimeError("schedc backend: reduce_scatter: %d input tensors of the output's size and dtype needed"
                                % self._n)
         _check_dtype(out.dtype, "reduce_scatter", op)
+        ex = self.exact
 
         def run() -> None:
-            self._rs(out, torch.cat([x.reshape(-1) for x in ins]), op, "reduce_scatter")
+            self._rs(out, torch.cat([x.reshape(-1) for x in ins]), op, "reduce_scatter", ex)
         return self._submit(run, output_tensors, [out], opts)
 
     def _reduce_scatter_base(self, output: torch.Tensor, inp: torch.Tensor, opts: Any = None) -> _Work:
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         _check_dtype(output.dtype, "reduce_scatter_tensor", op)
+        ex = self.exact
 
         def run() -> None:
             self._rs(output, inp.reshape(-1) if inp.is_contiguous() else inp.contiguous().reshape(-1), op,
-                     "reduce_scatter_tensor")
+                     "reduce_scatter_tensor", ex)
         return self._submit(run, output, [output], opts)
 
     reduce_scatter_single = _reduce_scatter_base  # torch >= 2.12's name
@@ -532,10 +535,11 @@ class ProcessGroupSchedc(dist.ProcessGroup):
     def reduce_scatter_tensor_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor],
                                         opts: Any = None) -> _Work:
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        ex = self.exact
 
         def run() -> None:
             for o, i in zip(outputs, inputs):
-                self._rs(o, i.contiguous().reshape(-1), op, "reduce_scatter_tensor_coalesced")
+                self._rs(o, i.contiguous().reshape(-1), op, "reduce_scatter_tensor_coalesced", ex)
         return self._submit(run, outputs, outputs, opts)
 
     reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
