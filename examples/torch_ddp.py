@@ -12,7 +12,8 @@ Each step runs L = --microbatches micro-batches of --mb-size rows (fixed), L/N p
 --reduce gloo: DDP's own allreduce (.grad accumulation under no_sync). --reduce schedc
 --accumulate grad: DDP with schedc.torch.allreduce_hook (plan: --order). --reduce schedc
 --accumulate leaves (the default with --order canonical): schedc.torch.CanonicalGrads, the
-same weights for N = 1, 2, 4, 8 processes. Under an external launcher (RANK, WORLD_SIZE,
+same weights for N = 1, 2, 4, 8 processes; --order exact: exact leaves (CanonicalGrads(exact=True)),
+the same weights for every N dividing L (L = 12: N = 1, 2, 3, 4, 6). Under an external launcher (RANK, WORLD_SIZE,
 MASTER_ADDR, MASTER_PORT set) leave out --nprocs. --backend schedc: the process group itself
 is schedc's (`import schedc.torch; init_process_group("schedc")`): DDP's own bucket all-reduce
 (--reduce gloo, no hook) then runs canonical plans; torch 2.x (DDP calls a Python process group
@@ -64,7 +65,8 @@ def main():
                     help="the process group: gloo, or schedc's torch.distributed backend")
     ap.add_argument("--reduce", choices=["schedc", "gloo"], default="schedc",
                     help="gloo: DDP's own all-reduce (on --backend); schedc: the hook or CanonicalGrads")
-    ap.add_argument("--order", choices=["canonical", "ring"], default="canonical", help="schedc's plan order")
+    ap.add_argument("--order", choices=["canonical", "ring", "exact"], default="canonical",
+                    help="schedc's plan order; exact: CanonicalGrads(exact=True), any N dividing --microbatches")
     ap.add_argument("--accumulate", choices=["grad", "leaves"], default=None,
                     help="per-rank micro-batches: .grad fold under DDP, or CanonicalGrads leaves "
                          "(default: leaves for schedc + canonical, else grad)")
@@ -92,7 +94,9 @@ def main():
     if L % n:
         sys.exit("torch_ddp: --microbatches %d must be a multiple of the %d processes" % (L, n))
     m = L // n
-    acc = args.accumulate or ("leaves" if args.reduce == "schedc" and args.order == "canonical" else "grad")
+    acc = args.accumulate or ("leaves" if args.reduce == "schedc" and args.order in ("canonical", "exact") else "grad")
+    if args.order == "exact" and (acc != "leaves" or args.reduce != "schedc"):
+        sys.exit("torch_ddp: --order exact is CanonicalGrads(exact=True): --reduce schedc --accumulate leaves")
 
     # Data and model made deterministically here, identical on every rank.
     g = torch.Generator().manual_seed(1234 + args.seed)
@@ -111,7 +115,7 @@ def main():
     if acc == "leaves":
         if args.reduce != "schedc":
             sys.exit("torch_ddp: --accumulate leaves needs --reduce schedc")
-        grads = st.CanonicalGrads(model.parameters(), L, comm, op="avg")
+        grads = st.CanonicalGrads(model.parameters(), L, comm, op="avg", exact=(args.order == "exact"))
         net = model
     else:
         net = DDP(model, bucket_cap_mb=args.bucket_cap_mb)

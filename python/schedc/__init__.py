@@ -20,7 +20,8 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Union
 from . import _lib
 from ._lib import lib
 
-__all__ = ["Error", "Plan", "PlanInfo", "check", "Comm", "unique_id", "digest", "canonical_plan", "DTYPES", "OPS"]
+__all__ = ["Error", "Plan", "PlanInfo", "check", "Comm", "unique_id", "digest", "canonical_plan", "DTYPES", "OPS",
+           "EXACT_DTYPES"]
 __version__ = "0.1.0"
 
 DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i64")
@@ -52,6 +53,22 @@ def _parse_op(op: str) -> int:
         raise TypeError("schedc: op must be a string (%s), not %r" % (", ".join(OPS), op))
     _check(lib.schedc_op_parse(op.encode(), ctypes.byref(v)), "op")
     return v.value
+
+
+# exact mode (docs/determinism.md "Exact mode"): sum and avg of f32, f16, bf16 on one fixed-point
+# grid shared by all ranks, so every plan and rank layout gives the same bits
+EXACT_DTYPES = (0, 2, 3)  # f32, f16, bf16
+
+
+def _exact_op(op: str, dtype: int, what: str) -> int:
+    """The C op of ``op`` with exact=True (SCHEDC_SUM_EXACT / SCHEDC_AVG_EXACT), refused here for
+    another op or dtype: before any rank waits, the same answer on every rank."""
+    if op not in ("sum", "avg"):
+        raise ValueError("schedc.%s: exact=True takes op 'sum' or 'avg', not %r" % (what, op))
+    if dtype not in EXACT_DTYPES:
+        raise TypeError("schedc.%s: exact=True takes float32, float16 or bfloat16 data, not %s"
+                        % (what, DTYPES[dtype] if 0 <= dtype < len(DTYPES) else dtype))
+    return _parse_op(op + "_exact")
 
 
 @dataclass(frozen=True)
@@ -536,37 +553,42 @@ class Comm:
             raise TypeError("schedc: plan must be a schedc.Plan, not %s" % type(plan).__name__)
         return plan._h().value  # a closed plan's NULL would silently mean "the default plan"
 
-    def allreduce(self, tensor: Any, op: str = "sum", plan: Optional[Plan] = None) -> Any:
+    def allreduce(self, tensor: Any, op: str = "sum", plan: Optional[Plan] = None, exact: bool = False) -> Any:
         """Reduce ``tensor`` across ranks in place (op: sum, prod, min, max, avg = sum then one
-        division); every rank gets the plan's proven bits. Returns ``tensor``."""
+        division); every rank gets the plan's proven bits. ``exact=True`` (sum, avg of float32,
+        float16, bfloat16): exact mode, the same bits for every plan and rank layout (the exact sum
+        of the inputs on one grid, rounded once: docs/determinism.md). Returns ``tensor``."""
         b = _Buf(tensor, "allreduce")
-        o = _parse_op(op)
+        o = _exact_op(op, b.dtype, "allreduce") if exact else _parse_op(op)
         with self._lock:
             h = self._handle_for(b, "allreduce")
             _check(lib.schedc_allreduce(b.ptr, b.ptr, b.count, b.dtype, o, h, self._plan(plan)), "allreduce")
         return tensor
 
-    def reduce(self, tensor: Any, root: int = 0, op: str = "sum", plan: Optional[Plan] = None) -> Any:
+    def reduce(self, tensor: Any, root: int = 0, op: str = "sum", plan: Optional[Plan] = None,
+               exact: bool = False) -> Any:
         """Reduce ``tensor`` across ranks into ``root``'s tensor, in place (schedc_reduce); the other
         ranks' tensors are left as they were. A plan must be a reduce plan for this root
-        (``canonical_plan(n, "reduce", root)``). Returns ``tensor``."""
+        (``canonical_plan(n, "reduce", root)``). ``exact=True``: as for allreduce. Returns ``tensor``."""
         b = _Buf(tensor, "reduce")
-        o = _parse_op(op)
+        o = _exact_op(op, b.dtype, "reduce") if exact else _parse_op(op)
         with self._lock:
             h = self._handle_for(b, "reduce")
             _check(lib.schedc_reduce(b.ptr, b.ptr, b.count, b.dtype, o, int(root), h, self._plan(plan)), "reduce")
         return tensor
 
-    def reduce_scatter(self, tensor: Any, output: Any = None, op: str = "sum", plan: Optional[Plan] = None) -> Any:
+    def reduce_scatter(self, tensor: Any, output: Any = None, op: str = "sum", plan: Optional[Plan] = None,
+                       exact: bool = False) -> Any:
         """``tensor`` holds nranks equal blocks; block ``rank`` of the reduction goes to ``output``
         (count/nranks elements, same dtype) or, without one, into ``tensor``'s own block in place.
-        Returns the output (or that block's view)."""
+        ``exact=True``: as for allreduce (the grid is the whole input's). Returns the output (or that
+        block's view)."""
         b = _Buf(tensor, "reduce_scatter")
         n = self.nranks
         if b.count % n:
             raise ValueError("schedc.reduce_scatter: %d elements do not split into %d equal blocks" % (b.count, n))
         k = b.count // n
-        o = _parse_op(op)
+        o = _exact_op(op, b.dtype, "reduce_scatter") if exact else _parse_op(op)
         out = _Buf(output, "reduce_scatter") if output is not None else b.new(k, "reduce_scatter")
         if out.dtype != b.dtype or out.count != k:
             raise ValueError("schedc.reduce_scatter: output must have %d elements of the input's dtype" % k)

@@ -17,7 +17,7 @@ import torch.distributed as dist
 
 from . import Comm, Plan, canonical_plan, unique_id
 
-__all__ = ["ProcessGroupSchedc", "Options", "set_order", "register"]
+__all__ = ["ProcessGroupSchedc", "Options", "set_order", "set_exact", "register"]
 
 # dtypes the C library takes as they are; the rest: see _Prepared
 _NATIVE = {torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64}
@@ -29,17 +29,37 @@ _MPI_LAUNCHER_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCA
 ORDERS = ("canonical", "ring")
 
 
+_EXACT_TORCH = {torch.float32, torch.float16, torch.bfloat16}
+EXACT_ENV = "SCHEDC_TORCH_EXACT"
+
+
+def _env_exact() -> bool:
+    v = os.environ.get(EXACT_ENV, "").strip().lower()
+    if v in ("", "0", "false", "no", "off"):
+        return False
+    if v in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError("schedc backend: %s=%r: use 1 (exact mode for every group made from now on) or 0"
+                     % (EXACT_ENV, os.environ[EXACT_ENV]))
+
+
 class Options:
     """Per-group options: ``order="canonical"`` (default: the bits do not depend on message size,
     bucket layout or coalescing) or ``"ring"`` (the communicator's default plan — the built-in
     ring, or the tuning table's choice: faster on some sizes, bits depend on the layout). Pass as
     ``dist.new_group(ranks, pg_options=schedc.torch.Options(order="ring"))`` or change a group
-    later with ``schedc.torch.set_order(group, "ring")`` (every rank, at the same point)."""
+    later with ``schedc.torch.set_order(group, "ring")`` (every rank, at the same point).
 
-    def __init__(self, order: str = "canonical") -> None:
+    ``exact=True``: exact mode for the group: every SUM and AVG of float32, float16 and bfloat16
+    (all_reduce, reduce, reduce_scatter in every form, coalesced) is the exact sum on one grid,
+    rounded once — the same bits for every plan and rank layout (docs/determinism.md). None (the
+    default): ``$SCHEDC_TORCH_EXACT`` (1 or 0) when the group is made; ``set_exact`` later."""
+
+    def __init__(self, order: str = "canonical", exact: Optional[bool] = None) -> None:
         if order not in ORDERS:
             raise ValueError("schedc.torch.Options: order must be one of %s, not %r" % (ORDERS, order))
         self.order = order
+        self.exact = exact
 
 
 def _op_name(op: Any) -> str:
@@ -71,6 +91,9 @@ class _Prepared:
     words; ``finish()`` writes the result back into the caller's tensor."""
 
     def __init__(self, t: torch.Tensor, what: str, arith: bool, op: str = "") -> None:
+        # detached: a collective writes the data, as gloo's does, and autograd does not see it; DDP
+        # with backward(create_graph=True) hands over buckets that require grad (Comm refuses those)
+        t = t.detach()
         self.t = t
         self.raw = 0
         if t.dtype in _NATIVE:
@@ -111,7 +134,11 @@ class _Worker:
     every rank, as for any collective), completing each op's future with its result or its
     exception. A daemon thread, stopped at interpreter exit before any communicator is freed.
     A synchronous call (torch 2.x passes opts.asyncOp False) with nothing pending runs in the
-    caller's thread instead: the same order, without the hand-off (docs/performance.md)."""
+    caller's thread instead: the same order, without the hand-off (docs/performance.md).
+    An op issued from inside a running op (a future's callback: completing a future runs its
+    callbacks in the completing thread, and PowerSGD's callbacks issue an all-reduce and wait for
+    it) runs at once, nested, in that thread: queued, it would wait behind the op whose callback
+    waits for it — a deadlock. Its place is the same on every rank: right after that op."""
 
     def __init__(self, name: str) -> None:
         self._q: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
@@ -119,8 +146,9 @@ class _Worker:
         self._thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()
         # _st: what the thread shares (not the group, which it must not keep alive):
-        # [pending op count, lock of that count, lock held while an op runs]
-        self._st = [0, threading.Lock(), threading.Lock()]
+        # [pending op count, lock of that count, lock held while an op runs, the ident of the
+        # thread running an op (None between ops)]
+        self._st = [0, threading.Lock(), threading.Lock(), None]
         _workers.add(self)
 
     def put(self, fn: Callable[[], Any], fut: Any, result: Any, stream: Any) -> None:
@@ -141,9 +169,11 @@ class _Worker:
                 return False
             st[0] += 1
             st[2].acquire()  # free: nothing pending means the thread is not running an op
+        st[3] = threading.get_ident()
         try:
             _Worker._run_one(fn, fut, result, None)
         finally:
+            st[3] = None
             st[2].release()
             with st[1]:
                 st[0] -= 1
@@ -156,21 +186,32 @@ class _Worker:
             if item is None:
                 return
             with st[2]:
-                _Worker._run_one(*item)
+                st[3] = threading.get_ident()
+                try:
+                    _Worker._run_one(*item)
+                finally:
+                    st[3] = None
             with st[1]:
                 st[0] -= 1
             del item
 
+    def nested(self) -> bool:
+        """Whether the calling thread is inside one of this worker's ops (a future's callback)."""
+        return self._st[3] == threading.get_ident()
+
     @staticmethod
     def _run_one(fn: Callable[[], Any], fut: Any, result: Any, stream: Any) -> None:
         try:
-            if stream is not None:  # CUDA: enqueue on the issuer's stream; the future records it there
-                with torch.cuda.stream(stream):
+            # no autograd: the ops copy into tensors that may require grad (DDP's buckets under
+            # backward(create_graph=True)); gloo's C++ writes them untracked, and so do these copies
+            with torch.no_grad():
+                if stream is not None:  # CUDA: enqueue on the issuer's stream; the future records it there
+                    with torch.cuda.stream(stream):
+                        fn()
+                        fut.set_result(result)
+                else:
                     fn()
                     fut.set_result(result)
-            else:
-                fn()
-                fut.set_result(result)
         except BaseException as e:  # noqa: B902 — every failure goes to wait(), on every rank
             if not fut.done():
                 fut.set_exception(e)
@@ -195,12 +236,17 @@ def _stop_workers() -> None:
 _WorkBase = getattr(dist, "_Work", None) or dist.Work
 
 
+def _outputs(fut: Any) -> Any:
+    return fut.value()  # raises the op's exception: the chained future fails in C++ (see get_future)
+
+
 class _Work(_WorkBase):  # type: ignore[misc, valid-type]
     """gloo-like Work over a torch future: ``wait()`` raises the op's failure, ``get_future()``."""
 
     def __init__(self, fut: Any) -> None:
         super().__init__()
-        self._fut = fut
+        self._fut = fut  # completed by the worker: the outputs, or set_exception's Python exception
+        self._cfut: Any = None
 
     def wait(self, timeout: Any = None) -> bool:
         self._fut.wait()  # raises the op's exception
@@ -228,7 +274,15 @@ class _Work(_WorkBase):  # type: ignore[misc, valid-type]
         return None
 
     def get_future(self) -> Any:
-        return self._fut
+        """The op's future as torch's C++ needs it. A Python future's set_exception stores the
+        exception as the future's *value* (only Python's wait() raises it), so C++ readers saw a
+        completed future: DDP's reducer took the exception object for the output tensor list and
+        crashed (SIGSEGV in parseCppCommHookResult, e.g. under backward(create_graph=True)). The
+        future handed out is a then() of the op's: a failure raised in the callback marks it failed
+        in C++ too, so the reducer throws it from backward(); its value is the outputs otherwise."""
+        if self._cfut is None:
+            self._cfut = self._fut.then(_outputs)
+        return self._cfut
 
     def result(self) -> Any:
         return self._fut.wait()
@@ -311,6 +365,8 @@ class ProcessGroupSchedc(dist.ProcessGroup):
         self._r, self._n = int(rank), int(size)
         self._timeout = timeout
         self.order = (options.order if isinstance(options, Options) else "canonical")
+        ex = options.exact if isinstance(options, Options) else None
+        self.exact = _env_exact() if ex is None else bool(ex)
         self.comm = _make_comm(store, self._r, self._n, _timeout_s(timeout), global_ranks)
         try:
             self.gloo = dist.ProcessGroupGloo(dist.PrefixStore("schedc-gloo/", store), self._r, self._n, timeout)
@@ -361,6 +417,10 @@ class ProcessGroupSchedc(dist.ProcessGroup):
             self._plans[key] = p
         return p
 
+    def _exact(self, op: str, dtype: torch.dtype) -> bool:
+        """Whether this op runs in exact mode: the group's option, for SUM/AVG of f32/f16/bf16."""
+        return self.exact and op in ("sum", "avg") and dtype in _EXACT_TORCH
+
     def _submit(self, fn: Callable[[], Any], result: Any, tensors: List[torch.Tensor], opts: Any = None) -> _Work:
         cuda = [t for t in tensors if t.is_cuda]
         if cuda:
@@ -369,8 +429,11 @@ class ProcessGroupSchedc(dist.ProcessGroup):
             stream = torch.cuda.current_stream(dev)
         else:
             fut, stream = torch.futures.Future(), None
-            if getattr(opts, "asyncOp", True) is False and self._worker.run_inline(fn, fut, result):
-                return _Work(fut)
+        if self._worker.nested():  # issued by a callback of the op running in this thread: now
+            _Worker._run_one(fn, fut, result, stream)
+            return _Work(fut)
+        if stream is None and getattr(opts, "asyncOp", True) is False and self._worker.run_inline(fn, fut, result):
+            return _Work(fut)
         self._worker.put(fn, fut, result, stream)
         return _Work(fut)
 
@@ -387,9 +450,10 @@ class ProcessGroupSchedc(dist.ProcessGroup):
         t = _one(tensors, "allreduce")
         _check_dtype(t.dtype, "allreduce", op)  # refused now, in the caller
         plan = self._plan("allreduce")
+        ex = self._exact(op, t.dtype)
 
         def run() -> None:
-            self._reduce_into(t, op, "allreduce", lambda b: self.comm.allreduce(b, op=op, plan=plan))
+            self._reduce_into(t, op, "allreduce", lambda b: self.comm.allreduce(b, op=op, plan=plan, exact=ex))
         return self._submit(run, tensors, tensors, opts)
 
     def allreduce_coalesced(self, tensors: List[torch.Tensor], opts: Any = None) -> _Work:
@@ -400,12 +464,16 @@ class ProcessGroupSchedc(dist.ProcessGroup):
         if tensors:
             _check_dtype(tensors[0].dtype, "allreduce_coalesced", op)
         plan = self._plan("allreduce")
+        # exact: one grid for the concatenation (per call), so a tensor's bits can depend on the others'
+        # scale (docs/python.md)
+        ex = bool(tensors) and self._exact(op, tensors[0].dtype)
 
         def run() -> None:
             if not tensors:
                 return
             flat = torch.cat([t.reshape(-1) for t in tensors])  # canonical: layout cannot change the bits
-            self._reduce_into(flat, op, "allreduce_coalesced", lambda b: self.comm.allreduce(b, op=op, plan=plan))
+            self._reduce_into(flat, op, "allreduce_coalesced",
+                              lambda b: self.comm.allreduce(b, op=op, plan=plan, exact=ex))
             off = 0
             for t in tensors:
                 k = t.numel()
@@ -419,19 +487,22 @@ class ProcessGroupSchedc(dist.ProcessGroup):
         t = _one(tensors, "reduce")
         _check_dtype(t.dtype, "reduce", op)
         plan = self._plan("reduce", root)
+        ex = self._exact(op, t.dtype)
 
         def run() -> None:
-            self._reduce_into(t, op, "reduce", lambda b: self.comm.reduce(b, root=root, op=op, plan=plan))
+            self._reduce_into(t, op, "reduce", lambda b: self.comm.reduce(b, root=root, op=op, plan=plan, exact=ex))
         return self._submit(run, tensors, tensors, opts)
 
-    def _rs(self, out: torch.Tensor, inp: torch.Tensor, op: str, what: str) -> None:
-        """reduce_scatter of the flat ``inp`` (n blocks) into ``out`` (one block)."""
+    def _rs(self, out: torch.Tensor, inp: torch.Tensor, op: str, what: str, exact: bool) -> None:
+        """reduce_scatter of the flat ``inp`` (n blocks) into ``out`` (one block); ``exact``: the
+        group's exact mode when the op was issued."""
         if inp.numel() != out.numel() * self._n or inp.dtype != out.dtype:
             raise RuntimeError("schedc backend: %s: the input must hold %d x the output's %d elements of its dtype "
                                "(got %d of %s)" % (what, self._n, out.numel(), inp.numel(), inp.dtype))
         pi = _Prepared(inp, what, True, op)
         po = _Prepared(out, what, True, op)
-        self.comm.reduce_scatter(pi.buf, po.buf, op=op, plan=self._plan("reduce_scatter"))
+        self.comm.reduce_scatter(pi.buf, po.buf, op=op, plan=self._plan("reduce_scatter"),
+                                 exact=exact and op in ("sum", "avg") and out.dtype in _EXACT_TORCH)
         po.finish()
 
     def reduce_scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]],
@@ -443,18 +514,20 @@ class ProcessGroupSchedc(dist.ProcessGroup):
             raise RuntimeError("schedc backend: reduce_scatter: %d input tensors of the output's size and dtype needed"
                                % self._n)
         _check_dtype(out.dtype, "reduce_scatter", op)
+        ex = self.exact
 
         def run() -> None:
-            self._rs(out, torch.cat([x.reshape(-1) for x in ins]), op, "reduce_scatter")
+            self._rs(out, torch.cat([x.reshape(-1) for x in ins]), op, "reduce_scatter", ex)
         return self._submit(run, output_tensors, [out], opts)
 
     def _reduce_scatter_base(self, output: torch.Tensor, inp: torch.Tensor, opts: Any = None) -> _Work:
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         _check_dtype(output.dtype, "reduce_scatter_tensor", op)
+        ex = self.exact
 
         def run() -> None:
             self._rs(output, inp.reshape(-1) if inp.is_contiguous() else inp.contiguous().reshape(-1), op,
-                     "reduce_scatter_tensor")
+                     "reduce_scatter_tensor", ex)
         return self._submit(run, output, [output], opts)
 
     reduce_scatter_single = _reduce_scatter_base  # torch >= 2.12's name
@@ -462,10 +535,11 @@ class ProcessGroupSchedc(dist.ProcessGroup):
     def reduce_scatter_tensor_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor],
                                         opts: Any = None) -> _Work:
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        ex = self.exact
 
         def run() -> None:
             for o, i in zip(outputs, inputs):
-                self._rs(o, i.contiguous().reshape(-1), op, "reduce_scatter_tensor_coalesced")
+                self._rs(o, i.contiguous().reshape(-1), op, "reduce_scatter_tensor_coalesced", ex)
         return self._submit(run, outputs, outputs, opts)
 
     reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
@@ -586,6 +660,16 @@ def set_order(group: Any = None, order: str = "canonical") -> None:
     if not isinstance(pg, ProcessGroupSchedc):
         raise TypeError("schedc.torch.set_order: %r is not a schedc process group" % (pg,))
     pg.order = order
+
+
+def set_exact(group: Any = None, exact: bool = True) -> None:
+    """Turn exact mode on (or off) for a schedc group's SUM/AVG of float32, float16 and bfloat16
+    from now on (``Options.exact``). Call it on every rank of the group at the same point in the
+    op sequence (a rank in exact mode and one not: SCHEDC_EMISMATCH on both, naming the op)."""
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    if not isinstance(pg, ProcessGroupSchedc):
+        raise TypeError("schedc.torch.set_exact: %r is not a schedc process group" % (pg,))
+    pg.exact = bool(exact)
 
 
 def _create(opts: Any, pg_options: Any = None) -> ProcessGroupSchedc:

@@ -103,6 +103,7 @@ _proto("schedc_accumulate", c_int, P, c_int, P)
 _proto("schedc_accum_result", c_int, P, P)
 _proto("schedc_accum_reset", None, P)
 _proto("schedc_accum_free", None, P)
+_proto("schedc_accum_allreduce", c_int, P, P, P, P)
 
 STATUS_NAMES = ["SCHEDC_OK", "SCHEDC_EINVAL", "SCHEDC_ENOMEM", "SCHEDC_EIO", "SCHEDC_ESCRIPT", "SCHEDC_EVERIFY",
                 "SCHEDC_EPLAN", "SCHEDC_EVERSION", "SCHEDC_ETIMEOUT", "SCHEDC_EPEER", "SCHEDC_EMISMATCH",
@@ -119,6 +120,7 @@ _proto("schedc_plan_builtin", c_int, c_int, c_int, c_int, ctypes.POINTER(P))
 DTYPE_NAMES = ["f32", "f64", "f16", "bf16", "i32", "i64"]
 DTYPE_SIZES = [4, 8, 2, 2, 4, 8]
 OP_NAMES = ["sum", "prod", "min", "max", "avg"]
+EXACT_OPS = {64: "sum_exact", 68: "avg_exact"}  # SCHEDC_SUM_EXACT, SCHEDC_AVG_EXACT
 
 
 class AbiError(ImportError):
@@ -141,6 +143,10 @@ def check_abi() -> None:
             got = got.decode() if got is not None else None
             if got != want:
                 fail("value %d is %r in the library, %r here" % (i, got, want))
+    for v, want in EXACT_OPS.items():
+        got = lib.schedc_op_name(v)
+        if (got.decode() if got is not None else None) != want:
+            fail("op value %d is %r in the library, %r here" % (v, got, want))
     for i, sz in enumerate(DTYPE_SIZES):
         if lib.schedc_dtype_size(i) != sz:
             fail("dtype %s has %d bytes in the library, %d here" % (DTYPE_NAMES[i], lib.schedc_dtype_size(i), sz))

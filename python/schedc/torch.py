@@ -15,12 +15,12 @@ from typing import Any, Iterable, List, Optional
 import torch
 import torch.distributed as dist
 
-from . import Comm, Plan, _check, canonical_plan, unique_id
-from ._backend import _MPI_LAUNCHER_VARS, Options, ProcessGroupSchedc, _host_id, register, set_order
+from . import Comm, Plan, _check, _parse_op, canonical_plan, unique_id
+from ._backend import _MPI_LAUNCHER_VARS, Options, ProcessGroupSchedc, _host_id, register, set_exact, set_order
 from ._lib import lib
 
 __all__ = ["init_comm", "HookState", "allreduce_hook", "CanonicalGrads", "ProcessGroupSchedc", "Options",
-           "set_order"]
+           "set_order", "set_exact"]
 
 register()  # dist.init_process_group("schedc")
 
@@ -237,6 +237,7 @@ def allreduce_hook(state: HookState, bucket: dist.GradBucket) -> torch.futures.F
 
 
 _ACC_DTYPES = {torch.float32: 0, torch.float64: 1}
+_EXACT_DTYPES = {torch.float32: 0, torch.float16: 2, torch.bfloat16: 3}  # exact leaves
 
 
 class CanonicalGrads:
@@ -248,33 +249,47 @@ class CanonicalGrads:
     reduced across ranks by a canonical plan: the same bits for any rank count dividing ``leaves``.
     Parameters must be float32 or float64 (all the same); the accumulation is in their type. CUDA
     parameters work too: each leaf's gradients are copied to the host and accumulated there, the
-    sum reduced there and copied back (the same bits as on the CPU; a host copy per leaf)."""
+    sum reduced there and copied back (the same bits as on the CPU; a host copy per leaf).
+
+    ``exact=True``: exact leaves (docs/determinism.md "Exact mode"): every leaf of every rank is
+    put on one fixed-point grid and the integers summed (schedc_accum_allreduce), so the result is
+    the same bits for *every* rank count dividing ``leaves`` (12 leaves: 1, 2, 3, 4, 6, 12 ranks),
+    with no power-of-two condition, and for any ``plan``; ``op="avg"`` divides the exact sum by
+    ``leaves`` and rounds once. Parameters float32, float16 or bfloat16. Each rank keeps its leaves
+    until ``reduce()`` (count x leaves per rank of memory): the grid needs every leaf first."""
 
     def __init__(self, params: Iterable[torch.nn.Parameter], leaves: int, comm: Comm, op: str = "avg",
-                 plan: Optional[Plan] = None) -> None:
+                 plan: Optional[Plan] = None, exact: bool = False) -> None:
         self.params = [p for p in params if p.requires_grad]
         if not self.params:
             raise ValueError("schedc.torch.CanonicalGrads: no parameters that require grad")
         dts = {p.dtype for p in self.params}
-        if len(dts) != 1 or next(iter(dts)) not in _ACC_DTYPES:
-            raise TypeError("schedc.torch.CanonicalGrads: parameters must all be float32 or all float64, got %s"
-                            % sorted(str(d) for d in dts))
+        table = _EXACT_DTYPES if exact else _ACC_DTYPES
+        if len(dts) != 1 or next(iter(dts)) not in table:
+            raise TypeError("schedc.torch.CanonicalGrads: parameters must all be %s, got %s"
+                            % ("float32, all float16 or all bfloat16 with exact=True" if exact else
+                               "float32 or all float64", sorted(str(d) for d in dts)))
         if op not in ("avg", "sum"):
             raise ValueError("schedc.torch.CanonicalGrads: op must be 'avg' or 'sum', not %r" % (op,))
         n, r = comm.nranks, comm.rank
         if leaves <= 0 or leaves % n:
             raise ValueError("schedc.torch.CanonicalGrads: %d leaves do not split evenly over %d ranks" % (leaves, n))
         m = leaves // n
-        if n > 1 and m & (m - 1):
+        if not exact and n > 1 and m & (m - 1):
             raise ValueError("schedc.torch.CanonicalGrads: each rank's %d leaves must be a power of two for its "
-                             "block to be a subtree of the canonical tree (leaves = nranks * 2^k)" % m)
+                             "block to be a subtree of the canonical tree (leaves = nranks * 2^k; or exact=True, "
+                             "which takes any split)" % m)
         self.dtype = next(iter(dts))
+        self.exact = bool(exact)
         self.comm, self.op, self.leaves, self.first, self.per_rank = comm, op, leaves, r * m, m
         self.count = sum(p.numel() for p in self.params)
-        self.plan = plan if plan is not None else canonical_plan(n)
+        # exact: any plan gives the same bits (None: the communicator's default plan)
+        self.plan = plan if plan is not None or exact else canonical_plan(n)
         self._flat = torch.empty(self.count, dtype=self.dtype)
         self._acc = ctypes.c_void_p()
-        _check(lib.schedc_accum_create(self.count, _ACC_DTYPES[self.dtype], 0, self.first, m,
+        # exact: the op is the exact one (avg: the exact sum divided by `leaves`, rounded once)
+        acc_op = (_parse_op(op + "_exact") if exact else 0)
+        _check(lib.schedc_accum_create(self.count, table[self.dtype], acc_op, self.first, m,
                                        ctypes.byref(self._acc)), "CanonicalGrads")
         self.added: List[int] = []
         # What the last reduce() set: each p.grad (a weak ref) and its version counter then. A
@@ -333,12 +348,20 @@ class CanonicalGrads:
         """Canonical sum (or average) of all leaves across ranks into every ``p.grad``; resets the
         accumulator for the next step. Collective: every rank calls it."""
         out = torch.empty(self.count, dtype=self.dtype)
-        _check(lib.schedc_accum_result(self._acc, out.data_ptr()), "CanonicalGrads.reduce")
-        lib.schedc_accum_reset(self._acc)
-        self.added = []
-        self.comm.allreduce(out, op="sum", plan=self.plan)
-        if self.op == "avg":
-            out.div_(self.leaves)  # one division of the canonical sum
+        if self.exact:
+            # every leaf of every rank on one grid, summed as integers across ranks (collective)
+            with self.comm._lock:
+                st = lib.schedc_accum_allreduce(self._acc, out.data_ptr(), self.comm._h(), Comm._plan(self.plan))
+            lib.schedc_accum_reset(self._acc)
+            self.added = []
+            _check(st, "CanonicalGrads.reduce")
+        else:
+            _check(lib.schedc_accum_result(self._acc, out.data_ptr()), "CanonicalGrads.reduce")
+            lib.schedc_accum_reset(self._acc)
+            self.added = []
+            self.comm.allreduce(out, op="sum", plan=self.plan)
+            if self.op == "avg":
+                out.div_(self.leaves)  # one division of the canonical sum
         off = 0
         for p in self.params:
             k = p.numel()

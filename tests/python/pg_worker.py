@@ -118,6 +118,33 @@ if mode == "ops":
         t = torch.arange(10, dtype=torch.int64) * (rank + 1)
         dist.all_reduce(t, group=ring)
         res["ring"] = (ring.order, ring._plan("allreduce"), t)
+    # exact mode per group (docs/python.md): Options(exact=True), $SCHEDC_TORCH_EXACT, set_exact
+    def wide(seed, k, dtype):  # one element far above the rest: their low bits fall below the grid
+        x = data(seed, k, dtype)
+        x[k // 2] = {torch.float32: 2.0 ** 30, torch.bfloat16: 2.0 ** 60}.get(dtype, 2.0 ** 14)
+        return x
+
+    ex = dist.new_group(list(range(n)), pg_options=schedc.torch.Options(exact=True))
+    for name, dt, op in (("f32", torch.float32, R.SUM), ("f16", torch.float16, R.SUM), ("bf16", torch.bfloat16, R.AVG)):
+        run("exact_" + name, wide(1000 + rank, 333, dt), lambda t: dist.all_reduce(t, op=op, group=ex))
+    x = wide(1100 + rank, n * 65, torch.float32)
+    o = torch.empty(65)
+    dist.reduce_scatter_tensor(o, x, group=ex)
+    res["exact_rs"] = (x, o)
+    run("exact_reduce", wide(1200 + rank, 99, torch.float32), lambda t: dist.reduce(t, dst=n - 1, group=ex))
+    ts = [wide(1300 + rank + i, 40 + 9 * i, torch.float32) for i in range(2)]
+    cs = [t.clone() for t in ts]
+    dist.all_reduce_coalesced(cs, group=ex)
+    res["exact_coalesced"] = (ts, cs)
+    run("exact_i64", data(1400 + rank, 50, torch.int64), lambda t: dist.all_reduce(t, group=ex))  # ints: as ever
+    os.environ["SCHEDC_TORCH_EXACT"] = "1"
+    ex_env = dist.new_group(list(range(n)))
+    del os.environ["SCHEDC_TORCH_EXACT"]
+    run("exact_env", wide(1500 + rank, 77, torch.float32), lambda t: dist.all_reduce(t, group=ex_env))
+    schedc.torch.set_exact(None, True)  # the default group, on every rank at this point
+    run("exact_set", wide(1600 + rank, 77, torch.float32), lambda t: dist.all_reduce(t))
+    schedc.torch.set_exact(None, False)
+    res["exact_flags"] = (ex.exact, ex_env.exact, dist.distributed_c10d._get_default_group().exact)
     # unsupported: an error naming the op
     try:
         dist.all_reduce(torch.ones(2), op=R.BAND)

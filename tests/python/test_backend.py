@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import schedc
+from exact_ref import exact_sum
 from trees import chunk_range, parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -211,6 +212,28 @@ def test_group_with_ring_order(ops):
         order, plan, t = res[r]["ring"]
         assert order == "ring" and plan is None
         assert torch.equal(t, torch.arange(10, dtype=torch.int64) * (n * (n + 1) // 2))
+
+
+def test_exact_group_equals_rational_reference(ops):
+    """A group in exact mode (Options(exact=True), $SCHEDC_TORCH_EXACT=1 at new_group, set_exact):
+    every SUM/AVG of f32/f16/bf16 is the exact sum on one grid, rounded once — exact_ref.py's
+    rational evaluation, bit for bit; int64 sums as ever (exact integers)."""
+    n, res = ops
+    for r in range(n):
+        for name, dt, avg in (("f32", torch.float32, False), ("f16", torch.float16, False),
+                              ("bf16", torch.bfloat16, True)):
+            same_bits(res[r]["exact_" + name][1], exact_sum([x["exact_" + name][0] for x in res], dt, avg=avg))
+        full = exact_sum([x["exact_rs"][0] for x in res], torch.float32)  # one grid for the whole input
+        same_bits(res[r]["exact_rs"][1], full[r * 65:(r + 1) * 65])
+        cat = exact_sum([torch.cat(x["exact_coalesced"][0]) for x in res], torch.float32)  # one call, one grid
+        same_bits(torch.cat(res[r]["exact_coalesced"][1]), cat)
+        assert torch.equal(res[r]["exact_i64"][1], sum(x["exact_i64"][0] for x in res))
+        for key in ("exact_env", "exact_set"):
+            same_bits(res[r][key][1], exact_sum([x[key][0] for x in res], torch.float32))
+        assert res[r]["exact_flags"] == (True, True, False)
+    same_bits(res[n - 1]["exact_reduce"][1], exact_sum([x["exact_reduce"][0] for x in res], torch.float32))
+    for r in range(n - 1):
+        same_bits(res[r]["exact_reduce"][1], res[r]["exact_reduce"][0])
 
 
 @pytest.mark.skipif(not TORCH2, reason="DDP and FSDP2 over a Python process group need torch 2.x")

@@ -194,3 +194,104 @@ def test_abi_check_catches_a_wrong_copy(monkeypatch):
     monkeypatch.setattr(_lib, "PlanInfoC", Shifted)
     with pytest.raises(_lib.AbiError, match=r"PlanInfoC|sizeof"):
         _lib.check_abi()
+
+
+TORCH2 = int(torch.__version__.split(".")[0]) >= 2
+# one rank of the "schedc" backend (its own port); DDP needs torch 2.x (test_backend.py)
+ONE_RANK_DDP = """
+    import os, socket, torch, torch.distributed as dist, schedc.torch
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("{backend}", rank=0, world_size=1)
+"""
+
+
+@pytest.mark.skipif(not TORCH2, reason="DDP over a Python process group needs torch 2.x")
+def test_ddp_create_graph_over_schedc_group():
+    """PyTorch's test_ddp_create_graph: DDP, a 0-dim parameter, backward(create_graph=True), 1 rank.
+    The bucket then requires grad; Comm refuses such a tensor, the op failed, and its future held the
+    exception as a value, which DDP's reducer parsed as the tensor list: SIGSEGV (exit -11). Now the
+    backend writes the data untracked, as gloo does: the grads are gloo's, step by step."""
+    def grads(backend):
+        r = run_script(textwrap.dedent(ONE_RANK_DDP.format(backend=backend)) + textwrap.dedent("""
+            class M(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.p = torch.nn.Parameter(torch.tensor(1.5))
+                def forward(self):
+                    return self.p.pow(3)
+            m = torch.nn.parallel.DistributedDataParallel(M())
+            for i in range(3):
+                m().backward(create_graph=True)   # no zero_grad: the grads accumulate
+                print("grad", repr(m.module.p.grad.item()), m.module.p.grad.requires_grad, flush=True)
+            dist.destroy_process_group()
+        """), timeout=120)
+        assert r.returncode == 0, (backend, r.returncode, r.stderr[-2000:])
+        return [ln for ln in r.stdout.splitlines() if ln.startswith("grad ")]
+    got = grads("schedc")
+    assert got == ["grad %r True" % (6.75 * k) for k in (1, 2, 3)], got  # d/dp p^3 = 3p^2 = 6.75
+    assert got == grads("gloo")
+
+
+@pytest.mark.skipif(not TORCH2, reason="DDP over a Python process group needs torch 2.x")
+def test_ddp_backend_failure_raises_from_backward():
+    """A failure of the backend's all-reduce under DDP: the Work's future held the exception as its
+    value (a Python future's set_exception), DDP's C++ reducer read it as the output tensors and
+    crashed (SIGSEGV). The future DDP gets now fails in C++: backward() raises the message."""
+    r = run_script(textwrap.dedent(ONE_RANK_DDP.format(backend="schedc")) + textwrap.dedent("""
+        m = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(3, 2))
+        pg = dist.distributed_c10d._get_default_group()
+        def boom(*a, **k):
+            raise RuntimeError("injected failure in the all-reduce")
+        pg.comm.allreduce = boom
+        try:
+            m(torch.ones(1, 3)).sum().backward()
+            print("no error", flush=True)
+        except RuntimeError as e:
+            print("raised", "injected failure in the all-reduce" in str(e), flush=True)
+        w = dist.all_reduce(torch.ones(2), async_op=True)   # Python's wait(): the original exception
+        try:
+            w.wait()
+        except RuntimeError as e:
+            print("wait raised", str(e), flush=True)
+        dist.destroy_process_group()
+    """), timeout=120)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert "raised True" in r.stdout and "wait raised injected failure in the all-reduce" in r.stdout, r.stdout
+
+
+@pytest.mark.skipif(not TORCH2, reason="DDP over a Python process group needs torch 2.x")
+def test_op_issued_and_waited_by_a_callback_does_not_deadlock():
+    """Completing an op's future runs its callbacks in the group's worker thread; PowerSGD's
+    callbacks issue an all-reduce and wait for it. Queued behind the op whose callback waits, it
+    never ran: DDP with powerSGD_hook hung forever (2 ranks, the first compressed step). Now an op
+    issued from inside a running op runs at once, nested. Here the first op is slowed so the
+    callback surely runs in the worker; its ops (async + wait, and synchronous) complete."""
+    r = run_script(textwrap.dedent(ONE_RANK_DDP.format(backend="schedc")) + textwrap.dedent("""
+        import time
+        pg = dist.distributed_c10d._get_default_group()
+        orig = pg.comm.allreduce
+        def slow(*a, **k):
+            time.sleep(0.3)
+            return orig(*a, **k)
+        pg.comm.allreduce = slow
+        a, b, c = torch.ones(4), torch.full((4,), 2.0), torch.full((4,), 3.0)
+        w = dist.all_reduce(a, async_op=True)
+        def cb(f):
+            dist.all_reduce(b, async_op=True).get_future().wait()  # PowerSGD's pattern
+            dist.all_reduce(c)  # synchronous
+            return threading.current_thread().name
+        print("callback ran in", w.get_future().then(cb).wait(), flush=True)
+        pg.comm.allreduce = orig
+        m = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 8))
+        from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as psgd
+        st = psgd.PowerSGDState(process_group=None, matrix_approximation_rank=1, start_powerSGD_iter=2,
+                                min_compression_rate=0.5)
+        m.register_comm_hook(st, psgd.powerSGD_hook)
+        for i in range(4):
+            m(torch.ones(2, 8)).sum().backward()
+        print("powersgd steps done", flush=True)
+        dist.destroy_process_group()
+    """).replace("import time", "import threading, time"), timeout=90)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert "callback ran in schedc-pg" in r.stdout and "powersgd steps done" in r.stdout, r.stdout
