@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Optional
 import torch
 import torch.distributed as dist
 
-from . import Comm, Plan, canonical_plan, unique_id
+from . import Comm, Error, Plan, canonical_plan, unique_id
 
 __all__ = ["ProcessGroupSchedc", "Options", "set_order", "set_exact", "register"]
 
@@ -214,7 +214,7 @@ class _Worker:
                     fut.set_result(result)
         except BaseException as e:  # noqa: B902 — every failure goes to wait(), on every rank
             if not fut.done():
-                fut.set_exception(e)
+                fut.set_exception(_in_torch_words(e))
 
     def stop(self, timeout: Optional[float] = None) -> None:
         with self._lock:
@@ -222,6 +222,21 @@ class _Worker:
         if t is not None:
             self._q.put(None)
             t.join(timeout)
+
+
+def _in_torch_words(e: BaseException) -> BaseException:
+    """A timeout as PyTorch's backends word it: " Timed out " (gloo's; PyTorch's own tests and
+    users' retry logic match it), as a DistBackendError where torch has one. The rank that timed
+    out first gets SCHEDC_ETIMEOUT; the others, SCHEDC_EPEER quoting its "timed out" — a timeout
+    for them too, as gloo reports it on every rank. schedc's message, which names the missing
+    rank, follows, and the schedc.Error is its cause."""
+    timeout = isinstance(e, Error) and (e.status == "SCHEDC_ETIMEOUT" or
+                                        (e.status == "SCHEDC_EPEER" and " timed out " in e.message))
+    if not timeout:
+        return e
+    err = getattr(dist, "DistBackendError", RuntimeError)("schedc backend: Timed out (%s): %s" % (e.status, e.message))
+    err.__cause__ = e
+    return err
 
 
 @atexit.register

@@ -5,6 +5,7 @@
 import datetime
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -209,6 +210,17 @@ elif mode == "dead":  # the last rank dies before the all_reduce: the others rai
         res["error"] = str(e)
     torch.save(res, os.path.join(out, "rank%d.pt" % rank))
     os._exit(0)  # the store's host may be gone: no orderly teardown
+elif mode == "late":  # the last rank never enters the barrier: the others time out, naming it
+    if rank == n - 1:
+        time.sleep(timeout.total_seconds() + 5)
+        os._exit(0)
+    try:
+        dist.barrier()
+        res["error"] = "no error"
+    except Exception as e:  # noqa: B902
+        res["error"] = str(e)
+    torch.save(res, os.path.join(out, "rank%d.pt" % rank))
+    os._exit(0)
 elif mode == "value":  # concurrent jobs and the launch loop: a small sum
     t = torch.full((1000,), float(sys.argv[3]) * (rank + 1))
     dist.all_reduce(t)

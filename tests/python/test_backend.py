@@ -4,6 +4,7 @@
 # weights, a dead rank raising on every live rank, concurrent jobs, repeated launches.
 import glob
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -254,6 +255,16 @@ def test_dead_rank_raises_on_every_live_rank(tmp_path):
     outs = finish(launch(n, ["dead"], tmp_path, env={"SCHEDC_TEST_TIMEOUT": "5"}), codes=[0, 0, 3])
     for x in results(tmp_path, range(n - 1)):
         assert "rank 2" in x["error"], (x["error"], outs)
+
+
+@pytest.mark.skipif(not TORCH2, reason="run by python.torch2")
+def test_missing_rank_times_out_in_torch_words(tmp_path):
+    """A rank that never arrives: the others raise within the timeout, naming it, in the words
+    PyTorch's suite matches for gloo (test_barrier_timeout_*: " (Timed out|closed|timeout) ")."""
+    n = 3
+    outs = finish(launch(n, ["late"], tmp_path, env={"SCHEDC_TEST_TIMEOUT": "2"}))
+    for x in results(tmp_path, range(n - 1)):
+        assert re.search(" (Timed out|closed|timeout) ", x["error"]) and "rank 2" in x["error"], (x["error"], outs)
 
 
 @pytest.mark.skipif(not TORCH2, reason="run by python.torch2")
