@@ -147,13 +147,15 @@ static int64_t ref_q(const fmt *f, uint32_t x, int g) {
   }
   return (x & f->sign) ? -(int64_t)q : (int64_t)q;
 }
-/* x exactly as an integer multiple of 2^-XS (0 where it is not one: a last bit below 2^-XS) */
+/* x exactly as an integer multiple of 2^-XS (0 where it is not one: a last bit below 2^-XS, or a
+ * value too large for these __int128 sums: m < 2^24 shifted by at most 96, so sums of up to 64
+ * stay below 2^126) */
 enum { XS = 100 };
 static int ref_exact(const fmt *f, uint32_t x, i128 *v) {
   uint64_t m; int k;
   decomp(f, x & ~f->sign, &m, &k);
   if (!m) { *v = 0; return 1; } /* ±0: k is no exponent then (a shift by it would be undefined) */
-  if (k < -XS) return 0;
+  if (k < -XS || k + XS > 96) return 0;
   *v = (i128)m << (k + XS);
   if (x & f->sign) *v = -*v;
   return 1;
@@ -174,7 +176,7 @@ static int reference(schedc_dtype dt, int avg, void *const in[], int n, size_t K
     }
     uint32_t w = ref_round(&f, S, g, avg ? (uint64_t)n : 1);
     put(dt, want, i, w);
-    if (!exact || g + XS < 1) continue;
+    if (!exact || g + XS < 1 || g + XS > 62) continue; /* S * 2^(g+XS) must fit: |S| < 2^63 */
     /* the error on the way in: |S 2^g - X| <= n 2^(g-1) (each input moves at most half a unit);
      * scaled by multiplying: a left shift of a negative S is undefined in C */
     i128 unit = (i128)1 << (g + XS);
