@@ -285,21 +285,19 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
     w.chunk = g->chunk;
     w.line = g->line;
     char *tmp = (char *)sc_cpu_of(c)->temp + (size_t)g->temp * maxchunk * esz;
-    /* a version no peer reads, of a cell inside the caller's result: straight into the receive
-     * buffer (no copy out for it later) */
-    int to_out = a->out && g->phase != SC_PH_A && !g->pub_read && lo >= a->out_lo && hi <= a->out_hi &&
-                 (!a->wide || sc_cpu_of(c)->lastw[g->chunk] == gi);
-    /* widened: computed in the working type into cvt_out (a copy: straight from its source), then
-     * narrowed into the receive buffer */
-    int narrow = to_out && a->wide;
-    /* widened, a last version peers read: written to W for them, then narrowed from there (still in
-     * cache) into the receive buffer, not in a pass over W after the plan */
-    int also = a->wide && a->out && g->phase != SC_PH_A && g->pub_read && lo >= a->out_lo && hi <= a->out_hi &&
-               sc_cpu_of(c)->lastw[g->chunk] == gi;
+    /* a version of a cell inside the caller's result (a widened call's: its last, since a later
+     * group of this rank may read an earlier version again, which must stay in the working type) */
+    int in_result = a->out && g->phase != SC_PH_A && lo >= a->out_lo && hi <= a->out_hi;
+    int result_now = in_result && (!a->wide || sc_cpu_of(c)->lastw[g->chunk] == gi);
+    /* no peer reads it: straight into the receive buffer (no copy out for it later); widened:
+     * computed in the working type into cvt_out (a copy: straight from its source), then narrowed */
+    int to_out = result_now && !g->pub_read, narrow = to_out && a->wide;
+    /* widened, peers read it: written to W for them, then narrowed from there (still in cache) into
+     * the receive buffer, not in a pass over W after the plan */
+    int also = result_now && g->pub_read && a->wide;
     char *cell = to_out && !narrow ? a->out + (lo - a->out_lo) * esz : W + lo * esz; /* where this group writes */
     /* it writes into the receive buffer: an unread version sent there, or W is the receive buffer */
-    int in_out = to_out || (a->out && g->phase != SC_PH_A && lo >= a->out_lo && hi <= a->out_hi &&
-                            cell == a->out + (lo - a->out_lo) * esz);
+    int in_out = to_out || (in_result && cell == a->out + (lo - a->out_lo) * esz);
     /* the CRC32C of each written slice is needed: peers check it, or the sliced digest folds it */
     int want_crc = (check && g->pub_read) || (in_out && a->dig);
     for (size_t j = 0; j < nsl && st == SCHEDC_OK; j++) {
