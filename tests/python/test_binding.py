@@ -2,33 +2,18 @@
 # (ranks as Python threads), results compared bit for bit with trees.py's evaluation of the
 # plan's printed trees, and the errors (wrong dtype, non-contiguous, size mismatch, bad plan).
 import array
-import threading
 
 import numpy as np
 import pytest
 import torch
 
 import schedc
+from ranks import run_ranks
 from trees import canonical, chunk_range, evaluate, parse, reduce_by_plan
 
 N = 3
 
 
-def run_ranks(comms, fn):
-    """fn(rank, comm) on one thread per rank; returns results or raised exceptions by rank."""
-    res = [None] * len(comms)
-
-    def go(r):
-        try:
-            res[r] = fn(r, comms[r])
-        except BaseException as e:  # noqa: B902 - reported to the test
-            res[r] = e
-    ts = [threading.Thread(target=go, args=(r,)) for r in range(len(comms))]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(60)
-    return res
 
 
 @pytest.fixture(scope="module")

@@ -11,24 +11,15 @@ import torch
 
 import schedc
 import schedc.torch as st
+import ranks
 from exact_ref import exact_sum, real_sum_rounded
 
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
 def run_ranks(comms, fn):
-    res = [None] * len(comms)
-
-    def go(r):
-        try:
-            res[r] = fn(r, comms[r])
-        except BaseException as e:  # noqa: B902 - reported to the test
-            res[r] = e
-    ts = [threading.Thread(target=go, args=(r,)) for r in range(len(comms))]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(120)
+    """ranks.run_ranks, every rank's call required to succeed."""
+    res = ranks.run_ranks(comms, fn, timeout=120)
     errs = [x for x in res if isinstance(x, BaseException)]
     assert not errs, errs
     return res
