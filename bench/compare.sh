@@ -4,11 +4,11 @@
 # built-in ring, schedc with the plan `schedc tune` chose per size (tuned here first), Open MPI's
 # MPI_Allreduce (bench/mpi_allreduce.c) and Gloo's allreduce (bench/gloo_allreduce.cc), both
 # written without schedc code; plus the roofline from this host's measured memcpy bandwidth.
-# Then the busy-neighbour run: 8 B - 4 KiB, schedc (shm, built-in choice) and MPI, each with one
-# busy process (`while :; do :; done`) beside the job, and each quiet, BUSY_ITERS calls per size
+# Then the busy-neighbour run: 8 B - 4 KiB, schedc (shm, built-in choice; and again with each rank
+# pinned to a CPU, SCHEDC_BIND=core) and MPI, each with one busy process (`while :; do :; done`) beside the job, and each quiet, BUSY_ITERS calls per size
 # (default 20000: a short run fits inside one scheduler slice and hides preemption entirely;
 # BUSY_ITERS4, default 2000, when the ranks outnumber the cores; BUSY_SIZES, default 8,64,512,4K);
-# each row gives the mean, p50, p99 and max per call of both systems.
+# each row gives the mean, p50, p99 and max per call of one system.
 # Writes bench/results.md, bench/busbw.svg, and the table into docs/performance.md between the
 # compare markers. BUSY_ONLY=1: only the busy-neighbour run, its table on stdout, nothing written.
 set -euo pipefail
@@ -17,32 +17,42 @@ B=${1:-build}
 S=$B/schedc
 BUSY_ITERS=${BUSY_ITERS:-20000}
 BUSY_ITERS4=${BUSY_ITERS4:-2000} # 4 ranks on 2 cores: Open MPI takes ~ms per call beside a busy process
-# busy_table N: the busy-neighbour rows for N ranks (quiet and busy, schedc and MPI, alternated):
-# per call mean, p50, p99 and max (a stall of one call in thousands shows only in p99 and max)
+# busy_table N: the busy-neighbour rows for N ranks, quiet and beside a busy process; systems in
+# turn: schedc (shm, built-in choice), schedc with SCHEDC_BIND=core (each rank pinned to a CPU, as
+# Open MPI pins np <= 2 by default) and MPI; per call mean, p50, p99 and max (a stall of one call
+# in thousands shows only in p99 and max), and schedc's mean and max over MPI's
 busy_table() {
   local n=$1 bsz=${BUSY_SIZES:-8,64,512,4K} t its
   its=$([ "$n" -gt "$(nproc)" ] && echo "$BUSY_ITERS4" || echo "$BUSY_ITERS")
   local bit="--iters $its --warmup 20"
   t=$(mktemp -d)
+  # (no pinned row when the ranks outnumber the cores: SCHEDC_BIND=core leaves them unpinned then)
+  local systems="schedc bound mpi"
+  [ "$n" -gt "$(nproc)" ] && systems="schedc mpi"
   for mode in quiet busy; do
-    for sys in schedc mpi; do
+    for sys in $systems; do
       local bp=""
       if [ $mode = busy ]; then sh -c 'while :; do :; done' & bp=$!; fi
       # size mean p50 p99 max
-      if [ $sys = schedc ]; then "$S" bench --backend shm --ranks "$n" --sizes "$bsz" $bit | grep -v '^#' | awk '{ print $1, $5, $8, $9, $10 }' >"$t/$sys.$mode"
+      if [ $sys != mpi ]; then
+        SCHEDC_BIND=$([ $sys = bound ] && echo core || echo none) "$S" bench --backend shm --ranks "$n" --sizes "$bsz" $bit |
+          grep -v '^#' | awk '{ print $1, $5, $8, $9, $10 }' >"$t/$sys.$mode"
       elif [ -x "$B/mpi_allreduce" ] && command -v mpirun >/dev/null; then
         mpirun --allow-run-as-root --oversubscribe -np "$n" "$B/mpi_allreduce" --sizes "$bsz" $bit </dev/null | grep -v '^#' | awk '{ print $1, $5, $8, $9, $10 }' >"$t/$sys.$mode"
       else awk '{ print $1, 0, 0, 0, 0 }' "$t/schedc.$mode" >"$t/$sys.$mode"; fi
       if [ -n "$bp" ]; then kill "$bp"; wait "$bp" 2>/dev/null || true; fi
     done
   done
-  echo "| size (B) | neighbour | schedc mean us | p50 | p99 | max | MPI mean us | p50 | p99 | max | mean: schedc / MPI | max: schedc / MPI |"
-  echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| size (B) | neighbour | system | mean us | p50 | p99 | max | mean / MPI's | max / MPI's |"
+  echo "|---:|---|---|---:|---:|---:|---:|---:|---:|"
   for mode in quiet busy; do
-    paste -d' ' "$t/schedc.$mode" "$t/mpi.$mode" | while read -r sz sm s50 s99 smx _ mm m50 m99 mmx; do
-      awk -v sz="$sz" -v md=$mode -v sm="$sm" -v s50="$s50" -v s99="$s99" -v smx="$smx" -v mm="$mm" -v m50="$m50" -v m99="$m99" -v mmx="$mmx" 'BEGIN {
-        printf "| %s | %s | %.2f | %.2f | %.2f | %.1f | %.2f | %.2f | %.2f | %.1f | %s | %s |\n", sz, md, sm, s50, s99, smx, mm, m50, m99, mmx,
-          (mm > 0 ? sprintf("%.2f", sm / mm) : "-"), (mmx > 0 ? sprintf("%.2f", smx / mmx) : "-") }'
+    for sys in $systems; do
+      local name; case $sys in schedc) name=schedc;; bound) name="schedc, SCHEDC_BIND=core";; mpi) name="Open MPI";; esac
+      paste -d' ' "$t/$sys.$mode" "$t/mpi.$mode" | while read -r sz sm s50 s99 smx _ mm _ _ mmx; do
+        awk -v sz="$sz" -v md=$mode -v nm="$name" -v sm="$sm" -v s50="$s50" -v s99="$s99" -v smx="$smx" -v mm="$mm" -v mmx="$mmx" -v self=$([ $sys = mpi ] && echo 1 || echo 0) 'BEGIN {
+          printf "| %s | %s | %s | %.2f | %.2f | %.2f | %.1f | %s | %s |\n", sz, md, nm, sm, s50, s99, smx,
+            (self || mm <= 0 ? "-" : sprintf("%.2f", sm / mm)), (self || mmx <= 0 ? "-" : sprintf("%.2f", smx / mmx)) }'
+      done
     done
   done
   rm -rf "$t"

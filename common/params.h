@@ -37,6 +37,10 @@
   X(SCHEDC_SPIN, ENUM, 0, 0, "auto|short", "auto", LIB,                                                          \
     "cpu waits: auto spins while the awaited rank runs elsewhere, yields to it on this CPU, sleeps after 1 ms "  \
     "preempted elsewhere (performance.md); short sleeps after 100 us")                                           \
+  X(SCHEDC_BIND, ENUM, 0, 0, "none|core", "none", LIB,                                                         \
+    "threads and shm ranks: core pins each rank's thread, at its first call, to the rank-th of the CPUs it may " \
+    "run on, as mpirun --bind-to core, unless the ranks outnumber them (performance.md: beside a busy "          \
+    "process); none leaves it")                                                                                  \
   X(SCHEDC_SMALL, SIZE, 0, 8192, "", "8192", LIB,                                                               \
     "cpu: calls of at most this many bytes (accumulation type) take the small-message path (0: never; above "   \
     "64 ranks at most 512 KiB / ranks, an arrival line's data), performance.md")                                 \

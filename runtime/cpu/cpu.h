@@ -153,6 +153,8 @@ struct sc_cpu {
                               * before it is narrowed) */
   uint32_t *lastw; size_t lastw_cap; /* widened calls: [nchunks] this rank's last group writing each cell */
   uint8_t *tallied; size_t tallied_cap; /* widened exact calls under the identity check: sc_widening.tallied */
+  int bind_wanted;           /* SCHEDC_BIND=core and not tried yet: pin the thread of the next call */
+  struct sc_bind *bound;     /* bind.c: the pinned thread and its mask before (NULL: not pinned) */
 };
 
 static inline sc_cpu *sc_cpu_of(const schedc_comm *c) { return (sc_cpu *)c->be_data; }
@@ -176,6 +178,13 @@ schedc_status sc_cpu_new(const sc_backend *be, const sc_transport *tr, int rank,
 /* Common init after the transport set up the shared block: slots, liveness, init barrier, plan
  * hash. */
 schedc_status sc_cpu_start(schedc_comm *c);
+
+/* bind.c — SCHEDC_BIND=core: pin the calling thread to the rank-th of the CPUs it may run on,
+ * once, at the rank's first call; not when the ranks outnumber those CPUs (a failure is a
+ * warning: the rank runs unpinned); the
+ * mask it had is given back by sc_unbind_rank, from any thread, when the communicator is freed. */
+void sc_bind_rank(schedc_comm *c);
+void sc_unbind_rank(schedc_comm *c);
 
 /* sync.c — waits on shared counters: spin briefly, then futex, with the communicator's timeout
  * and liveness checks. On failure: the status, errmsg set, and the failure recorded. */

@@ -73,6 +73,14 @@ schedc_status sc_cpu_new(const sc_backend *be, const sc_transport *tr, int rank,
     return st;
   }
   x->spin_short = spin == 1;
+  int bind = 0; /* SCHEDC_BIND's words: none, core */
+  if ((st = sc_param_enum(SC_P_SCHEDC_BIND, &bind)) != SCHEDC_OK) {
+    free(x->peer);
+    free(x);
+    sc_comm_release(c);
+    return st;
+  }
+  x->bind_wanted = bind == 1;
   /* SCHEDC_SMALL, default 8 KiB (SC_SMALL_CAP): the small-message path beats the plan up to there at
    * 2 and 4 ranks on the 2-core VM (docs/performance.md); above 64 ranks the line caps it lower */
   if ((st = sc_param_size(SC_P_SCHEDC_SMALL, &x->small)) != SCHEDC_OK) {
@@ -345,6 +353,7 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k, sc_result 
   sc_slot *slot = &x->sh->slots[me];
   sc_desc *desc = &slot->d[parity];
   schedc_status st;
+  if (x->bind_wanted) sc_bind_rank(c); /* the rank's own thread: the first call's */
   if (sc_small_call(c, k)) {
     /* the initial cells go into this rank's arrival line, where the peers read them */
     sc_work_in(c, k, sc_arr(x->sh, parity, (uint32_t)me)->data);
@@ -418,6 +427,7 @@ static const char *cpu_failure(schedc_comm *c) {
 
 static void cpu_free(schedc_comm *c) {
   sc_cpu *x = sc_cpu_of(c);
+  sc_unbind_rank(c);
   x->tr->destroy(c);
   free(x->temp);
   free(x->flipbuf);

@@ -1,0 +1,153 @@
+/*
+ * test_bind.c — SCHEDC_BIND (runtime/cpu/bind.c), the pinning itself, no timing: with `core`, the
+ * thread of each rank's first call runs afterwards on exactly one CPU, the rank-th of those it was
+ * allowed (found here from the mask the thread had: all CPUs, one CPU, the last CPU only), or is
+ * left alone when the ranks outnumber those CPUs; either way it gets its mask back when its
+ * communicator is freed; threads ranks and forked shm ranks; with `none` and unset the mask is
+ * left alone. The sums of the calls are checked too (integers).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "schedc/schedc.h"
+
+#define MAXR 4
+#define COUNT 4099 /* above the small path's 8 KiB: the plan's call; 7 below it: the small path's */
+
+/* The rank-th allowed CPU of m: what `core` must pick (written here from the documented rule, not
+ * from bind.c). */
+static int want_cpu(const cpu_set_t *m, int rank) {
+  int k = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+    if (CPU_ISSET(cpu, m) && k++ == rank) return cpu;
+  return -1;
+}
+
+typedef struct job {
+  schedc_comm *c;
+  int rank, nranks, pinned; /* pinned: SCHEDC_BIND=core is set */
+  size_t count;
+  int bad;                  /* failures seen by this rank */
+} job;
+
+/* One rank: its mask before, an allreduce, the mask after (one CPU, the right one; or unchanged),
+ * then its communicator freed and the mask as before. */
+static int rank_body(job *j) {
+  cpu_set_t before, after, back;
+  int bad = 0;
+  if (sched_getaffinity(0, sizeof before, &before)) return 1;
+  float *buf = malloc(j->count * sizeof *buf);
+  for (size_t e = 0; e < j->count; e++) buf[e] = (float)(j->rank + 1 + (int)(e % 5));
+  if (schedc_allreduce(buf, buf, j->count, SCHEDC_F32, SCHEDC_SUM, j->c, NULL) != SCHEDC_OK) {
+    fprintf(stderr, "rank %d: %s\n", j->rank, schedc_errmsg());
+    free(buf);
+    return 1;
+  }
+  for (size_t e = 0; e < j->count; e++)
+    if (buf[e] != (float)(j->nranks * (j->nranks + 1) / 2 + j->nranks * (int)(e % 5)) && bad++ < 1)
+      fprintf(stderr, "rank %d element %zu: %g\n", j->rank, e, buf[e]);
+  free(buf);
+  sched_getaffinity(0, sizeof after, &after);
+  if (j->pinned && j->nranks <= CPU_COUNT(&before)) {
+    int w = want_cpu(&before, j->rank);
+    if (CPU_COUNT(&after) != 1 || !CPU_ISSET(w, &after)) {
+      fprintf(stderr, "rank %d of %d: pinned to %d CPUs, want CPU %d only (%d allowed before)\n", j->rank, j->nranks,
+              CPU_COUNT(&after), w, CPU_COUNT(&before));
+      bad++;
+    }
+  } else if (!CPU_EQUAL(&before, &after)) {
+    fprintf(stderr, "rank %d of %d: mask changed (%d CPUs allowed; SCHEDC_BIND=core: %d)\n", j->rank, j->nranks,
+            CPU_COUNT(&before), j->pinned);
+    bad++;
+  }
+  schedc_comm_free(j->c);
+  sched_getaffinity(0, sizeof back, &back);
+  if (!CPU_EQUAL(&before, &back)) {
+    fprintf(stderr, "rank %d: mask not given back when its communicator was freed (%d CPUs, had %d)\n", j->rank,
+            CPU_COUNT(&back), CPU_COUNT(&before));
+    bad++;
+  }
+  return bad;
+}
+
+static void *thread_main(void *p) {
+  job *j = p;
+  j->bad = rank_body(j);
+  return NULL;
+}
+
+static void threads_case(int nranks, int pinned, size_t count) {
+  schedc_comm *comms[MAXR];
+  job jobs[MAXR];
+  pthread_t th[MAXR];
+  CHECK(schedc_comm_init_threads(nranks, NULL, comms) == SCHEDC_OK);
+  for (int r = 0; r < nranks; r++) {
+    jobs[r] = (job){comms[r], r, nranks, pinned, count, 0};
+    pthread_create(&th[r], NULL, thread_main, &jobs[r]);
+  }
+  for (int r = 0; r < nranks; r++) {
+    pthread_join(th[r], NULL);
+    CHECK(jobs[r].bad == 0);
+  }
+}
+
+static void shm_case(int nranks, int pinned) {
+  char jobname[64];
+  snprintf(jobname, sizeof jobname, "bind%d-%d-%d", (int)getpid(), nranks, pinned);
+  pid_t pid[MAXR];
+  for (int r = 0; r < nranks; r++) {
+    if ((pid[r] = fork()) == 0) {
+      schedc_comm *c;
+      if (schedc_comm_init_shm(r, nranks, jobname, NULL, &c) != SCHEDC_OK) _exit(100);
+      job j = {c, r, nranks, pinned, COUNT, 0};
+      _exit(rank_body(&j) ? 1 : 0);
+    }
+  }
+  for (int r = 0; r < nranks; r++) {
+    int ws = 0;
+    waitpid(pid[r], &ws, 0);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+  }
+}
+
+/* Every case, with the process (and so every thread it starts) allowed the CPUs of `m`. */
+static void all_cases(const cpu_set_t *m, const char *what) {
+  CHECK(sched_setaffinity(0, sizeof *m, m) == 0);
+  fprintf(stderr, "-- allowed: %s (%d CPUs)\n", what, CPU_COUNT(m));
+  setenv("SCHEDC_BIND", "core", 1);
+  for (int n = 1; n <= 3; n++) {
+    threads_case(n, 1, COUNT);
+    threads_case(n, 1, 7);
+  }
+  shm_case(2, 1);
+  shm_case(3, 1);
+  setenv("SCHEDC_BIND", "none", 1);
+  threads_case(2, 0, COUNT);
+  shm_case(2, 0);
+  unsetenv("SCHEDC_BIND");
+  threads_case(2, 0, COUNT);
+}
+
+int main(void) {
+  cpu_set_t all, one, last;
+  CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
+  all_cases(&all, "as started");
+  int first = want_cpu(&all, 0), lastcpu = want_cpu(&all, CPU_COUNT(&all) - 1);
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  all_cases(&one, "the first CPU only");
+  if (lastcpu != first) { /* the rule counts allowed CPUs, not CPU numbers */
+    CPU_ZERO(&last);
+    CPU_SET(lastcpu, &last);
+    all_cases(&last, "the last CPU only");
+  }
+  sched_setaffinity(0, sizeof all, &all);
+  return DONE();
+}
