@@ -65,30 +65,19 @@ schedc_status sc_cpu_new(const sc_backend *be, const sc_transport *tr, int rank,
   x->tr = tr;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   x->oversubscribed = nranks > (ncpu > 0 ? ncpu : 1);
-  int spin = 0; /* SCHEDC_SPIN's words: auto, short */
-  if ((st = sc_param_enum(SC_P_SCHEDC_SPIN, &spin)) != SCHEDC_OK) {
+  /* SCHEDC_SPIN's words: auto, short; SCHEDC_BIND's: none, core. SCHEDC_SMALL, default 8 KiB
+   * (SC_SMALL_CAP): the small-message path beats the plan up to there at 2 and 4 ranks on the
+   * 2-core VM (docs/performance.md); above 64 ranks the line caps it lower */
+  int spin = 0, bind = 0;
+  if ((st = sc_param_enum(SC_P_SCHEDC_SPIN, &spin)) != SCHEDC_OK || (st = sc_param_enum(SC_P_SCHEDC_BIND, &bind)) != SCHEDC_OK ||
+      (st = sc_param_size(SC_P_SCHEDC_SMALL, &x->small)) != SCHEDC_OK) {
     free(x->peer);
     free(x);
     sc_comm_release(c);
     return st;
   }
   x->spin_short = spin == 1;
-  int bind = 0; /* SCHEDC_BIND's words: none, core */
-  if ((st = sc_param_enum(SC_P_SCHEDC_BIND, &bind)) != SCHEDC_OK) {
-    free(x->peer);
-    free(x);
-    sc_comm_release(c);
-    return st;
-  }
   x->bind_wanted = bind == 1;
-  /* SCHEDC_SMALL, default 8 KiB (SC_SMALL_CAP): the small-message path beats the plan up to there at
-   * 2 and 4 ranks on the 2-core VM (docs/performance.md); above 64 ranks the line caps it lower */
-  if ((st = sc_param_size(SC_P_SCHEDC_SMALL, &x->small)) != SCHEDC_OK) {
-    free(x->peer);
-    free(x);
-    sc_comm_release(c);
-    return st;
-  }
   c->be_data = x;
   *out = c;
   return SCHEDC_OK;
