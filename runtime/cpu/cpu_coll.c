@@ -114,6 +114,44 @@ static void reset_counters(schedc_comm *c, int parity) {
   x->ctr_used[parity ^ 1] = 0;
 }
 
+/* Before the arrival: may this rank's final versions travel narrowed through its receive buffer
+ * (sc_narrow_plan)? A widened allreduce with the shortcuts into the receive buffer (not exact
+ * mode: its integers would do, but it keeps the path its identity check was proven on), nothing
+ * injected into its transfers or reduces (a flip lands on a working-type payload), and a receive
+ * buffer its peers can read. Recorded in the descriptor, which the peers read after the arrival. */
+static void share_out(schedc_comm *c, const sc_call *k, const sc_execargs *sp, sc_desc *d) {
+  const sc_inject *in = &c->inj;
+  int inj = sc_call_injects(k) && (in->flip_rank >= 0 || in->arith_rank >= 0);
+  d->out_shared = 0;
+  if (k->coll == SCHEDC_ALLREDUCE && sp->wide && !sp->wide->ex && sp->out && k->K && !inj)
+    d->out_shared = sc_cpu_of(c)->tr->share_out(c, k->recv, k->K * schedc_dtype_size(k->dtype), d);
+}
+
+/* After the arrival: when every rank's receive buffer is shared (the same answer on every rank,
+ * from the same descriptors), the plan's narrowed finals (a->nar) and the peers' receive buffers
+ * mapped; else nothing. */
+static schedc_status narrow_finals(schedc_comm *c, const sc_call *k, sc_execargs *a) {
+  sc_cpu *x = sc_cpu_of(c);
+  int parity = (int)(k->seq & 1);
+  if (!a->wide) return SCHEDC_OK;
+  for (int r = 0; r < c->nranks; r++)
+    if (!x->sh->slots[r].d[parity].out_shared) return SCHEDC_OK;
+  /* out of memory, this rank cannot follow the plan its peers run: the call fails on every rank */
+  const uint8_t *nar = NULL;
+  if ((!x->peer_out && !(x->peer_out = calloc((size_t)c->nranks, sizeof *x->peer_out))) ||
+      !(nar = sc_narrow_plan(c, k->prog))) {
+    sc_fail(c, SC_ABORTED, "rank %d ran out of memory for the plan's narrowed versions", c->rank);
+    return sc_err(SCHEDC_ENOMEM, "%s: out of memory for the plan's narrowed versions", k->cn);
+  }
+  schedc_status st = x->tr->map_outs(c, k->prog->rank[c->rank].reads_from, parity);
+  if (st != SCHEDC_OK) {
+    sc_fail(c, SC_ABORTED, "rank %d could not map its peers' receive buffers", c->rank);
+    return st;
+  }
+  a->nar = nar;
+  return SCHEDC_OK;
+}
+
 /* After the arrival: map the peers and run the plan (`sp`: the call's loc, init, out and wide). */
 static schedc_status run_plan(schedc_comm *c, const sc_call *k, const sc_execargs *sp, sc_result *res) {
   sc_cpu *x = sc_cpu_of(c);
@@ -126,7 +164,8 @@ static schedc_status run_plan(schedc_comm *c, const sc_call *k, const sc_execarg
     return st;
   }
   sc_execargs a = {k->prog, ir->nfiles ? ir->files[0] : "", k->cn, k->acc, k->op, k->K, parity, k->flags,
-                   sp->loc, sp->init, sp->out, sp->out_lo, sp->out_hi, sp->dig, &res->bad, sp->wide};
+                   sp->loc, sp->init, sp->out, sp->out_lo, sp->out_hi, sp->dig, &res->bad, sp->wide, NULL};
+  if ((st = narrow_finals(c, k, &a)) != SCHEDC_OK) return st;
   return sc_exec(c, &a);
 }
 
@@ -379,6 +418,7 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k, sc_result 
     sc_work_in(c, k, W);
     if (checks) sc_exec_stage_inputs(c, k->prog, asz, k->K, W, NULL, 1, NULL, parity, NULL);
   }
+  share_out(c, k, &sp, desc);
   sc_describe(desc, k, SC_PATH_PLAN);
   atomic_store_explicit(&slot->entered, (uint32_t)seq, memory_order_relaxed); /* for messages only */
   atomic_store(&slot->busy, 1u);
@@ -427,6 +467,8 @@ static void cpu_free(schedc_comm *c) {
   free(x->lastw);
   free(x->tallied);
   free(x->peer);
+  free(x->peer_out);
+  free(x->nar);
   free(x);
   c->be_data = NULL;
 }
