@@ -332,7 +332,10 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
  * where a bf16 copy read 4 and wrote 4 + 2. The same table on every rank: a function of the plan
  * alone. flags: [rank me's groups]; NULL: out of memory (then no group is flagged). */
 enum { SC_NAR_READ = 1, SC_NAR_PUB = 2 };
-const uint8_t *sc_narrow_plan(schedc_comm *c, const sc_prog *p);
+/* *need: [nranks], 1 for the ranks whose receive buffer this rank reads (a non-empty chunk of K
+ * elements). Only those may be mapped: a rank none reads in this call may have left it already
+ * (its drain waits for no one), and freed the buffer. */
+const uint8_t *sc_narrow_plan(schedc_comm *c, const sc_prog *p, size_t K, const uint8_t **need);
 /* The executor's slices for K elements of esz bytes in C chunks: *se elements each, at most *nsl
  * per chunk. -1 when the communicator's counters cannot hold even one slice per chunk. */
 int sc_exec_slicing(const schedc_comm *c, size_t K, uint32_t C, size_t esz, size_t *se, size_t *nsl);

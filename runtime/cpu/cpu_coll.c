@@ -137,13 +137,13 @@ static schedc_status narrow_finals(schedc_comm *c, const sc_call *k, sc_execargs
   for (int r = 0; r < c->nranks; r++)
     if (!x->sh->slots[r].d[parity].out_shared) return SCHEDC_OK;
   /* out of memory, this rank cannot follow the plan its peers run: the call fails on every rank */
-  const uint8_t *nar = NULL;
+  const uint8_t *nar = NULL, *need = NULL;
   if ((!x->peer_out && !(x->peer_out = calloc((size_t)c->nranks, sizeof *x->peer_out))) ||
-      !(nar = sc_narrow_plan(c, k->prog))) {
+      !(nar = sc_narrow_plan(c, k->prog, k->K, &need))) {
     sc_fail(c, SC_ABORTED, "rank %d ran out of memory for the plan's narrowed versions", c->rank);
     return sc_err(SCHEDC_ENOMEM, "%s: out of memory for the plan's narrowed versions", k->cn);
   }
-  schedc_status st = x->tr->map_outs(c, k->prog->rank[c->rank].reads_from, parity);
+  schedc_status st = x->tr->map_outs(c, need, parity);
   if (st != SCHEDC_OK) {
     sc_fail(c, SC_ABORTED, "rank %d could not map its peers' receive buffers", c->rank);
     return st;

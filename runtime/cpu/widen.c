@@ -44,20 +44,20 @@ void sc_narrow(sc_widening *wd, void *dst, const void *src, size_t n, void *scra
  * changes, from the last group backwards (one sweep plus the check, for plans whose chains run
  * in rank order). A function of the plan alone: every rank finds the same table. */
 enum { NAR_NONE = UINT32_MAX };
-const uint8_t *sc_narrow_plan(schedc_comm *c, const sc_prog *p) {
+const uint8_t *sc_narrow_plan(schedc_comm *c, const sc_prog *p, size_t K, const uint8_t **need) {
   sc_cpu *x = sc_cpu_of(c);
   uint32_t R = p->nranks, C = p->nchunks, me = (uint32_t)c->rank;
   const sc_rankprog *mp = &p->rank[me];
   size_t cells = (size_t)R * C;
-  size_t need = cells * (2 * sizeof(uint32_t) + 2) + mp->ng;
-  if (need > x->nar_cap) {
-    void *t = realloc(x->nar, need);
+  size_t bytes = cells * (2 * sizeof(uint32_t) + 2) + mp->ng + R;
+  if (bytes > x->nar_cap) {
+    void *t = realloc(x->nar, bytes);
     if (!t) return NULL;
     x->nar = t;
-    x->nar_cap = need;
+    x->nar_cap = bytes;
   }
   uint32_t *last = x->nar, *fin = last + cells; /* per cell: its last write's group, its version */
-  uint8_t *ok = (uint8_t *)(fin + cells), *read = ok + cells, *flags = read + cells;
+  uint8_t *ok = (uint8_t *)(fin + cells), *read = ok + cells, *flags = read + cells, *from = flags + mp->ng;
   for (size_t i = 0; i < cells; i++) last[i] = NAR_NONE, fin[i] = 0, read[i] = 0;
   for (uint32_t r = 0; r < R; r++)
     for (uint32_t gi = p->rank[r].g_off; gi < p->rank[r].g_off + p->rank[r].ng; gi++)
@@ -95,6 +95,7 @@ const uint8_t *sc_narrow_plan(schedc_comm *c, const sc_prog *p) {
         if (ok[cell] && sr->version == fin[cell]) ok[cell] = 0, changed = 1;
       }
   }
+  memset(from, 0, R);
   for (uint32_t i = 0; i < mp->ng; i++) {
     uint32_t gi = mp->g_off + i;
     const sc_group *g = &p->groups[gi];
@@ -107,7 +108,11 @@ const uint8_t *sc_narrow_plan(schedc_comm *c, const sc_prog *p) {
       size_t cell = (size_t)sr->rank * C + g->chunk;
       /* ok[cell] implies that this copy's own version is ok or unread (the sweeps) */
       if (ok[cell] && sr->version == fin[cell] && (ok[mine] || !read[mine])) flags[i] |= SC_NAR_READ;
+      size_t lo, hi;
+      sc_chunk_range(K, C, g->chunk, &lo, &hi);
+      if ((flags[i] & SC_NAR_READ) && hi > lo) from[sr->rank] = 1;
     }
   }
+  *need = from;
   return flags;
 }
