@@ -167,6 +167,7 @@ struct sc_cpu {
   uint32_t *lastw; size_t lastw_cap; /* widened calls: [nchunks] this rank's last group writing each cell */
   uint8_t *tallied; size_t tallied_cap; /* widened exact calls under the identity check: sc_widening.tallied */
   void *nar; size_t nar_cap; /* sc_narrow_plan's analysis of the current call's plan (scratch and flags) */
+  const sc_prog *nar_prog; uint64_t nar_hash; /* the plan it was made for (NULL: none) */
 };
 
 static inline sc_cpu *sc_cpu_of(const schedc_comm *c) { return (sc_cpu *)c->be_data; }
@@ -330,12 +331,13 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
  * published (SC_NAR_PUB; the working buffer is not written), and its readers copy those bits
  * from there into their own receive buffer (SC_NAR_READ): 2 bytes read and 2 written per element
  * where a bf16 copy read 4 and wrote 4 + 2. The same table on every rank: a function of the plan
- * alone. flags: [rank me's groups]; NULL: out of memory (then no group is flagged). */
+ * alone (hash: the plan's, with p the key of the table kept for the next call). flags: [rank me's
+ * groups]; NULL: out of memory (then no group is flagged). */
 enum { SC_NAR_READ = 1, SC_NAR_PUB = 2 };
 /* *need: [nranks], 1 for the ranks whose receive buffer this rank reads (a non-empty chunk of K
  * elements). Only those may be mapped: a rank none reads in this call may have left it already
  * (its drain waits for no one), and freed the buffer. */
-const uint8_t *sc_narrow_plan(schedc_comm *c, const sc_prog *p, size_t K, const uint8_t **need);
+const uint8_t *sc_narrow_plan(schedc_comm *c, const sc_prog *p, uint64_t hash, size_t K, const uint8_t **need);
 /* The executor's slices for K elements of esz bytes in C chunks: *se elements each, at most *nsl
  * per chunk. -1 when the communicator's counters cannot hold even one slice per chunk. */
 int sc_exec_slicing(const schedc_comm *c, size_t K, uint32_t C, size_t esz, size_t *se, size_t *nsl);

@@ -139,7 +139,7 @@ static schedc_status narrow_finals(schedc_comm *c, const sc_call *k, sc_execargs
   /* out of memory, this rank cannot follow the plan its peers run: the call fails on every rank */
   const uint8_t *nar = NULL, *need = NULL;
   if ((!x->peer_out && !(x->peer_out = calloc((size_t)c->nranks, sizeof *x->peer_out))) ||
-      !(nar = sc_narrow_plan(c, k->prog, k->K, &need))) {
+      !(nar = sc_narrow_plan(c, k->prog, k->plan->hash, k->K, &need))) {
     sc_fail(c, SC_ABORTED, "rank %d ran out of memory for the plan's narrowed versions", c->rank);
     return sc_err(SCHEDC_ENOMEM, "%s: out of memory for the plan's narrowed versions", k->cn);
   }

@@ -44,20 +44,26 @@ void sc_narrow(sc_widening *wd, void *dst, const void *src, size_t n, void *scra
  * changes, from the last group backwards (one sweep plus the check, for plans whose chains run
  * in rank order). A function of the plan alone: every rank finds the same table. */
 enum { NAR_NONE = UINT32_MAX };
-const uint8_t *sc_narrow_plan(schedc_comm *c, const sc_prog *p, size_t K, const uint8_t **need) {
+const uint8_t *sc_narrow_plan(schedc_comm *c, const sc_prog *p, uint64_t hash, size_t K, const uint8_t **need) {
   sc_cpu *x = sc_cpu_of(c);
   uint32_t R = p->nranks, C = p->nchunks, me = (uint32_t)c->rank;
   const sc_rankprog *mp = &p->rank[me];
   size_t cells = (size_t)R * C;
   size_t bytes = cells * (2 * sizeof(uint32_t) + 2) + mp->ng + R;
+  uint32_t *last = x->nar, *fin = last + cells; /* per cell: its last write's group, its version */
+  uint8_t *ok = (uint8_t *)(fin + cells), *read = ok + cells, *flags = read + cells, *from = flags + mp->ng;
+  /* the table of the last call's plan is this one's when the plan is (its address, and its hash for
+   * a plan freed and another made at the same address) */
+  if (x->nar && x->nar_prog == p && x->nar_hash == hash) goto need;
+  x->nar_prog = NULL;
   if (bytes > x->nar_cap) {
     void *t = realloc(x->nar, bytes);
     if (!t) return NULL;
     x->nar = t;
     x->nar_cap = bytes;
   }
-  uint32_t *last = x->nar, *fin = last + cells; /* per cell: its last write's group, its version */
-  uint8_t *ok = (uint8_t *)(fin + cells), *read = ok + cells, *flags = read + cells, *from = flags + mp->ng;
+  last = x->nar, fin = last + cells;
+  ok = (uint8_t *)(fin + cells), read = ok + cells, flags = read + cells, from = flags + mp->ng;
   for (size_t i = 0; i < cells; i++) last[i] = NAR_NONE, fin[i] = 0, read[i] = 0;
   for (uint32_t r = 0; r < R; r++)
     for (uint32_t gi = p->rank[r].g_off; gi < p->rank[r].g_off + p->rank[r].ng; gi++)
@@ -95,7 +101,6 @@ const uint8_t *sc_narrow_plan(schedc_comm *c, const sc_prog *p, size_t K, const 
         if (ok[cell] && sr->version == fin[cell]) ok[cell] = 0, changed = 1;
       }
   }
-  memset(from, 0, R);
   for (uint32_t i = 0; i < mp->ng; i++) {
     uint32_t gi = mp->g_off + i;
     const sc_group *g = &p->groups[gi];
@@ -108,10 +113,16 @@ const uint8_t *sc_narrow_plan(schedc_comm *c, const sc_prog *p, size_t K, const 
       size_t cell = (size_t)sr->rank * C + g->chunk;
       /* ok[cell] implies that this copy's own version is ok or unread (the sweeps) */
       if (ok[cell] && sr->version == fin[cell] && (ok[mine] || !read[mine])) flags[i] |= SC_NAR_READ;
-      size_t lo, hi;
-      sc_chunk_range(K, C, g->chunk, &lo, &hi);
-      if ((flags[i] & SC_NAR_READ) && hi > lo) from[sr->rank] = 1;
     }
+  }
+  x->nar_prog = p;
+  x->nar_hash = hash;
+need: /* per call (K decides which chunks are empty): the peers this rank reads narrowed bits from */
+  memset(from, 0, R);
+  for (uint32_t i = 0; i < mp->ng; i++) {
+    size_t lo, hi;
+    sc_chunk_range(K, C, p->groups[mp->g_off + i].chunk, &lo, &hi);
+    if ((flags[i] & SC_NAR_READ) && hi > lo) from[p->srcs[p->groups[mp->g_off + i].src_off].rank] = 1;
   }
   *need = from;
   return flags;
