@@ -160,14 +160,14 @@ struct sc_cpu {
   char **peer;               /* [nranks]: working buffer base of each rank for the current call */
   char **peer_out;           /* [nranks] (made at the first use): receive buffer of each rank, for a
                               * call whose final versions travel narrowed (sc_execargs.nar) */
+  void *nar; size_t nar_cap; /* sc_narrow_plan's analysis of the current call's plan (scratch and flags) */
+  const sc_prog *nar_prog; uint64_t nar_hash; /* the plan it was made for (NULL: none) */
   uint8_t *loc; size_t loc_cap; /* the current call's sc_execargs.loc */
   uint32_t *dig; size_t dig_cap; /* the current call's sc_execargs.dig */
   void *cvt; size_t cvt_cap; /* widened calls: two slices of scratch (an own cell widened; a result
                               * before it is narrowed) */
   uint32_t *lastw; size_t lastw_cap; /* widened calls: [nchunks] this rank's last group writing each cell */
   uint8_t *tallied; size_t tallied_cap; /* widened exact calls under the identity check: sc_widening.tallied */
-  void *nar; size_t nar_cap; /* sc_narrow_plan's analysis of the current call's plan (scratch and flags) */
-  const sc_prog *nar_prog; uint64_t nar_hash; /* the plan it was made for (NULL: none) */
 };
 
 static inline sc_cpu *sc_cpu_of(const schedc_comm *c) { return (sc_cpu *)c->be_data; }
