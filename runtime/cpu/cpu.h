@@ -37,7 +37,8 @@ typedef struct sc_desc {
   /* A widened allreduce: 1 if this rank's receive buffer can be read by its peers in this call
    * (sc_transport.share_out) and nothing is injected into its transfers; then `out` is its
    * address (threads) or out_* name the schedc_mem_alloc region it lies in (shm, as reg_*). Final
-   * versions travel narrowed through the receive buffers only when every rank says 1 (sc_narrow_plan). */
+   * versions travel narrowed through the receive buffers only when every rank says 1
+   * (sc_narrow_plan). */
   int32_t out_shared, out_fd;
   uint64_t out, out_serial, out_dev, out_ino, out_size, out_off;
 } sc_desc;
@@ -315,24 +316,24 @@ typedef struct sc_execargs {
    * caller's elements (element i at init + i * dsz), widened as they are first read; SC_LOC_OUT
    * versions are narrowed into out (element i at out + (i - out_lo) * dsz). */
   sc_widening *wide;
-  /* NULL, or [this rank's groups] SC_NAR_* (sc_narrow_plan): final versions travel in the caller's type
-   * through the receive buffers (a widened allreduce; every rank's receive buffer is readable by
-   * its peers: peer_out) */
+  /* NULL, or [this rank's groups] SC_NAR_* (sc_narrow_plan): final versions travel in the caller's
+   * type through the receive buffers (a widened allreduce; every rank's receive buffer is readable
+   * by its peers: peer_out) */
   const uint8_t *nar;
 } sc_execargs;
 schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
 
-/* widen.c, sc_narrow_plan — a widened allreduce's final versions carried in the caller's type. A version that
- * is its cell's last (no later write), every reader of which only copies it into a version that
- * is its own rank's last and in turn is read only so, carries in the caller's type all anyone
- * still needs: narrowing is deterministic and widening it back is exact, so copying the narrowed
- * bits gives what narrowing the copied working-type value gives (avg: divided before narrowing,
- * as sc_narrow does). Such a version is narrowed into the owner's receive buffer before it is
- * published (SC_NAR_PUB; the working buffer is not written), and its readers copy those bits
+/* widen.c, sc_narrow_plan — a widened allreduce's final versions carried in the caller's type.
+ * A version that is its cell's last (no later write), every reader of which only copies it into a
+ * version that is its own rank's last and in turn is read only so, carries in the caller's type
+ * all anyone still needs: narrowing is deterministic and widening it back is exact, so copying the
+ * narrowed bits gives what narrowing the copied working-type value gives (avg: divided before
+ * narrowing, as sc_narrow does). Such a version is narrowed into the owner's receive buffer before
+ * it is published (SC_NAR_PUB; the working buffer is not written), and its readers copy those bits
  * from there into their own receive buffer (SC_NAR_READ): 2 bytes read and 2 written per element
  * where a bf16 copy read 4 and wrote 4 + 2. The same table on every rank: a function of the plan
- * alone (hash: the plan's, with p the key of the table kept for the next call). flags: [rank me's
- * groups]; NULL: out of memory (then no group is flagged). */
+ * alone (hash: the plan's; with p, the key of the table kept for the next call). Returns the flags,
+ * [rank me's groups]; NULL: out of memory. */
 enum { SC_NAR_READ = 1, SC_NAR_PUB = 2 };
 /* *need: [nranks], 1 for the ranks whose receive buffer this rank reads (a non-empty chunk of K
  * elements). Only those may be mapped: a rank none reads in this call may have left it already

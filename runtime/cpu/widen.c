@@ -95,7 +95,8 @@ const uint8_t *sc_narrow_plan(schedc_comm *c, const sc_prog *p, uint64_t hash, s
       for (uint32_t gi = p->rank[q].g_off + p->rank[q].ng; gi-- > p->rank[q].g_off;) {
         const sc_group *g = &p->groups[gi];
         size_t mine = (size_t)q * C + g->chunk;
-        if (g->phase != SC_PH_B || !g->copy || g->nsrc != 1 || last[mine] != gi || !read[mine] || ok[mine]) continue;
+        if (g->phase != SC_PH_B || !g->copy || g->nsrc != 1 || last[mine] != gi || !read[mine] || ok[mine])
+          continue;
         const sc_src *sr = &p->srcs[g->src_off];
         size_t cell = (size_t)sr->rank * C + g->chunk;
         if (ok[cell] && sr->version == fin[cell]) ok[cell] = 0, changed = 1;
