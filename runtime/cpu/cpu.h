@@ -163,6 +163,7 @@ struct sc_cpu {
                               * call whose final versions travel narrowed (sc_execargs.nar) */
   void *nar; size_t nar_cap; /* sc_narrow_plan's analysis of the current call's plan (scratch and flags) */
   const sc_prog *nar_prog; uint64_t nar_hash; /* the plan it was made for (NULL: none) */
+  uint8_t *reads_now;        /* [nranks] (made at the first use): the peers the current call reads */
   uint8_t *loc; size_t loc_cap; /* the current call's sc_execargs.loc */
   uint32_t *dig; size_t dig_cap; /* the current call's sc_execargs.dig */
   void *cvt; size_t cvt_cap; /* widened calls: two slices of scratch (an own cell widened; a result

@@ -152,6 +152,27 @@ static schedc_status narrow_finals(schedc_comm *c, const sc_call *k, sc_execargs
   return SCHEDC_OK;
 }
 
+/* The peers whose working buffers this rank reads in call k: those of its groups' sources whose
+ * chunk holds elements. Not the plan's reads_from: a peer whose cells this rank reads are all empty
+ * (K smaller than the chunks) waits for no read of its own and may have left the call and freed a
+ * schedc_mem_alloc buffer before this rank maps it (direct.lua, 5 ranks, count 1, fresh buffers
+ * each call: "could not map its peers' buffers"). The plan's answer when out of memory. */
+static const uint8_t *reads_now(schedc_comm *c, const sc_call *k) {
+  sc_cpu *x = sc_cpu_of(c);
+  const sc_prog *p = k->prog;
+  const sc_rankprog *rp = &p->rank[c->rank];
+  if (!x->reads_now && !(x->reads_now = calloc((size_t)c->nranks, 1))) return rp->reads_from;
+  memset(x->reads_now, 0, (size_t)c->nranks);
+  for (uint32_t gi = rp->g_off; gi < rp->g_off + rp->ng; gi++) {
+    const sc_group *g = &p->groups[gi];
+    size_t lo, hi;
+    sc_chunk_range(k->K, p->nchunks, g->chunk, &lo, &hi);
+    if (hi > lo && g->phase != SC_PH_C)
+      for (uint32_t s = 0; s < g->nsrc; s++) x->reads_now[p->srcs[g->src_off + s].rank] = 1;
+  }
+  return x->reads_now;
+}
+
 /* After the arrival: map the peers and run the plan (`sp`: the call's loc, init, out and wide). */
 static schedc_status run_plan(schedc_comm *c, const sc_call *k, const sc_execargs *sp, sc_result *res) {
   sc_cpu *x = sc_cpu_of(c);
@@ -159,7 +180,7 @@ static schedc_status run_plan(schedc_comm *c, const sc_call *k, const sc_execarg
   const sc_ir *ir = &k->plan->ir;
   schedc_status st;
   if (k->K == 0) return SCHEDC_OK; /* the call matched on every rank; there is nothing to move */
-  if ((st = x->tr->map_peers(c, k->prog->rank[me].reads_from, parity)) != SCHEDC_OK) {
+  if ((st = x->tr->map_peers(c, reads_now(c, k), parity)) != SCHEDC_OK) {
     sc_fail(c, SC_ABORTED, "rank %d could not map its peers' buffers", me);
     return st;
   }
@@ -469,6 +490,7 @@ static void cpu_free(schedc_comm *c) {
   free(x->peer);
   free(x->peer_out);
   free(x->nar);
+  free(x->reads_now);
   free(x);
   c->be_data = NULL;
 }

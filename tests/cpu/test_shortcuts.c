@@ -15,7 +15,9 @@
  * 2-5 ranks, ring, tree, binomial tree, direct and halving-doubling, sum and avg, several counts
  * and slices, in and out of place, every rank's result against the independent evaluation of the
  * proven order (ref.h); on shm also with one rank's receive buffer malloc'd (not shareable: every
- * rank must keep the working-type path, or the others would read what it never wrote).
+ * rank must keep the working-type path, or the others would read what it never wrote). f32 as well,
+ * whose working buffer is the region itself: fresh buffers each call and counts below the chunk
+ * count, where a rank that reads only empty cells of a peer must not map it (it may be gone).
  * Usage: test_shortcuts PLANS_DIR (the schedules are PLANS_DIR/../../../schedules)
  */
 #define _GNU_SOURCE
@@ -233,7 +235,8 @@ static void nar_input(schedc_dtype dt, int r, size_t i, uint32_t salt, void *out
   uint32_t h = (uint32_t)i * 2654435761u ^ (uint32_t)r * 40503u ^ salt * 97u;
   h ^= h >> 15, h *= 0x2c1b3c6dU, h ^= h >> 12, h *= 0x297a2d39U, h ^= h >> 15;
   float v = (float)((int)(h % 20001u) - 10000) / (float)(1u << (h >> 28));
-  if (dt == SCHEDC_F16) { _Float16 x = (_Float16)(v / 64); memcpy(out, &x, 2); }
+  if (dt == SCHEDC_F32) memcpy(out, &v, 4);
+  else if (dt == SCHEDC_F16) { _Float16 x = (_Float16)(v / 64); memcpy(out, &x, 2); }
   else { uint32_t b; memcpy(&b, &v, 4); uint16_t x = (uint16_t)(b >> 16); memcpy(out, &x, 2); }
 }
 
@@ -241,25 +244,26 @@ static void nar_input(schedc_dtype dt, int r, size_t i, uint32_t salt, void *out
  * checked against ref.h's evaluation of the proven order of every chunk. private_recv: this rank's
  * receive buffer is malloc'd (the peers cannot map it on shm). Returns the failures (capped). */
 static int narrow_rank(schedc_comm *c, const schedc_plan *plan, int private_recv, const char *what) {
-  const schedc_dtype dts[] = {SCHEDC_BF16, SCHEDC_F16};
+  /* f32 too: its working buffer is the receive buffer itself, read in place by the peers */
+  const schedc_dtype dts[] = {SCHEDC_BF16, SCHEDC_F16, SCHEDC_F32};
   const schedc_op ops[] = {SCHEDC_SUM, SCHEDC_AVG};
   const size_t counts[] = {1, 13, 1031, 4099};
   int me = schedc_comm_rank(c), n = schedc_comm_nranks(c), bad = 0;
   schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
   schedc_plan_get_info(plan, &in);
-  for (size_t di = 0; di < 2; di++)
+  for (size_t di = 0; di < 3; di++)
     for (size_t oi = 0; oi < 2; oi++)
       for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++)
         for (int inplace = 0; inplace < 2; inplace++) {
           schedc_dtype dt = dts[di];
-          size_t count = counts[ci], bytes = count * 2;
+          size_t es = schedc_dtype_size(dt), count = counts[ci], bytes = count * es;
           uint32_t salt = (uint32_t)(di * 1000 + oi * 100 + ci * 10 + (size_t)inplace);
           void *a = NULL, *b = NULL;
           int own_a = private_recv && inplace, own_b = private_recv && !inplace; /* malloc'd */
           if (own_a ? !(a = malloc(bytes)) : schedc_mem_alloc(c, bytes, &a) != SCHEDC_OK) return 100;
           if (!inplace && (own_b ? !(b = malloc(bytes)) : schedc_mem_alloc(c, bytes, &b) != SCHEDC_OK)) return 100;
           char *send = a, *recv = inplace ? a : b;
-          for (size_t i = 0; i < count; i++) nar_input(dt, me, i, salt, send + 2 * i);
+          for (size_t i = 0; i < count; i++) nar_input(dt, me, i, salt, send + es * i);
           if (!inplace) memset(recv, 0xa5, bytes);
           if (schedc_allreduce(send, recv, count, dt, ops[oi], c, plan) != SCHEDC_OK) {
             fprintf(stderr, "narrowed %s rank %d: %s\n", what, me, schedc_errmsg());
@@ -269,7 +273,7 @@ static int narrow_rank(schedc_comm *c, const schedc_plan *plan, int private_recv
           void *inputs[8];
           for (int q = 0; q < n; q++) {
             inputs[q] = malloc(bytes);
-            for (size_t i = 0; i < count; i++) nar_input(dt, q, i, salt, (char *)inputs[q] + 2 * i);
+            for (size_t i = 0; i < count; i++) nar_input(dt, q, i, salt, (char *)inputs[q] + es * i);
           }
           char tree[4096];
           for (int ch = 0; ch < in.nchunks; ch++) {
@@ -280,11 +284,11 @@ static int narrow_rank(schedc_comm *c, const schedc_plan *plan, int private_recv
             for (size_t i = lo; i < hi; i++) {
               unsigned char want[8]; /* ref_eval writes up to 8 bytes for other types */
               ref_eval(&e, dt, ops[oi], n, (const void *const *)inputs, i, want);
-              if (memcmp(recv + 2 * i, want, 2) != 0 && bad++ < 3)
+              if (memcmp(recv + es * i, want, es) != 0 && bad++ < 3)
                 fprintf(stderr, "narrowed %s rank %d: %s %s count %zu%s element %zu (chunk %d, %s): got %02x%02x, want "
                         "%02x%02x\n", what, me, schedc_dtype_name(dt), schedc_op_name(ops[oi]), count,
-                        inplace ? " in place" : "", i, ch, tree, (unsigned char)recv[2 * i + 1], (unsigned char)recv[2 * i],
-                        want[1], want[0]);
+                        inplace ? " in place" : "", i, ch, tree, (unsigned char)recv[es * i + es - 1],
+                        (unsigned char)recv[es * i + es - 2], want[es - 1], want[es - 2]);
             }
             free(e.code);
           }
