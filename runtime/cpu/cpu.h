@@ -34,6 +34,13 @@ typedef struct sc_desc {
    * the owner's communicator, and where the buffer starts in it. */
   uint64_t reg_serial, reg_dev, reg_ino, reg_size, reg_off;
   int32_t reg_fd;
+  /* A widened allreduce: 1 if this rank's receive buffer can be read by its peers in this call
+   * (sc_transport.share_out) and nothing is injected into its transfers; then `out` is its
+   * address (threads) or out_* name the schedc_mem_alloc region it lies in (shm, as reg_*). Final
+   * versions travel narrowed through the receive buffers only when every rank says 1
+   * (sc_narrow_plan). */
+  int32_t out_shared, out_fd;
+  uint64_t out, out_serial, out_dev, out_ino, out_size, out_off;
 } sc_desc;
 
 /* One rank's slot, on its own cache lines. Written by its rank, read by all. */
@@ -126,6 +133,11 @@ typedef struct sc_transport {
   /* After the arrival: fill peer[r] for the ranks with need[r] set (the ones this rank
    * reads; they cannot leave before these reads are done). SCHEDC_OK or an error. */
   schedc_status (*map_peers)(schedc_comm *c, const uint8_t *need, int parity);
+  /* Can the peers read `recv` (bytes) in this call? 1: recorded in d (out, out_*), 0: not. */
+  int (*share_out)(schedc_comm *c, void *recv, size_t bytes, sc_desc *d);
+  /* After the arrival, every rank's out_shared set: fill peer_out[r] (their receive buffers) for
+   * the ranks with need[r] set. SCHEDC_OK or an error. */
+  schedc_status (*map_outs)(schedc_comm *c, const uint8_t *need, int parity);
   /* Is rank r's process alive (shm: pid check)? NULL: always (threads of this process). */
   int (*alive)(schedc_comm *c, int r);
   /* Release the transport's part of the state (tdata, its mappings, the shared block). */
@@ -147,6 +159,11 @@ struct sc_cpu {
   void *flipbuf; size_t flipbuf_cap; /* the corrupted copy a flip injection hands the receiver */
   void *temp; size_t temp_cap;
   char **peer;               /* [nranks]: working buffer base of each rank for the current call */
+  char **peer_out;           /* [nranks] (made at the first use): receive buffer of each rank, for a
+                              * call whose final versions travel narrowed (sc_execargs.nar) */
+  void *nar; size_t nar_cap; /* sc_narrow_plan's analysis of the current call's plan (scratch and flags) */
+  const sc_prog *nar_prog; uint64_t nar_hash; /* the plan it was made for (NULL: none) */
+  uint8_t *reads_now;        /* [nranks] (made at the first use): the peers the current call reads */
   uint8_t *loc; size_t loc_cap; /* the current call's sc_execargs.loc */
   uint32_t *dig; size_t dig_cap; /* the current call's sc_execargs.dig */
   void *cvt; size_t cvt_cap; /* widened calls: two slices of scratch (an own cell widened; a result
@@ -309,8 +326,29 @@ typedef struct sc_execargs {
    * caller's elements (element i at init + i * dsz), widened as they are first read; SC_LOC_OUT
    * versions are narrowed into out (element i at out + (i - out_lo) * dsz). */
   sc_widening *wide;
+  /* NULL, or [this rank's groups] SC_NAR_* (sc_narrow_plan): final versions travel in the caller's
+   * type through the receive buffers (a widened allreduce; every rank's receive buffer is readable
+   * by its peers: peer_out) */
+  const uint8_t *nar;
 } sc_execargs;
 schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
+
+/* widen.c, sc_narrow_plan — a widened allreduce's final versions carried in the caller's type.
+ * A version that is its cell's last (no later write), every reader of which only copies it into a
+ * version that is its own rank's last and in turn is read only so, carries in the caller's type
+ * all anyone still needs: narrowing is deterministic and widening it back is exact, so copying the
+ * narrowed bits gives what narrowing the copied working-type value gives (avg: divided before
+ * narrowing, as sc_narrow does). Such a version is narrowed into the owner's receive buffer before
+ * it is published (SC_NAR_PUB; the working buffer is not written), and its readers copy those bits
+ * from there into their own receive buffer (SC_NAR_READ): 2 bytes read and 2 written per element
+ * where a bf16 copy read 4 and wrote 4 + 2. The same table on every rank: a function of the plan
+ * alone (hash: the plan's; with p, the key of the table kept for the next call). Returns the flags,
+ * [rank me's groups]; NULL: out of memory. */
+enum { SC_NAR_READ = 1, SC_NAR_PUB = 2 };
+/* *need: [nranks], 1 for the ranks whose receive buffer this rank reads (a non-empty chunk of K
+ * elements). Only those may be mapped: a rank none reads in this call may have left it already
+ * (its drain waits for no one), and freed the buffer. */
+const uint8_t *sc_narrow_plan(schedc_comm *c, const sc_prog *p, uint64_t hash, size_t K, const uint8_t **need);
 /* The executor's slices for K elements of esz bytes in C chunks: *se elements each, at most *nsl
  * per chunk. -1 when the communicator's counters cannot hold even one slice per chunk. */
 int sc_exec_slicing(const schedc_comm *c, size_t K, uint32_t C, size_t esz, size_t *se, size_t *nsl);

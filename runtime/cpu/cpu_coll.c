@@ -111,6 +111,65 @@ static void reset_counters(schedc_comm *c, int parity) {
   x->ctr_used[parity ^ 1] = 0;
 }
 
+/* Before the arrival: may this rank's final versions travel narrowed through its receive buffer
+ * (sc_narrow_plan)? A widened allreduce with the shortcuts into the receive buffer (not exact
+ * mode: its integers would do, but it keeps the path its identity check was proven on), nothing
+ * injected into its transfers or reduces (a flip lands on a working-type payload), and a receive
+ * buffer its peers can read. Recorded in the descriptor, which the peers read after the arrival. */
+static void share_out(schedc_comm *c, const sc_call *k, const sc_execargs *sp, sc_desc *d) {
+  const sc_inject *in = &c->inj;
+  int inj = sc_call_injects(k) && (in->flip_rank >= 0 || in->arith_rank >= 0);
+  d->out_shared = 0;
+  if (k->coll == SCHEDC_ALLREDUCE && sp->wide && !sp->wide->ex && sp->out && k->K && !inj)
+    d->out_shared = sc_cpu_of(c)->tr->share_out(c, k->recv, k->K * schedc_dtype_size(k->dtype), d);
+}
+
+/* After the arrival: when every rank's receive buffer is shared (the same answer on every rank,
+ * from the same descriptors), the plan's narrowed finals (a->nar) and the peers' receive buffers
+ * mapped; else nothing. */
+static schedc_status narrow_finals(schedc_comm *c, const sc_call *k, sc_execargs *a) {
+  sc_cpu *x = sc_cpu_of(c);
+  int parity = (int)(k->seq & 1);
+  if (!a->wide) return SCHEDC_OK;
+  for (int r = 0; r < c->nranks; r++)
+    if (!x->sh->slots[r].d[parity].out_shared) return SCHEDC_OK;
+  /* out of memory, this rank cannot follow the plan its peers run: the call fails on every rank */
+  const uint8_t *nar = NULL, *need = NULL;
+  if ((!x->peer_out && !(x->peer_out = calloc((size_t)c->nranks, sizeof *x->peer_out))) ||
+      !(nar = sc_narrow_plan(c, k->prog, k->plan->hash, k->K, &need))) {
+    sc_fail(c, SC_ABORTED, "rank %d ran out of memory for the plan's narrowed versions", c->rank);
+    return sc_err(SCHEDC_ENOMEM, "%s: out of memory for the plan's narrowed versions", k->cn);
+  }
+  schedc_status st = x->tr->map_outs(c, need, parity);
+  if (st != SCHEDC_OK) {
+    sc_fail(c, SC_ABORTED, "rank %d could not map its peers' receive buffers", c->rank);
+    return st;
+  }
+  a->nar = nar;
+  return SCHEDC_OK;
+}
+
+/* The peers whose working buffers this rank reads in call k: those of its groups' sources whose
+ * chunk holds elements. Not the plan's reads_from: a peer whose cells this rank reads are all empty
+ * (K smaller than the chunks) waits for no read of its own and may have left the call and freed a
+ * schedc_mem_alloc buffer before this rank maps it (direct.lua, 5 ranks, count 1, fresh buffers
+ * each call: "could not map its peers' buffers"). The plan's answer when out of memory. */
+static const uint8_t *reads_now(schedc_comm *c, const sc_call *k) {
+  sc_cpu *x = sc_cpu_of(c);
+  const sc_prog *p = k->prog;
+  const sc_rankprog *rp = &p->rank[c->rank];
+  if (!x->reads_now && !(x->reads_now = calloc((size_t)c->nranks, 1))) return rp->reads_from;
+  memset(x->reads_now, 0, (size_t)c->nranks);
+  for (uint32_t gi = rp->g_off; gi < rp->g_off + rp->ng; gi++) {
+    const sc_group *g = &p->groups[gi];
+    size_t lo, hi;
+    sc_chunk_range(k->K, p->nchunks, g->chunk, &lo, &hi);
+    if (hi > lo && g->phase != SC_PH_C)
+      for (uint32_t s = 0; s < g->nsrc; s++) x->reads_now[p->srcs[g->src_off + s].rank] = 1;
+  }
+  return x->reads_now;
+}
+
 /* After the arrival: map the peers and run the plan (`sp`: the call's loc, init, out and wide). */
 static schedc_status run_plan(schedc_comm *c, const sc_call *k, const sc_execargs *sp, sc_result *res) {
   sc_cpu *x = sc_cpu_of(c);
@@ -118,12 +177,13 @@ static schedc_status run_plan(schedc_comm *c, const sc_call *k, const sc_execarg
   const sc_ir *ir = &k->plan->ir;
   schedc_status st;
   if (k->K == 0) return SCHEDC_OK; /* the call matched on every rank; there is nothing to move */
-  if ((st = x->tr->map_peers(c, k->prog->rank[me].reads_from, parity)) != SCHEDC_OK) {
+  if ((st = x->tr->map_peers(c, reads_now(c, k), parity)) != SCHEDC_OK) {
     sc_fail(c, SC_ABORTED, "rank %d could not map its peers' buffers", me);
     return st;
   }
   sc_execargs a = {k->prog, ir->nfiles ? ir->files[0] : "", k->cn, k->acc, k->op, k->K, parity, k->flags,
-                   sp->loc, sp->init, sp->out, sp->out_lo, sp->out_hi, sp->dig, &res->bad, sp->wide};
+                   sp->loc, sp->init, sp->out, sp->out_lo, sp->out_hi, sp->dig, &res->bad, sp->wide, NULL};
+  if ((st = narrow_finals(c, k, &a)) != SCHEDC_OK) return st;
   return sc_exec(c, &a);
 }
 
@@ -377,6 +437,7 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k, sc_result 
     sc_work_in(c, k, W);
     if (checks) sc_exec_stage_inputs(c, k->prog, asz, k->K, W, NULL, 1, NULL, parity, NULL);
   }
+  share_out(c, k, &sp, desc);
   sc_describe(desc, k, SC_PATH_PLAN);
   atomic_store_explicit(&slot->entered, (uint32_t)seq, memory_order_relaxed); /* for messages only */
   atomic_store(&slot->busy, 1u);
@@ -426,6 +487,9 @@ static void cpu_free(schedc_comm *c) {
   free(x->lastw);
   free(x->tallied);
   free(x->peer);
+  free(x->peer_out);
+  free(x->nar);
+  free(x->reads_now);
   free(x);
   c->be_data = NULL;
 }

@@ -289,12 +289,17 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
      * group of this rank may read an earlier version again, which must stay in the working type) */
     int in_result = a->out && g->phase != SC_PH_A && lo >= a->out_lo && hi <= a->out_hi;
     int result_now = in_result && (!a->wide || sc_cpu_of(c)->lastw[g->chunk] == gi);
-    /* no peer reads it: straight into the receive buffer (no copy out for it later); widened:
-     * computed in the working type into cvt_out (a copy: straight from its source), then narrowed */
-    int to_out = result_now && !g->pub_read, narrow = to_out && a->wide;
-    /* widened, peers read it: written to W for them, then narrowed from there (still in cache) into
-     * the receive buffer, not in a pass over W after the plan */
-    int also = result_now && g->pub_read && a->wide;
+    /* SC_NAR_*: this final version is read by its peers narrowed, in the receive buffer (PUB); this
+     * copy takes its source so, from the source's receive buffer (READ) */
+    int nar = a->nar && a->wide ? a->nar[gi] : 0;
+    /* no peer reads it (or reads it narrowed): straight into the receive buffer (no copy out for it
+     * later); widened: computed in the working type into cvt_out (a copy: straight from its
+     * source), then narrowed, before it is published */
+    int to_out = result_now && (!g->pub_read || (nar & SC_NAR_PUB)), narrow = to_out && a->wide;
+    /* widened, peers read it in the working type: written to W for them, then narrowed from there
+     * (still in cache) into the receive buffer, not in a pass over W after the plan */
+    int also = result_now && g->pub_read && a->wide && !to_out;
+    if (!narrow) nar &= ~SC_NAR_READ; /* (sc_narrow_plan never asks it: its copies are final versions) */
     char *cell = to_out && !narrow ? a->out + (lo - a->out_lo) * esz : W + lo * esz; /* where this group writes */
     /* it writes into the receive buffer: an unread version sent there, or W is the receive buffer */
     int in_out = to_out || (in_result && cell == a->out + (lo - a->out_lo) * esz);
@@ -320,7 +325,10 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a) {
       /* the CRC32C of what this group wrote, when a copy took it in passing (has_crc) */
       uint32_t crc = 0;
       int has_crc = 0;
-      if (g->phase == SC_PH_C && narrow) {
+      if (nar & SC_NAR_READ) { /* the source's final version, narrowed by its owner: its bits */
+        sc_copy(final, sc_cpu_of(c)->peer_out[src[0].rank] + (slo - a->out_lo) * dsz, len * dsz);
+        final = NULL;
+      } else if (g->phase == SC_PH_C && narrow) {
         sc_narrow(a->wide, final, tmp + (slo - lo) * esz, len, cvt_in), final = NULL;
       } else if (g->phase == SC_PH_C) {
         if (want_crc) /* hashed as written back: one pass */

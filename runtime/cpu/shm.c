@@ -75,7 +75,8 @@ static void s_destroy(schedc_comm *c) {
   sc_cpu_of(c)->tdata = NULL;
 }
 
-static const sc_transport shm_transport = {0, sc_shm_work, sc_shm_map, s_alive, s_destroy};
+static const sc_transport shm_transport = {0, sc_shm_work, sc_shm_map, sc_shm_share_out, sc_shm_map_outs, s_alive,
+                                           s_destroy};
 
 static int valid_job(const char *job) {
   size_t n = strlen(job);

@@ -60,6 +60,11 @@ int sc_shm_pid_alive(int32_t pid);
 void *sc_shm_work(schedc_comm *c, size_t bytes, void *user, sc_desc *desc);
 /* The transport's map_peers entry: the needed peers' working buffers, mapped read-only. */
 schedc_status sc_shm_map(schedc_comm *c, const uint8_t *need, int parity);
+/* The transport's share_out and map_outs entries: the receive buffer is shareable when it lies in
+ * one of this rank's schedc_mem_alloc regions (named in the descriptor's out_* fields); the peers
+ * map those regions read-only, as they do a working buffer in one. */
+int sc_shm_share_out(schedc_comm *c, void *recv, size_t bytes, sc_desc *desc);
+schedc_status sc_shm_map_outs(schedc_comm *c, const uint8_t *need, int parity);
 /* Open rank r's arena, as published in the control segment, through /proc/PID/fd (kept). */
 schedc_status sc_shm_open_peer(schedc_comm *c, int r);
 /* Unmap and close every arena, region mapping and fd of d; frees d->peers and d->regs. */

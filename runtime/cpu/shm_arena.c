@@ -185,6 +185,35 @@ schedc_status sc_shm_map(schedc_comm *c, const uint8_t *need, int parity) {
   return SCHEDC_OK;
 }
 
+int sc_shm_share_out(schedc_comm *c, void *recv, size_t bytes, sc_desc *desc) {
+  const sc_memreg *r = recv ? sc_mem_find(c, recv, bytes) : NULL;
+  if (!r || r->fd < 0) return 0; /* private memory: the peers cannot map it */
+  desc->out_serial = r->serial;
+  desc->out_fd = r->fd;
+  desc->out_dev = r->dev;
+  desc->out_ino = r->ino;
+  desc->out_size = r->bytes;
+  desc->out_off = (uint64_t)((char *)recv - r->base);
+  return 1;
+}
+
+schedc_status sc_shm_map_outs(schedc_comm *c, const uint8_t *need, int parity) {
+  sc_cpu *x = sc_cpu_of(c);
+  for (int r = 0; r < c->nranks; r++) {
+    const sc_desc *s = &x->sh->slots[r].d[parity];
+    x->peer_out[r] = NULL; /* its own too: the executor writes sc_execargs.out */
+    if (r == c->rank || !need[r]) continue;
+    /* the region, as map_region takes a working buffer's (the same cache of mappings) */
+    sc_desc reg = {.reg_serial = s->out_serial, .reg_dev = s->out_dev, .reg_ino = s->out_ino,
+                   .reg_size = s->out_size, .reg_off = s->out_off, .reg_fd = s->out_fd};
+    char *base = NULL;
+    schedc_status st = map_region(c, r, &reg, &base);
+    if (st != SCHEDC_OK) return st;
+    x->peer_out[r] = base + s->out_off;
+  }
+  return SCHEDC_OK;
+}
+
 void sc_shm_arena_release(schedc_comm *c, shmdata *d) {
   for (int r = 0; d->peers && r < c->nranks; r++) {
     if (d->peers[r].base) munmap(d->peers[r].base, d->peers[r].size);

@@ -24,6 +24,20 @@ static schedc_status t_map(schedc_comm *c, const uint8_t *need, int parity) {
   return SCHEDC_OK;
 }
 
+/* Every rank's thread reads this process's memory: any receive buffer is shareable. */
+static int t_share_out(schedc_comm *c, void *recv, size_t bytes, sc_desc *d) {
+  (void)c, (void)bytes;
+  d->out = (uint64_t)(uintptr_t)recv;
+  return 1;
+}
+
+static schedc_status t_map_outs(schedc_comm *c, const uint8_t *need, int parity) {
+  (void)need;
+  sc_cpu *x = sc_cpu_of(c);
+  for (int r = 0; r < c->nranks; r++) x->peer_out[r] = (char *)(uintptr_t)x->sh->slots[r].d[parity].out;
+  return SCHEDC_OK;
+}
+
 static void t_destroy(schedc_comm *c) {
   sc_shared *sh = sc_cpu_of(c)->sh;
   if (!sh) return;
@@ -31,7 +45,7 @@ static void t_destroy(schedc_comm *c) {
   if (atomic_fetch_sub(&sh->refs, 1) == 1) free(sh);
 }
 
-static const sc_transport threads_transport = {1, t_work, t_map, NULL, t_destroy};
+static const sc_transport threads_transport = {1, t_work, t_map, t_share_out, t_map_outs, NULL, t_destroy};
 
 schedc_status schedc_comm_init_threads(int nranks, const schedc_comm_opts *opts, schedc_comm **comms) {
   if (!comms) return sc_err(SCHEDC_EINVAL, "comms is NULL");

@@ -9,7 +9,16 @@
  * still had to read it) on threads. Under digest verification the executor hashes the slices it
  * writes into the receive buffer and the copy out the rest: the digest so composed must equal the
  * sliced digest of the final receive buffer read afresh (sc_sliced_digest). All on the plan path
- * (SCHEDC_SMALL=0: small counts would take the small-message path). Usage: test_shortcuts PLANS_DIR
+ * (SCHEDC_SMALL=0: small counts would take the small-message path).
+ * And the bf16/f16 allreduce whose final versions travel narrowed through the receive buffers
+ * (sc_narrow_plan, runtime/cpu/widen.c): schedc_mem_alloc buffers (shareable) on threads and shm,
+ * 2-5 ranks, ring, tree, binomial tree, direct and halving-doubling, sum and avg, several counts
+ * and slices, in and out of place, every rank's result against the independent evaluation of the
+ * proven order (ref.h); on shm also with one rank's receive buffer malloc'd (not shareable: every
+ * rank must keep the working-type path, or the others would read what it never wrote). f32 as well,
+ * whose working buffer is the region itself: fresh buffers each call and counts below the chunk
+ * count, where a rank that reads only empty cells of a peer must not map it (it may be gone).
+ * Usage: test_shortcuts PLANS_DIR (the schedules are PLANS_DIR/../../../schedules)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -21,6 +30,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "ref.h"
 #include "comm.h" /* the digest the call took (sc_coll_verified's sc_result) */
 #include "schedc/schedc.h"
 
@@ -219,6 +229,152 @@ static void rs_threads(const schedc_plan *plan, int layout) {
   }
 }
 
+/* Input element i of rank r for the narrowed sweep, exactly representable in dt: varied magnitudes
+ * and signs (the association shows), no NaN or infinity. */
+static void nar_input(schedc_dtype dt, int r, size_t i, uint32_t salt, void *out) {
+  uint32_t h = (uint32_t)i * 2654435761u ^ (uint32_t)r * 40503u ^ salt * 97u;
+  h ^= h >> 15, h *= 0x2c1b3c6dU, h ^= h >> 12, h *= 0x297a2d39U, h ^= h >> 15;
+  float v = (float)((int)(h % 20001u) - 10000) / (float)(1u << (h >> 28));
+  if (dt == SCHEDC_F32) memcpy(out, &v, 4);
+  else if (dt == SCHEDC_F16) { _Float16 x = (_Float16)(v / 64); memcpy(out, &x, 2); }
+  else { uint32_t b; memcpy(&b, &v, 4); uint16_t x = (uint16_t)(b >> 16); memcpy(out, &x, 2); }
+}
+
+/* One rank of the narrowed sweep: every (dtype, op, count, in place) allreduce on plan, each
+ * checked against ref.h's evaluation of the proven order of every chunk. private_recv: this rank's
+ * receive buffer is malloc'd (the peers cannot map it on shm). Returns the failures (capped). */
+static int narrow_rank(schedc_comm *c, const schedc_plan *plan, int private_recv, const char *what) {
+  /* f32 too: its working buffer is the receive buffer itself, read in place by the peers */
+  const schedc_dtype dts[] = {SCHEDC_BF16, SCHEDC_F16, SCHEDC_F32};
+  const schedc_op ops[] = {SCHEDC_SUM, SCHEDC_AVG};
+  const size_t counts[] = {1, 13, 1031, 4099};
+  int me = schedc_comm_rank(c), n = schedc_comm_nranks(c), bad = 0;
+  schedc_plan_info in = SCHEDC_PLAN_INFO_INIT;
+  schedc_plan_get_info(plan, &in);
+  for (size_t di = 0; di < 3; di++)
+    for (size_t oi = 0; oi < 2; oi++)
+      for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++)
+        for (int inplace = 0; inplace < 2; inplace++) {
+          schedc_dtype dt = dts[di];
+          size_t es = schedc_dtype_size(dt), count = counts[ci], bytes = count * es;
+          uint32_t salt = (uint32_t)(di * 1000 + oi * 100 + ci * 10 + (size_t)inplace);
+          void *a = NULL, *b = NULL;
+          int own_a = private_recv && inplace, own_b = private_recv && !inplace; /* malloc'd */
+          if (own_a ? !(a = malloc(bytes)) : schedc_mem_alloc(c, bytes, &a) != SCHEDC_OK) return 100;
+          if (!inplace && (own_b ? !(b = malloc(bytes)) : schedc_mem_alloc(c, bytes, &b) != SCHEDC_OK)) return 100;
+          char *send = a, *recv = inplace ? a : b;
+          for (size_t i = 0; i < count; i++) nar_input(dt, me, i, salt, send + es * i);
+          if (!inplace) memset(recv, 0xa5, bytes);
+          if (schedc_allreduce(send, recv, count, dt, ops[oi], c, plan) != SCHEDC_OK) {
+            fprintf(stderr, "narrowed %s rank %d: %s\n", what, me, schedc_errmsg());
+            return 100;
+          }
+          /* the reference: every rank's inputs, the proven tree of each chunk */
+          void *inputs[8];
+          for (int q = 0; q < n; q++) {
+            inputs[q] = malloc(bytes);
+            for (size_t i = 0; i < count; i++) nar_input(dt, q, i, salt, (char *)inputs[q] + es * i);
+          }
+          char tree[4096];
+          for (int ch = 0; ch < in.nchunks; ch++) {
+            if (schedc_plan_order(plan, ch, me, tree, sizeof tree) >= (long)sizeof tree) return 100;
+            ref_expr e;
+            if (!ref_parse(tree, &e)) { free(e.code); continue; }
+            size_t lo = count * (size_t)ch / (size_t)in.nchunks, hi = count * (size_t)(ch + 1) / (size_t)in.nchunks;
+            for (size_t i = lo; i < hi; i++) {
+              unsigned char want[8]; /* ref_eval writes up to 8 bytes for other types */
+              ref_eval(&e, dt, ops[oi], n, (const void *const *)inputs, i, want);
+              if (memcmp(recv + es * i, want, es) != 0 && bad++ < 3)
+                fprintf(stderr, "narrowed %s rank %d: %s %s count %zu%s element %zu (chunk %d, %s): got %02x%02x, want "
+                        "%02x%02x\n", what, me, schedc_dtype_name(dt), schedc_op_name(ops[oi]), count,
+                        inplace ? " in place" : "", i, ch, tree, (unsigned char)recv[es * i + es - 1],
+                        (unsigned char)recv[es * i + es - 2], want[es - 1], want[es - 2]);
+            }
+            free(e.code);
+          }
+          for (int q = 0; q < n; q++) free(inputs[q]);
+          if (own_a) free(a); else schedc_mem_free(c, a);
+          if (b && own_b) free(b); else if (b) schedc_mem_free(c, b);
+        }
+  return bad > 99 ? 99 : bad;
+}
+
+typedef struct njob { schedc_comm *c; const schedc_plan *p; const char *what; int bad; } njob;
+static void *narrow_thread(void *arg) {
+  njob *j = arg;
+  j->bad = narrow_rank(j->c, j->p, 0, j->what);
+  return NULL;
+}
+
+static void narrow_sweep(const char *plans_dir) {
+  /* the shipped schedules at 2-5 ranks; narrow_chain.lua (4 ranks): finals that must stay in the
+   * working type (read by a phase A copy, or copied by a rank whose own final is so read) */
+  const struct { const char *file, *def; int lo, hi; } sch[] = {
+      {"ring.lua", NULL, 2, 5}, {"tree.lua", "chunks=3", 2, 5}, {"tree.lua", "shape=binomial", 2, 5},
+      {"direct.lua", NULL, 2, 5}, {"halving_doubling.lua", NULL, 2, 5}, {"narrow_chain.lua", NULL, 4, 4}};
+  const size_t slices[] = {256, 4096};
+  for (int n = 2; n <= 5; n++)
+    for (size_t si = 0; si < sizeof sch / sizeof *sch; si++) {
+      char path[4096], what[256];
+      if (n < sch[si].lo || n > sch[si].hi) continue;
+      if (!strcmp(sch[si].file, "narrow_chain.lua")) snprintf(path, sizeof path, "%s/%s", plans_dir, sch[si].file);
+      else snprintf(path, sizeof path, "%s/../../../schedules/%s", plans_dir, sch[si].file);
+      const char *defs[1] = {sch[si].def};
+      schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
+      lo.nranks = n;
+      lo.defines = defs;
+      lo.ndefines = sch[si].def ? 1 : 0;
+      schedc_plan *plan = NULL;
+      if (schedc_plan_from_script(path, &lo, &plan) != SCHEDC_OK) fprintf(stderr, "%s: %s\n", path, schedc_errmsg());
+      CHECK(plan != NULL);
+      if (!plan) continue;
+      for (size_t sl = 0; sl < 2; sl++) {
+        schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+        co.slice_bytes = slices[sl];
+        co.timeout_s = 30;
+        /* threads: every receive buffer is shareable */
+        snprintf(what, sizeof what, "threads %s%s%s n=%d slice %zu", sch[si].file, sch[si].def ? " " : "",
+                 sch[si].def ? sch[si].def : "", n, slices[sl]);
+        schedc_comm *comms[5];
+        CHECK(schedc_comm_init_threads(n, &co, comms) == SCHEDC_OK);
+        njob jobs[5];
+        pthread_t th[5];
+        for (int r = 0; r < n; r++) jobs[r] = (njob){comms[r], plan, what, 0};
+        for (int r = 0; r < n; r++) pthread_create(&th[r], NULL, narrow_thread, &jobs[r]);
+        for (int r = 0; r < n; r++) pthread_join(th[r], NULL);
+        for (int r = 0; r < n; r++) {
+          if (jobs[r].bad) fprintf(stderr, "FAIL: %s rank %d: %d\n", what, r, jobs[r].bad);
+          CHECK(jobs[r].bad == 0);
+          schedc_comm_free(comms[r]);
+        }
+        /* shm: processes; private 1: rank 1's receive buffer malloc'd (nothing shared, by every rank) */
+        for (int priv = 0; priv < 2; priv++) {
+          char jobid[64];
+          snprintf(jobid, sizeof jobid, "narrow%d-%d-%zu-%zu-%d", (int)getpid(), n, si, sl, priv);
+          snprintf(what, sizeof what, "shm %s%s%s n=%d slice %zu%s", sch[si].file, sch[si].def ? " " : "",
+                   sch[si].def ? sch[si].def : "", n, slices[sl], priv ? ", rank 1's receive buffers malloc'd" : "");
+          pid_t pid[5];
+          for (int r = 0; r < n; r++)
+            if ((pid[r] = fork()) == 0) {
+              schedc_comm *c;
+              if (schedc_comm_init_shm(r, n, jobid, &co, &c) != SCHEDC_OK) _exit(101);
+              int bad = narrow_rank(c, plan, priv && r == 1, what);
+              schedc_comm_free(c);
+              _exit(bad);
+            }
+          for (int r = 0; r < n; r++) {
+            int ws;
+            waitpid(pid[r], &ws, 0);
+            int ok = WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+            if (!ok) fprintf(stderr, "FAIL: %s rank %d: status %d\n", what, r, WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+            CHECK(ok);
+          }
+        }
+      }
+      schedc_plan_free(plan);
+    }
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   setenv("SCHEDC_SMALL", "0", 1); /* the plan's transfers at every count */
@@ -228,6 +384,7 @@ int main(int argc, char **argv) {
   if (moves) shm_sweep(moves);
   if (local) shm_sweep(local);
   digest_paths();
+  narrow_sweep(argv[1]);
   for (int layout = 0; early && layout < 3; layout++) rs_threads(early, layout);
   schedc_plan_free(moves);
   schedc_plan_free(early);
