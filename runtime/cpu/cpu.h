@@ -25,22 +25,27 @@ enum { SC_ALIVE = 0, SC_DEAD = 1, SC_ABORTED = 2, SC_LEFT = 3 };
  * working buffer is for the peers that read it. Two per slot, by call parity: a rank can be at
  * most one call ahead of any other (it cannot run the next call before every peer arrived at it),
  * so the descriptor of call k is never overwritten while a slower rank still reads it. */
+/* shm: a buffer inside a schedc_mem_alloc region, as its peers find it: the owner's memfd (its fd
+ * number in the owner, device, inode, bytes), the region's number on the owner's communicator
+ * (0: none), and where the buffer starts in it. */
+typedef struct sc_regref {
+  uint64_t serial, dev, ino, size, off;
+  int32_t fd;
+} sc_regref;
+
 typedef struct sc_desc {
   sc_agreement a;
   uint64_t work;             /* threads: address of the working buffer; shm: arena generation */
   uint64_t arena_size;       /* shm: bytes of the rank's arena */
-  /* shm: the working buffer is a schedc_mem_alloc region (reg_serial != 0) rather than the
-   * arena: the owner's memfd (its fd number in the owner, inode, bytes), the region's number on
-   * the owner's communicator, and where the buffer starts in it. */
-  uint64_t reg_serial, reg_dev, reg_ino, reg_size, reg_off;
-  int32_t reg_fd;
+  sc_regref reg;             /* shm: the working buffer, when it is in a region rather than the arena */
   /* A widened allreduce: 1 if this rank's receive buffer can be read by its peers in this call
    * (sc_transport.share_out) and nothing is injected into its transfers; then `out` is its
-   * address (threads) or out_* name the schedc_mem_alloc region it lies in (shm, as reg_*). Final
+   * address (threads) or out_reg names the schedc_mem_alloc region it lies in (shm). Final
    * versions travel narrowed through the receive buffers only when every rank says 1
    * (sc_narrow_plan). */
-  int32_t out_shared, out_fd;
-  uint64_t out, out_serial, out_dev, out_ino, out_size, out_off;
+  int32_t out_shared;
+  uint64_t out;
+  sc_regref out_reg;
 } sc_desc;
 
 /* One rank's slot, on its own cache lines. Written by its rank, read by all. */

@@ -48,6 +48,18 @@ int sc_shm_pid_alive(int32_t pid) {
   return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
 }
 
+/* p (bytes) when it lies in one of this rank's schedc_mem_alloc regions: 1, and *ref names it for
+ * the peers; else 0 and ref->serial 0 (private memory: the peers cannot map it). */
+static int region_of(schedc_comm *c, const void *p, size_t bytes, sc_regref *ref) {
+  const sc_memreg *r = p ? sc_mem_find(c, p, bytes) : NULL;
+  if (!r || r->fd < 0) {
+    ref->serial = 0;
+    return 0;
+  }
+  *ref = (sc_regref){r->serial, r->dev, r->ino, r->bytes, (uint64_t)((const char *)p - r->base), r->fd};
+  return 1;
+}
+
 void *sc_shm_work(schedc_comm *c, size_t bytes, void *user, sc_desc *desc) {
   shmdata *d = sc_cpu_of(c)->tdata;
   /* The caller's buffer, when it lies in one of this rank's schedc_mem_alloc regions: peers map
@@ -56,18 +68,10 @@ void *sc_shm_work(schedc_comm *c, size_t bytes, void *user, sc_desc *desc) {
    * cells (the reads counters) and, after a failure, the collective quiesces until no peer is
    * inside it — the guarantee threads relies on for its receive buffers, which holds for any
    * memory the peers read. (Private memory cannot be shared: the arena.) */
-  const sc_memreg *r = user ? sc_mem_find(c, user, bytes) : NULL;
-  if (r && r->fd >= 0) {
-    desc->reg_serial = r->serial;
-    desc->reg_fd = r->fd;
-    desc->reg_dev = r->dev;
-    desc->reg_ino = r->ino;
-    desc->reg_size = r->bytes;
-    desc->reg_off = (uint64_t)((char *)user - r->base);
+  if (region_of(c, user, bytes, &desc->reg)) {
     c->mem_direct++;
     return d->cur = user;
   }
-  desc->reg_serial = 0;
   if (bytes > d->arena_cap || !d->arena) {
     size_t cap = d->arena_cap ? d->arena_cap : 1 << 20;
     while (cap < bytes) cap *= 2;
@@ -123,32 +127,32 @@ schedc_status sc_shm_open_peer(schedc_comm *c, int r) {
   return open_peer_file(c, r, atomic_load(&ri->pid), ri->fd, ri->dev, ri->ino, 0, "", &d->peers[r].fd);
 }
 
-/* Rank r's region named by its descriptor s, mapped read-only (cached per peer by serial). Opened
- * through /proc/OWNER/fd/FD and checked as arenas are (open_peer_file); the fd is closed once mapped
- * (the mapping keeps the memory, even if the owner frees the region or dies). */
-static schedc_status map_region(schedc_comm *c, int r, const sc_desc *s, char **out) {
+/* Rank r's region named by s (from its descriptor), mapped read-only (cached per peer by serial).
+ * Opened through /proc/OWNER/fd/FD and checked as arenas are (open_peer_file); the fd is closed
+ * once mapped (the mapping keeps the memory, even if the owner frees the region or dies). */
+static schedc_status map_region(schedc_comm *c, int r, const sc_regref *s, char **out) {
   shmdata *d = sc_cpu_of(c)->tdata;
   if (!d->regs[r] && !(d->regs[r] = calloc(REGMAPS, sizeof(regmap))))
     return sc_err(SCHEDC_ENOMEM, "out of memory");
   regmap *m = d->regs[r], *slot = &m[0];
   for (int i = 0; i < REGMAPS; i++) {
-    if (m[i].base && m[i].serial == s->reg_serial && m[i].ino == s->reg_ino && m[i].size == s->reg_size) {
+    if (m[i].base && m[i].serial == s->serial && m[i].ino == s->ino && m[i].size == s->size) {
       m[i].used = ++d->reg_clock;
       *out = m[i].base;
       return SCHEDC_OK;
     }
     if (!m[i].base ? slot->base != NULL : slot->base && m[i].used < slot->used) slot = &m[i];
   }
-  if (s->reg_off > s->reg_size) return sc_err(SCHEDC_EIO, "shm: rank %d announced a buffer outside its region", r);
+  if (s->off > s->size) return sc_err(SCHEDC_EIO, "shm: rank %d announced a buffer outside its region", r);
   int fd;
-  schedc_status st = open_peer_file(c, r, atomic_load(&d->tail->rank[r].pid), s->reg_fd, s->reg_dev, s->reg_ino,
-                                    s->reg_size, " (a schedc_mem_alloc region)", &fd);
+  schedc_status st = open_peer_file(c, r, atomic_load(&d->tail->rank[r].pid), s->fd, s->dev, s->ino,
+                                    s->size, " (a schedc_mem_alloc region)", &fd);
   if (st != SCHEDC_OK) return st;
-  void *p = mmap(NULL, s->reg_size, PROT_READ, MAP_SHARED, fd, 0);
+  void *p = mmap(NULL, s->size, PROT_READ, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED) return sc_err(SCHEDC_EIO, "shm: cannot map rank %d's region: %s", r, strerror(errno));
   if (slot->base) munmap(slot->base, slot->size);
-  *slot = (regmap){s->reg_serial, s->reg_ino, p, s->reg_size, ++d->reg_clock};
+  *slot = (regmap){s->serial, s->ino, p, s->size, ++d->reg_clock};
   *out = p;
   return SCHEDC_OK;
 }
@@ -160,10 +164,10 @@ schedc_status sc_shm_map(schedc_comm *c, const uint8_t *need, int parity) {
     if (r == c->rank || !need[r]) continue;
     const sc_desc *s = &sc_cpu_of(c)->sh->slots[r].d[parity];
     schedc_status st;
-    if (s->reg_serial) {
+    if (s->reg.serial) {
       char *base = NULL;
-      if ((st = map_region(c, r, s, &base)) != SCHEDC_OK) return st;
-      sc_cpu_of(c)->peer[r] = base + s->reg_off;
+      if ((st = map_region(c, r, &s->reg, &base)) != SCHEDC_OK) return st;
+      sc_cpu_of(c)->peer[r] = base + s->reg.off;
       continue;
     }
     peermap *pm = &d->peers[r];
@@ -186,15 +190,7 @@ schedc_status sc_shm_map(schedc_comm *c, const uint8_t *need, int parity) {
 }
 
 int sc_shm_share_out(schedc_comm *c, void *recv, size_t bytes, sc_desc *desc) {
-  const sc_memreg *r = recv ? sc_mem_find(c, recv, bytes) : NULL;
-  if (!r || r->fd < 0) return 0; /* private memory: the peers cannot map it */
-  desc->out_serial = r->serial;
-  desc->out_fd = r->fd;
-  desc->out_dev = r->dev;
-  desc->out_ino = r->ino;
-  desc->out_size = r->bytes;
-  desc->out_off = (uint64_t)((char *)recv - r->base);
-  return 1;
+  return region_of(c, recv, bytes, &desc->out_reg);
 }
 
 schedc_status sc_shm_map_outs(schedc_comm *c, const uint8_t *need, int parity) {
@@ -203,13 +199,10 @@ schedc_status sc_shm_map_outs(schedc_comm *c, const uint8_t *need, int parity) {
     const sc_desc *s = &x->sh->slots[r].d[parity];
     x->peer_out[r] = NULL; /* its own too: the executor writes sc_execargs.out */
     if (r == c->rank || !need[r]) continue;
-    /* the region, as map_region takes a working buffer's (the same cache of mappings) */
-    sc_desc reg = {.reg_serial = s->out_serial, .reg_dev = s->out_dev, .reg_ino = s->out_ino,
-                   .reg_size = s->out_size, .reg_off = s->out_off, .reg_fd = s->out_fd};
-    char *base = NULL;
-    schedc_status st = map_region(c, r, &reg, &base);
+    char *base = NULL; /* the same cache of mappings as working buffers in regions */
+    schedc_status st = map_region(c, r, &s->out_reg, &base);
     if (st != SCHEDC_OK) return st;
-    x->peer_out[r] = base + s->out_off;
+    x->peer_out[r] = base + s->out_reg.off;
   }
   return SCHEDC_OK;
 }
