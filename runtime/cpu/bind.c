@@ -58,6 +58,13 @@ void sc_bind_rank(schedc_comm *c) {
   cpu_set_t one;
   CPU_ZERO(&one);
   if (cpu >= 0) CPU_SET(cpu, &one);
+  if (cpu >= 0 && CPU_EQUAL(&one, &b->saved)) {
+    /* already on that CPU alone (another communicator's rank on this thread pinned it, or the
+     * user did): nothing to pin and nothing to give back. Saving {cpu} here would undo, at this
+     * communicator's free, the other's restore when that one is freed first. */
+    free(b);
+    return;
+  }
   if (cpu < 0 || sched_setaffinity(0, sizeof one, &one) != 0) {
     sc_log(SCHEDC_LOG_WARN, "SCHEDC_BIND=core: rank %d could not be pinned to a CPU (%s); it runs unpinned",
            c->rank, cpu < 0 ? "no such CPU" : strerror(errno));

@@ -4,7 +4,8 @@
  * allowed (found here from the mask the thread had: all CPUs, one CPU, the last CPU only), or is
  * left alone when the ranks outnumber those CPUs; either way it gets its mask back when its
  * communicator is freed; threads ranks and forked shm ranks; with `none` and unset the mask is
- * left alone. The sums of the calls are checked too (integers).
+ * left alone; a thread that is a rank of two communicators gets its mask back whichever is freed
+ * first. The sums of the calls are checked too (integers).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -117,6 +118,47 @@ static void shm_case(int nranks, int pinned) {
   }
 }
 
+/* One thread a rank of two communicators: rank 0 of X (2 ranks, the other on a helper thread) and
+ * the only rank of Y, each making its first call (X's pins the thread; Y's rank-th CPU is then the
+ * one it is on). Freed in either order, the thread must end with the mask it had. The old bind.c
+ * saved Y's "mask before" as X's pin, so freeing X first and Y second left the thread pinned. */
+static void *two_comms_peer(void *p) {
+  job *j = p;
+  float *buf = calloc(COUNT, sizeof *buf);
+  j->bad = schedc_allreduce(buf, buf, COUNT, SCHEDC_F32, SCHEDC_SUM, j->c, NULL) != SCHEDC_OK;
+  free(buf);
+  schedc_comm_free(j->c);
+  return NULL;
+}
+
+static void two_comms(int x_first) {
+  schedc_comm *X[2], *Y[1];
+  cpu_set_t before, back;
+  CHECK(sched_getaffinity(0, sizeof before, &before) == 0);
+  CHECK(schedc_comm_init_threads(2, NULL, X) == SCHEDC_OK);
+  CHECK(schedc_comm_init_threads(1, NULL, Y) == SCHEDC_OK);
+  job peer = {X[1], 1, 2, 1, COUNT, 0};
+  pthread_t th;
+  pthread_create(&th, NULL, two_comms_peer, &peer);
+  float *buf = calloc(COUNT, sizeof *buf);
+  for (size_t e = 0; e < COUNT; e++) buf[e] = (float)(e % 7);
+  CHECK(schedc_allreduce(buf, buf, COUNT, SCHEDC_F32, SCHEDC_SUM, X[0], NULL) == SCHEDC_OK);
+  pthread_join(th, NULL);
+  CHECK(peer.bad == 0);
+  CHECK(schedc_allreduce(buf, buf, COUNT, SCHEDC_F32, SCHEDC_SUM, Y[0], NULL) == SCHEDC_OK);
+  int sums = 0; /* X: rank 1 added zeros; Y: one rank */
+  for (size_t e = 0; e < COUNT; e++) sums += buf[e] == (float)(e % 7);
+  CHECK(sums == COUNT);
+  free(buf);
+  schedc_comm_free(x_first ? X[0] : Y[0]);
+  schedc_comm_free(x_first ? Y[0] : X[0]);
+  CHECK(sched_getaffinity(0, sizeof back, &back) == 0);
+  if (!CPU_EQUAL(&before, &back))
+    fprintf(stderr, "two communicators on one thread, %s freed first: %d CPUs allowed after, %d before\n",
+            x_first ? "the first made" : "the last made", CPU_COUNT(&back), CPU_COUNT(&before));
+  CHECK(CPU_EQUAL(&before, &back));
+}
+
 /* Every case, with the process (and so every thread it starts) allowed the CPUs of `m`. */
 static void all_cases(const cpu_set_t *m, const char *what) {
   CHECK(sched_setaffinity(0, sizeof *m, m) == 0);
@@ -128,6 +170,8 @@ static void all_cases(const cpu_set_t *m, const char *what) {
   }
   shm_case(2, 1);
   shm_case(3, 1);
+  two_comms(1);
+  two_comms(0);
   setenv("SCHEDC_BIND", "none", 1);
   threads_case(2, 0, COUNT);
   shm_case(2, 0);
