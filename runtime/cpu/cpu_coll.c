@@ -142,7 +142,8 @@ static schedc_status narrow_finals(schedc_comm *c, const sc_call *k, sc_execargs
   }
   schedc_status st = x->tr->map_outs(c, need, parity);
   if (st != SCHEDC_OK) {
-    sc_fail(c, SC_ABORTED, "rank %d could not map its peers' receive buffers", c->rank);
+    /* with the cause (a peer that died before it was mapped: the others name it through this) */
+    sc_fail(c, SC_ABORTED, "rank %d could not map its peers' receive buffers: %s", c->rank, schedc_errmsg());
     return st;
   }
   a->nar = nar;
@@ -178,7 +179,7 @@ static schedc_status run_plan(schedc_comm *c, const sc_call *k, const sc_execarg
   schedc_status st;
   if (k->K == 0) return SCHEDC_OK; /* the call matched on every rank; there is nothing to move */
   if ((st = x->tr->map_peers(c, reads_now(c, k), parity)) != SCHEDC_OK) {
-    sc_fail(c, SC_ABORTED, "rank %d could not map its peers' buffers", me);
+    sc_fail(c, SC_ABORTED, "rank %d could not map its peers' buffers: %s", me, schedc_errmsg());
     return st;
   }
   sc_execargs a = {k->prog, ir->nfiles ? ir->files[0] : "", k->cn, k->acc, k->op, k->K, parity, k->flags,
