@@ -115,13 +115,15 @@ static void reset_counters(schedc_comm *c, int parity) {
  * (sc_narrow_plan)? A widened allreduce with the shortcuts into the receive buffer (not exact
  * mode: its integers would do, but it keeps the path its identity check was proven on), nothing
  * injected into its transfers or reduces (a flip lands on a working-type payload), a plan of at
- * most SC_NAR_MAX_CELLS cells, and a receive buffer its peers can read. Recorded in the descriptor, which the peers read after the arrival. */
+ * most SC_NAR_MAX_CELLS cells, and a receive buffer its peers can read. Recorded in the
+ * descriptor, which the peers read after the arrival. */
 static void share_out(schedc_comm *c, const sc_call *k, const sc_execargs *sp, sc_desc *d) {
   const sc_inject *in = &c->inj;
   int inj = sc_call_injects(k) && (in->flip_rank >= 0 || in->arith_rank >= 0);
   d->out_shared = 0;
   size_t cells = (size_t)k->prog->nranks * k->prog->nchunks; /* the plan's, as on every rank */
-  if (k->coll == SCHEDC_ALLREDUCE && sp->wide && !sp->wide->ex && sp->out && k->K && !inj && cells <= SC_NAR_MAX_CELLS)
+  if (k->coll == SCHEDC_ALLREDUCE && sp->wide && !sp->wide->ex && sp->out && k->K && !inj &&
+      cells <= SC_NAR_MAX_CELLS)
     d->out_shared = sc_cpu_of(c)->tr->share_out(c, k->recv, k->K * schedc_dtype_size(k->dtype), d);
 }
 
