@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,12 +18,33 @@
 #include "cpu.h"
 #include "log.h"
 
-/* What the thread's mask was, and which thread (the free may run on another). */
+/* What the thread's mask was, and which thread (the free may run on another): its id and start
+ * time, since an ended thread's id is given to a new thread, of any process, once pid_max wraps
+ * (32768 here: 32K thread creations, 2 s). */
 struct sc_bind {
   pid_t tid;
+  unsigned long long start;
   cpu_set_t saved;
   int cpu;
 };
+
+/* The start time (clock ticks after boot, field 22 of stat) of thread tid of this process; 0 when
+ * it has no such thread (ended, or /proc unreadable). */
+static unsigned long long thread_start(pid_t tid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  char *p = strrchr(buf, ')'); /* after the name, which may hold spaces and parentheses */
+  if (!p) return 0;
+  int field = 2;
+  for (p++; *p && field < 22; p++)
+    if (*p == ' ') field++;
+  return field == 22 ? strtoull(p, NULL, 10) : 0;
+}
 
 /* The rank-th of the CPUs allowed in `m`, or -1 when fewer are allowed. */
 static int nth_allowed(const cpu_set_t *m, int rank) {
@@ -58,6 +80,13 @@ void sc_bind_rank(schedc_comm *c) {
   cpu_set_t one;
   CPU_ZERO(&one);
   if (cpu >= 0) CPU_SET(cpu, &one);
+  if (cpu >= 0 && CPU_EQUAL(&one, &b->saved)) {
+    /* already on that CPU alone (another communicator's rank on this thread pinned it, or the
+     * user did): nothing to pin and nothing to give back. Saving {cpu} here would undo, at this
+     * communicator's free, the other's restore when that one is freed first. */
+    free(b);
+    return;
+  }
   if (cpu < 0 || sched_setaffinity(0, sizeof one, &one) != 0) {
     sc_log(SCHEDC_LOG_WARN, "SCHEDC_BIND=core: rank %d could not be pinned to a CPU (%s); it runs unpinned",
            c->rank, cpu < 0 ? "no such CPU" : strerror(errno));
@@ -65,6 +94,7 @@ void sc_bind_rank(schedc_comm *c) {
     return;
   }
   b->cpu = cpu;
+  b->start = thread_start(b->tid);
   x->bound = b;
   sc_log(SCHEDC_LOG_INFO, "SCHEDC_BIND=core: rank %d (thread %d) pinned to CPU %d", c->rank, (int)b->tid, cpu);
 }
@@ -73,7 +103,9 @@ void sc_unbind_rank(schedc_comm *c) {
   sc_cpu *x = sc_cpu_of(c);
   struct sc_bind *b = x->bound;
   if (!b) return;
-  (void)sched_setaffinity(b->tid, sizeof b->saved, &b->saved); /* ESRCH: the thread has ended */
+  /* from another thread only while the pinned one lives: not an unrelated thread given its id */
+  if (gettid() == b->tid || (b->start && thread_start(b->tid) == b->start))
+    (void)sched_setaffinity(b->tid, sizeof b->saved, &b->saved);
   free(b);
   x->bound = NULL;
 }

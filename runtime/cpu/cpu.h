@@ -350,6 +350,11 @@ schedc_status sc_exec(schedc_comm *c, const sc_execargs *a);
  * alone (hash: the plan's; with p, the key of the table kept for the next call). Returns the flags,
  * [rank me's groups]; NULL: out of memory. */
 enum { SC_NAR_READ = 1, SC_NAR_PUB = 2 };
+/* Plans of more cells (ranks x chunks) keep the working-type path: every rank makes the table for
+ * the whole plan, 10 bytes a cell, so a threads communicator of R ranks holds R copies (a 1024-rank
+ * ring, 1M cells: 11.2 GB and 37 s for the first bf16 call against 0.71 GB and 5.7 s without; 256
+ * ranks, 64K cells: 310 MB and 0.41 s against 133 MB and 0.11 s for f32). */
+#define SC_NAR_MAX_CELLS ((size_t)1 << 16)
 /* *need: [nranks], 1 for the ranks whose receive buffer this rank reads (a non-empty chunk of K
  * elements). Only those may be mapped: a rank none reads in this call may have left it already
  * (its drain waits for no one), and freed the buffer. */

@@ -114,13 +114,16 @@ static void reset_counters(schedc_comm *c, int parity) {
 /* Before the arrival: may this rank's final versions travel narrowed through its receive buffer
  * (sc_narrow_plan)? A widened allreduce with the shortcuts into the receive buffer (not exact
  * mode: its integers would do, but it keeps the path its identity check was proven on), nothing
- * injected into its transfers or reduces (a flip lands on a working-type payload), and a receive
- * buffer its peers can read. Recorded in the descriptor, which the peers read after the arrival. */
+ * injected into its transfers or reduces (a flip lands on a working-type payload), a plan of at
+ * most SC_NAR_MAX_CELLS cells, and a receive buffer its peers can read. Recorded in the
+ * descriptor, which the peers read after the arrival. */
 static void share_out(schedc_comm *c, const sc_call *k, const sc_execargs *sp, sc_desc *d) {
   const sc_inject *in = &c->inj;
   int inj = sc_call_injects(k) && (in->flip_rank >= 0 || in->arith_rank >= 0);
   d->out_shared = 0;
-  if (k->coll == SCHEDC_ALLREDUCE && sp->wide && !sp->wide->ex && sp->out && k->K && !inj)
+  size_t cells = (size_t)k->prog->nranks * k->prog->nchunks; /* the plan's, as on every rank */
+  if (k->coll == SCHEDC_ALLREDUCE && sp->wide && !sp->wide->ex && sp->out && k->K && !inj &&
+      cells <= SC_NAR_MAX_CELLS)
     d->out_shared = sc_cpu_of(c)->tr->share_out(c, k->recv, k->K * schedc_dtype_size(k->dtype), d);
 }
 
@@ -142,7 +145,8 @@ static schedc_status narrow_finals(schedc_comm *c, const sc_call *k, sc_execargs
   }
   schedc_status st = x->tr->map_outs(c, need, parity);
   if (st != SCHEDC_OK) {
-    sc_fail(c, SC_ABORTED, "rank %d could not map its peers' receive buffers", c->rank);
+    /* with the cause (a peer that died before it was mapped: the others name it through this) */
+    sc_fail(c, SC_ABORTED, "rank %d could not map its peers' receive buffers: %s", c->rank, schedc_errmsg());
     return st;
   }
   a->nar = nar;
@@ -178,7 +182,7 @@ static schedc_status run_plan(schedc_comm *c, const sc_call *k, const sc_execarg
   schedc_status st;
   if (k->K == 0) return SCHEDC_OK; /* the call matched on every rank; there is nothing to move */
   if ((st = x->tr->map_peers(c, reads_now(c, k), parity)) != SCHEDC_OK) {
-    sc_fail(c, SC_ABORTED, "rank %d could not map its peers' buffers", me);
+    sc_fail(c, SC_ABORTED, "rank %d could not map its peers' buffers: %s", me, schedc_errmsg());
     return st;
   }
   sc_execargs a = {k->prog, ir->nfiles ? ir->files[0] : "", k->cn, k->acc, k->op, k->K, parity, k->flags,

@@ -4,11 +4,15 @@
  * allowed (found here from the mask the thread had: all CPUs, one CPU, the last CPU only), or is
  * left alone when the ranks outnumber those CPUs; either way it gets its mask back when its
  * communicator is freed; threads ranks and forked shm ranks; with `none` and unset the mask is
- * left alone. The sums of the calls are checked too (integers).
+ * left alone; a thread that is a rank of two communicators gets its mask back whichever is freed
+ * first; freed from another thread, a live rank thread gets its mask back, and a thread that was
+ * given an ended rank thread's id keeps its own. The sums of the calls are checked too (integers).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +121,161 @@ static void shm_case(int nranks, int pinned) {
   }
 }
 
+/* One thread a rank of two communicators: rank 0 of X (2 ranks, the other on a helper thread) and
+ * the only rank of Y, each making its first call (X's pins the thread; Y's rank-th CPU is then the
+ * one it is on). Freed in either order, the thread must end with the mask it had. The old bind.c
+ * saved Y's "mask before" as X's pin, so freeing X first and Y second left the thread pinned. */
+static void *two_comms_peer(void *p) {
+  job *j = p;
+  float *buf = calloc(COUNT, sizeof *buf);
+  j->bad = schedc_allreduce(buf, buf, COUNT, SCHEDC_F32, SCHEDC_SUM, j->c, NULL) != SCHEDC_OK;
+  free(buf);
+  schedc_comm_free(j->c);
+  return NULL;
+}
+
+static void two_comms(int x_first) {
+  schedc_comm *X[2], *Y[1];
+  cpu_set_t before, back;
+  CHECK(sched_getaffinity(0, sizeof before, &before) == 0);
+  CHECK(schedc_comm_init_threads(2, NULL, X) == SCHEDC_OK);
+  CHECK(schedc_comm_init_threads(1, NULL, Y) == SCHEDC_OK);
+  job peer = {X[1], 1, 2, 1, COUNT, 0};
+  pthread_t th;
+  pthread_create(&th, NULL, two_comms_peer, &peer);
+  float *buf = calloc(COUNT, sizeof *buf);
+  for (size_t e = 0; e < COUNT; e++) buf[e] = (float)(e % 7);
+  CHECK(schedc_allreduce(buf, buf, COUNT, SCHEDC_F32, SCHEDC_SUM, X[0], NULL) == SCHEDC_OK);
+  pthread_join(th, NULL);
+  CHECK(peer.bad == 0);
+  CHECK(schedc_allreduce(buf, buf, COUNT, SCHEDC_F32, SCHEDC_SUM, Y[0], NULL) == SCHEDC_OK);
+  int sums = 0; /* X: rank 1 added zeros; Y: one rank */
+  for (size_t e = 0; e < COUNT; e++) sums += buf[e] == (float)(e % 7);
+  CHECK(sums == COUNT);
+  free(buf);
+  schedc_comm_free(x_first ? X[0] : Y[0]);
+  schedc_comm_free(x_first ? Y[0] : X[0]);
+  CHECK(sched_getaffinity(0, sizeof back, &back) == 0);
+  if (!CPU_EQUAL(&before, &back))
+    fprintf(stderr, "two communicators on one thread, %s freed first: %d CPUs allowed after, %d before\n",
+            x_first ? "the first made" : "the last made", CPU_COUNT(&back), CPU_COUNT(&before));
+  CHECK(CPU_EQUAL(&before, &back));
+}
+
+/* Freed from another thread: while the rank threads live, each gets its mask back; once they have
+ * ended and a new thread got rank 0's thread id (pid_max wraps), that thread's mask is left alone.
+ * The old bind.c set the saved mask on whatever thread held the id then (here: one that had pinned
+ * itself to one CPU got every CPU back). */
+typedef struct ftjob {
+  schedc_comm *c;
+  pthread_barrier_t *called, *freed;
+  pid_t tid;
+  int bad;
+} ftjob;
+
+static void *ft_rank(void *p) {
+  ftjob *j = p;
+  cpu_set_t before, back;
+  sched_getaffinity(0, sizeof before, &before);
+  j->tid = gettid();
+  float *buf = calloc(COUNT, sizeof *buf);
+  j->bad = schedc_allreduce(buf, buf, COUNT, SCHEDC_F32, SCHEDC_SUM, j->c, NULL) != SCHEDC_OK;
+  free(buf);
+  if (j->called) { /* stays alive while main frees the communicator */
+    pthread_barrier_wait(j->called);
+    pthread_barrier_wait(j->freed);
+    sched_getaffinity(0, sizeof back, &back);
+    if (!CPU_EQUAL(&before, &back)) {
+      fprintf(stderr, "freed from main: the rank thread has %d CPUs, had %d\n", CPU_COUNT(&back), CPU_COUNT(&before));
+      j->bad++;
+    }
+  }
+  return NULL;
+}
+
+static pid_t reuse_want;
+static atomic_int reuse_seen, reuse_hit, reuse_stop;
+static void *reuse_probe(void *p) {
+  (void)p;
+  if (gettid() != reuse_want) {
+    atomic_store(&reuse_seen, 1);
+    return NULL;
+  }
+  cpu_set_t one, now;
+  sched_getaffinity(0, sizeof now, &now);
+  CPU_ZERO(&one);
+  CPU_SET(want_cpu(&now, 0), &one); /* pinned to one CPU by itself (as an MPI-bound thread) */
+  sched_setaffinity(0, sizeof one, &one);
+  atomic_store(&reuse_hit, 1);
+  while (!atomic_load(&reuse_stop)) usleep(1000);
+  sched_getaffinity(0, sizeof now, &now);
+  return (void *)(intptr_t)CPU_EQUAL(&one, &now);
+}
+
+static void freed_elsewhere(void) {
+  schedc_comm *X[2];
+  pthread_t th[2];
+  pthread_barrier_t called, freed;
+  pthread_barrier_init(&called, NULL, 3);
+  pthread_barrier_init(&freed, NULL, 3);
+  ftjob jobs[2];
+  CHECK(schedc_comm_init_threads(2, NULL, X) == SCHEDC_OK);
+  for (int r = 0; r < 2; r++) {
+    jobs[r] = (ftjob){X[r], &called, &freed, 0, 0};
+    pthread_create(&th[r], NULL, ft_rank, &jobs[r]);
+  }
+  pthread_barrier_wait(&called);
+  schedc_comm_free(X[0]);
+  schedc_comm_free(X[1]);
+  pthread_barrier_wait(&freed);
+  for (int r = 0; r < 2; r++) {
+    pthread_join(th[r], NULL);
+    CHECK(jobs[r].bad == 0);
+  }
+  pthread_barrier_destroy(&called);
+  pthread_barrier_destroy(&freed);
+  /* the ids reused: only where pid_max is small enough to wrap in a few seconds */
+  FILE *f = fopen("/proc/sys/kernel/pid_max", "r");
+  long pid_max = 0;
+  if (!f || fscanf(f, "%ld", &pid_max) != 1) pid_max = 0;
+  if (f) fclose(f);
+  if (pid_max <= 0 || pid_max > 65536) {
+    fprintf(stderr, "-- pid_max %ld: the reused thread id case is not run\n", pid_max);
+    return;
+  }
+  CHECK(schedc_comm_init_threads(2, NULL, X) == SCHEDC_OK);
+  for (int r = 0; r < 2; r++) {
+    jobs[r] = (ftjob){X[r], NULL, NULL, 0, 0};
+    pthread_create(&th[r], NULL, ft_rank, &jobs[r]);
+  }
+  for (int r = 0; r < 2; r++) pthread_join(th[r], NULL);
+  reuse_want = jobs[0].tid;
+  pthread_t victim = pthread_self();
+  long n = 0;
+  for (; n < 4 * pid_max && !atomic_load(&reuse_hit); n++) {
+    pthread_t q;
+    atomic_store(&reuse_seen, 0);
+    if (pthread_create(&q, NULL, reuse_probe, NULL) != 0) break;
+    while (!atomic_load(&reuse_seen) && !atomic_load(&reuse_hit)) {
+    }
+    if (atomic_load(&reuse_hit)) victim = q;
+    else pthread_join(q, NULL);
+  }
+  if (!atomic_load(&reuse_hit)) {
+    fprintf(stderr, "-- thread id %d not reused after %ld threads: case not run\n", (int)reuse_want, n);
+    schedc_comm_free(X[0]);
+    schedc_comm_free(X[1]);
+    return;
+  }
+  schedc_comm_free(X[0]);
+  schedc_comm_free(X[1]);
+  atomic_store(&reuse_stop, 1);
+  void *kept = NULL;
+  pthread_join(victim, &kept);
+  if (!kept) fprintf(stderr, "the thread given rank 0's old id %d lost its own pin at the free\n", (int)reuse_want);
+  CHECK(kept != NULL);
+}
+
 /* Every case, with the process (and so every thread it starts) allowed the CPUs of `m`. */
 static void all_cases(const cpu_set_t *m, const char *what) {
   CHECK(sched_setaffinity(0, sizeof *m, m) == 0);
@@ -128,6 +287,8 @@ static void all_cases(const cpu_set_t *m, const char *what) {
   }
   shm_case(2, 1);
   shm_case(3, 1);
+  two_comms(1);
+  two_comms(0);
   setenv("SCHEDC_BIND", "none", 1);
   threads_case(2, 0, COUNT);
   shm_case(2, 0);
@@ -149,5 +310,8 @@ int main(void) {
     all_cases(&last, "the last CPU only");
   }
   sched_setaffinity(0, sizeof all, &all);
+  setenv("SCHEDC_BIND", "core", 1);
+  if (CPU_COUNT(&all) >= 2) freed_elsewhere(); /* pins need a CPU per rank */
+  unsetenv("SCHEDC_BIND");
   return DONE();
 }
