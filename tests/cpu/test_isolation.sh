@@ -44,7 +44,12 @@ done
 if [ "$MPI" != mpi ]; then
   echo "[note] built without MPI: the mpi world-size case is not run"
 else
-  SCHEDC_BACKEND=mpi "$S" launch -n 2 --grace 10 -- "$T" --steps 5 >"$tmp/m" 2>&1; rc=$?
+  # Open MPI's session directory: its own base, its top folder made here. Two singletons (or
+  # another test's mpirun) starting at once both mkdir /tmp/ompi.HOST.UID and one can fail with
+  # "File exists" in orte_init (seen once in a fresh-clone run), which is Open MPI's race, not
+  # the refusal this case checks.
+  mkdir -p "$tmp/ompi/ompi.$(hostname -s 2>/dev/null || hostname).$(id -u)"
+  OMPI_MCA_orte_tmpdir_base="$tmp/ompi" SCHEDC_BACKEND=mpi "$S" launch -n 2 --grace 10 -- "$T" --steps 5 >"$tmp/m" 2>&1; rc=$?
   n=$(grep -c "SCHEDC_NRANKS=2 but MPI_COMM_WORLD has 1 rank" "$tmp/m")
   ok "[ $rc != 0 ] && [ '$n' = 2 ] && ! grep -q 'weights digest' '$tmp/m'" "mpi singletons: rc $rc, $n ranks said so: $(cat "$tmp/m")"
 fi
