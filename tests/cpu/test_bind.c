@@ -6,7 +6,8 @@
  * communicator is freed; threads ranks and forked shm ranks; with `none` and unset the mask is
  * left alone; a thread that is a rank of two communicators gets its mask back whichever is freed
  * first; freed from another thread, a live rank thread gets its mask back, and a thread that was
- * given an ended rank thread's id keeps its own. The sums of the calls are checked too (integers).
+ * given an ended rank thread's id keeps its own (with the argument `reuse`: the release tree).
+ * The sums of the calls are checked too (integers). Usage: test_bind [reuse]
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -212,7 +213,7 @@ static void *reuse_probe(void *p) {
   return (void *)(intptr_t)CPU_EQUAL(&one, &now);
 }
 
-static void freed_elsewhere(void) {
+static void freed_elsewhere(int reuse) {
   schedc_comm *X[2];
   pthread_t th[2];
   pthread_barrier_t called, freed;
@@ -234,7 +235,12 @@ static void freed_elsewhere(void) {
   }
   pthread_barrier_destroy(&called);
   pthread_barrier_destroy(&freed);
-  /* the ids reused: only where pid_max is small enough to wrap in a few seconds */
+  /* the ids reused: only where pid_max is small enough to wrap in a few seconds, and not in the
+   * ASan tree (`reuse` not given: its thread creations took 74 s there beside other tests) */
+  if (!reuse) {
+    fprintf(stderr, "-- the reused thread id case is not run (no 'reuse' argument)\n");
+    return;
+  }
   FILE *f = fopen("/proc/sys/kernel/pid_max", "r");
   long pid_max = 0;
   if (!f || fscanf(f, "%ld", &pid_max) != 1) pid_max = 0;
@@ -296,7 +302,8 @@ static void all_cases(const cpu_set_t *m, const char *what) {
   threads_case(2, 0, COUNT);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  int reuse = argc > 1 && !strcmp(argv[1], "reuse");
   cpu_set_t all, one, last;
   CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
   all_cases(&all, "as started");
@@ -311,7 +318,7 @@ int main(void) {
   }
   sched_setaffinity(0, sizeof all, &all);
   setenv("SCHEDC_BIND", "core", 1);
-  if (CPU_COUNT(&all) >= 2) freed_elsewhere(); /* pins need a CPU per rank */
+  if (CPU_COUNT(&all) >= 2) freed_elsewhere(reuse); /* pins need a CPU per rank */
   unsetenv("SCHEDC_BIND");
   return DONE();
 }
