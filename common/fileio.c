@@ -100,3 +100,13 @@ int sc_write_atomic(const char *path, const void *data, size_t len) {
   free(tmp);
   return rc;
 }
+
+const char *sc_proc_stat_rest(const char *path, char *buf, size_t cap) {
+  FILE *f = cap > 2 ? fopen(path, "r") : NULL;
+  if (!f) return NULL;
+  size_t n = fread(buf, 1, cap - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *rp = strrchr(buf, ')'); /* "pid (comm) S ...": the last one closes the name */
+  return rp && rp[1] == ' ' ? rp + 2 : NULL;
+}

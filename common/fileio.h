@@ -1,6 +1,7 @@
 /*
  * fileio.h — whole-file reads and atomic writes (temp name, fsync, rename: the file is either
- * complete or absent), shared by plan files and the kernel caches; the cache directory.
+ * complete or absent), shared by plan files and the kernel caches; the cache directory; a /proc
+ * stat line's fields.
  */
 #ifndef SC_FILEIO_H
 #define SC_FILEIO_H
@@ -18,6 +19,11 @@ int sc_open_regular(const char *path, unsigned long long max, unsigned long long
 void *sc_read_file(const char *path, size_t *len);
 /* 0, or -1 with errno set (no temp file is left behind). */
 int sc_write_atomic(const char *path, const void *data, size_t len);
+
+/* A /proc stat line (/proc/PID/stat, /proc/self/task/TID/stat) read into buf (cap bytes): the text
+ * after the ") " that closes the command name (which may hold spaces and parentheses), so that
+ * field 3, the state, comes first; NULL when the file cannot be read or has no name. */
+const char *sc_proc_stat_rest(const char *path, char *buf, size_t cap);
 
 /* The kernel cache directory (SCHEDC_CACHE_DIR, else $XDG_CACHE_HOME/schedc, else
  * ~/.cache/schedc), created if missing, into buf: 1; 0 when caching is off (SCHEDC_CACHE_DIR=off)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cpu.h"
+#include "fileio.h"
 #include "log.h"
 
 /* What the thread's mask was, and which thread (the free may run on another): its id and start
@@ -33,15 +34,10 @@ struct sc_bind {
 static unsigned long long thread_start(pid_t tid) {
   char path[64], buf[1024];
   snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  char *p = strrchr(buf, ')'); /* after the name, which may hold spaces and parentheses */
+  const char *p = sc_proc_stat_rest(path, buf, sizeof buf); /* at field 3 */
   if (!p) return 0;
-  int field = 2;
-  for (p++; *p && field < 22; p++)
+  int field = 3;
+  for (; *p && field < 22; p++)
     if (*p == ' ') field++;
   return field == 22 ? strtoull(p, NULL, 10) : 0;
 }

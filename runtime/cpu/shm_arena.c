@@ -32,6 +32,7 @@
 
 #include "cpu.h"
 #include "err.h"
+#include "fileio.h"
 #include "shm.h"
 
 /* Alive: the process exists and is not a zombie (a dead child its parent has not reaped). */
@@ -39,13 +40,8 @@ int sc_shm_pid_alive(int32_t pid) {
   if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH)) return 0;
   char path[64], buf[256];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return 1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  const char *rp = strrchr(buf, ')'); /* "pid (comm) S ..." */
-  return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
+  const char *st = sc_proc_stat_rest(path, buf, sizeof buf); /* the state first */
+  return !(st && (st[0] == 'Z' || st[0] == 'X'));
 }
 
 /* p (bytes) when it lies in one of this rank's schedc_mem_alloc regions: 1, and *ref names it for
