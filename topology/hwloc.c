@@ -5,6 +5,7 @@
  * synthetic description. Packages, NUMA nodes with their cores, caches, and the PCIe tree's
  * GPUs (NVIDIA, class 0x0300/0x0302) and NICs (class 0x0200/0x0207) with their switch and bridge.
  */
+#define _GNU_SOURCE /* pipe2 */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,8 @@ schedc_status sc_tp_synthetic(sc_tp *t, const char *desc) { (void)t; (void)desc;
 #include <errno.h>
 #include <fcntl.h>
 #include <hwloc.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 static int count_inside(hwloc_topology_t topo, hwloc_const_cpuset_t set, hwloc_obj_type_t type) {
@@ -83,13 +86,16 @@ static void caches(hwloc_topology_t topo, char *out, size_t cap) {
   }
 }
 
-/* A NIC's name (its OpenFabrics device, else its network interface) and Linux's speed for it. */
-static void nic_name(hwloc_obj_t pci, char *name, size_t cap, long *mbps, int live) {
+/* A NIC's name (its OpenFabrics device, else its network interface), whether it does RDMA (it
+ * has an OpenFabrics device: InfiniBand, RoCE, AWS's EFA; a plain Ethernet NIC such as ENA has a
+ * network interface only) and Linux's speed for it. */
+static void nic_name(hwloc_obj_t pci, char *name, size_t cap, int *rdma, long *mbps, int live) {
   name[0] = 0;
   *mbps = 0;
+  *rdma = 0;
   for (hwloc_obj_t c = pci->io_first_child; c; c = c->next_sibling) {
     if (c->type != HWLOC_OBJ_OS_DEVICE || !c->name) continue;
-    if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) { snprintf(name, cap, "%s", c->name); break; }
+    if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) { snprintf(name, cap, "%s", c->name); *rdma = 1; break; }
     if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK && !name[0]) snprintf(name, cap, "%s", c->name);
   }
   if (!live) return;
@@ -158,10 +164,12 @@ static schedc_status from_hwloc(sc_tp *t, hwloc_topology_t topo, int live) {
     } else if (cls == 0x0200 || cls == 0x0207) {
       char name[64];
       long mbps;
-      nic_name(o, name, sizeof name, &mbps, live);
+      int rdma;
+      nic_name(o, name, sizeof name, &rdma, &mbps, live);
       int i = sc_tp_add_nic(t, h, bus, name[0] ? name : bus);
       if (i < 0) return sc_err(SCHEDC_ENOMEM, "out of memory");
       t->nic[i].speed_mbps = mbps;
+      t->nic[i].rdma = rdma;
       t->nic[i].at = place_of(t, first, topo, o);
     }
   }
@@ -223,26 +231,72 @@ schedc_status sc_tp_synthetic(sc_tp *t, const char *desc) {
 
 /* hwloc trusts an XML file's cpusets and nodesets; a consistent-looking but wrong one can make
  * its loader crash (the fuzzer found a SEGV in hwloc 2.9's hwloc_bitmap_compare_first). So the
- * file is loaded once in a child process first (stderr silenced, 20 s alarm): 0 loaded, 1 hwloc
- * refused it, 2 the loader died. Loading is deterministic: what the child survives, we do. */
+ * file is loaded once in a child process first (stderr silenced, 20 s alarm), which reports on a
+ * pipe: 0 loaded, 1 hwloc refused it, 2 the loader died (no report: a signal, a sanitizer's exit)
+ * or did not finish in 30 s. The pipe, not the exit status, is the answer: a process that
+ * ignores SIGCHLD has its children reaped by the kernel, and waitpid then fails with ECHILD.
+ * Loading is deterministic: what the child survives, we do. */
 static int trial_load(const char *path) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC)) return 2;
   fflush(NULL);
   pid_t pid = fork();
-  if (pid < 0) return 2;
+  if (pid < 0) { close(fds[0]); close(fds[1]); return 2; }
   if (pid == 0) {
+    close(fds[0]);
+    signal(SIGALRM, SIG_DFL); /* an ignored SIGALRM is inherited ignored: the alarm must still end it */
+    sigset_t all;
+    sigemptyset(&all);
+    sigaddset(&all, SIGALRM);
+    sigprocmask(SIG_UNBLOCK, &all, NULL);
     alarm(20);
     int fd = open("/dev/null", O_WRONLY);
     if (fd >= 0) dup2(fd, 2);
+    char verdict = '1';
     hwloc_topology_t topo;
-    if (hwloc_topology_init(&topo)) _exit(3);
-    hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    int rc = hwloc_topology_set_xml(topo, path) || hwloc_topology_load(topo);
-    _exit(rc ? 3 : 0); /* 3: hwloc said no; any other end (a signal, a sanitizer's exit 1) is a crash */
+    if (!hwloc_topology_init(&topo)) {
+      hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+      if (!hwloc_topology_set_xml(topo, path) && !hwloc_topology_load(topo)) verdict = '0';
+    }
+    ssize_t w;
+    do w = write(fds[1], &verdict, 1); while (w < 0 && errno == EINTR);
+    _exit(0);
   }
-  int st;
-  while (waitpid(pid, &st, 0) < 0)
-    if (errno != EINTR) return 2;
-  return WIFEXITED(st) ? (WEXITSTATUS(st) == 0 ? 0 : WEXITSTATUS(st) == 3 ? 1 : 2) : 2;
+  close(fds[1]);
+  char verdict = 0;
+  struct pollfd p = {fds[0], POLLIN, 0};
+  int got = 0;
+  for (;;) {
+    int rc = poll(&p, 1, 30000);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc <= 0) break; /* no answer in 30 s (the child's alarm should have ended it): a crash */
+    ssize_t n = read(fds[0], &verdict, 1);
+    if (n < 0 && errno == EINTR) continue;
+    got = n == 1;
+    break;
+  }
+  close(fds[0]);
+  if (!got) kill(pid, SIGKILL);
+  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {} /* reaped; ECHILD when SIGCHLD is ignored */
+  return !got ? 2 : verdict == '0' ? 0 : 1;
+}
+
+/* The <topology version="M.m"> of an hwloc XML: its major number (1 when absent: hwloc 1.x wrote
+ * none) and the line, through our reader (which has already accepted the file). */
+typedef struct hw_root { int major, line, seen; char version[32]; } hw_root;
+
+static int hw_root_open(void *ctx, const char *name, const sc_xml_attr *a, int na, int line, char *err, size_t cap) {
+  (void)name; (void)err; (void)cap;
+  hw_root *r = ctx;
+  r->seen = 1;
+  r->line = line;
+  r->major = 1;
+  for (int i = 0; i < na; i++)
+    if (!strcmp(a[i].name, "version")) {
+      snprintf(r->version, sizeof r->version, "%s", a[i].value);
+      r->major = atoi(a[i].value); /* hwloc reads "%u.%u" */
+    }
+  return -1; /* the root is all we need */
 }
 
 schedc_status sc_tp_import_hwloc_xml(sc_tp *t, const char *path) {
@@ -254,8 +308,21 @@ schedc_status sc_tp_import_hwloc_xml(sc_tp *t, const char *path) {
   char err[512];
   sc_xml_cb cb = {NULL, NULL, NULL};
   int rc = sc_xml_parse(path, text, len, &cb, err, sizeof err);
+  hw_root root = {0, 0, 0, ""};
+  if (!rc) {
+    sc_xml_cb rcb = {&root, hw_root_open, NULL};
+    (void)sc_xml_parse(path, text, len, &rcb, err, sizeof err);
+  }
   free(text);
   if (rc) return sc_err(SCHEDC_EINVAL, "%s", err);
+  /* hwloc refuses an XML of a later major version than its own without saying why (unless
+   * HWLOC_XML_VERBOSE is set): say it */
+  unsigned api = hwloc_get_api_version();
+  int mine = (int)(api >> 16);
+  if (root.seen && root.major > mine)
+    return sc_err(SCHEDC_EINVAL, "%s:%d: hwloc XML version %s, written by hwloc %d.x: the hwloc this schedc uses (%u.%u.%u) "
+                  "reads XML versions 1.x to %d.x; export it with hwloc %d.x (lstopo --of xml), or build schedc with hwloc %d",
+                  path, root.line, root.version, root.major, api >> 16, (api >> 8) & 0xff, api & 0xff, mine, mine, root.major);
   int trial = trial_load(path);
   if (trial == 2)
     return sc_err(SCHEDC_EINVAL, "%s: hwloc's XML loader crashed on it in a child process: not a consistent hwloc topology", path);

@@ -24,6 +24,10 @@ void sc_tp_free(sc_tp *t) {
   free(t->group);
   free(t->nic_of);
   free(t->gpu_of);
+  free(t->host_gpu);
+  free(t->host_nic);
+  free(t->host_numa);
+  free(t->gpu_link);
   free(t);
 }
 
@@ -73,6 +77,7 @@ int sc_tp_add_nic(sc_tp *t, int host, const char *busid, const char *name) {
   int i = grow((void **)&t->nic, &t->nnic, sizeof *t->nic);
   if (i >= 0) {
     t->nic[i].host = host;
+    t->nic[i].rdma = -1;
     t->nic[i].at = NOWHERE;
     copy_str(t->nic[i].busid, SC_TP_BUSID, busid);
     copy_str(t->nic[i].name, sizeof t->nic[i].name, name);
@@ -113,19 +118,25 @@ int sc_tp_busid(const char *in, char out[SC_TP_BUSID]) {
 }
 
 /* ---- derivations -------------------------------------------------------------------------- */
+/* Every loop below visits a host's own range of GPUs, NICs or NUMA entries (sc_tp_group), so a
+ * fused dump of many hosts costs time linear in its size. */
 
 static int cmp_nic_bus(const sc_tp *t, int a, int b) { return strcmp(t->nic[a].busid, t->nic[b].busid); }
 
-/* A GPU's nearest NICs: sharing its PCIe switch; else under its host bridge; else on its NUMA node. */
-static void nearest_nics(sc_tp *t, sc_tp_gpu *g) {
+/* A GPU's nearest NICs: sharing its PCIe switch; else under its host bridge; else on its NUMA
+ * node; else any NIC of its host (its traffic leaves through one of them). Where the host has
+ * RDMA NICs (hwloc: an OpenFabrics device), only those count: a plain Ethernet NIC beside them
+ * (AWS's ENA beside its EFA) does not carry collective traffic. */
+static void nearest_nics(sc_tp *t, sc_tp_gpu *g, int rdma_only) {
   g->nnics = 0;
-  for (int tier = 0; tier < 3 && !g->nnics; tier++) {
-    for (int i = 0; i < t->nnic && g->nnics < 8; i++) {
+  for (int tier = 0; tier < 4 && !g->nnics; tier++) {
+    for (int i = t->host_nic[g->host]; i < t->host_nic[g->host + 1] && g->nnics < 8; i++) {
       const sc_tp_nic *n = &t->nic[i];
-      if (n->host != g->host) continue;
+      if (rdma_only && n->rdma != 1) continue;
       int near = tier == 0 ? (g->at.sw >= 0 && n->at.sw == g->at.sw)
                : tier == 1 ? (g->at.bridge >= 0 && n->at.bridge == g->at.bridge)
-                           : (g->at.numa >= 0 && n->at.numa == g->at.numa);
+               : tier == 2 ? (g->at.numa >= 0 && n->at.numa == g->at.numa)
+                           : 1;
       if (near) g->nics[g->nnics++] = i;
     }
   }
@@ -135,15 +146,18 @@ static void nearest_nics(sc_tp *t, sc_tp_gpu *g) {
     }
 }
 
+static int host_has_rdma(const sc_tp *t, int h) {
+  for (int i = t->host_nic[h]; i < t->host_nic[h + 1]; i++) if (t->nic[i].rdma == 1) return 1;
+  return 0;
+}
+
 static void nvlink_kinds(sc_tp *t) {
   for (int h = 0; h < t->nhost; h++) {
-    int sw = 0, gpu = 0, unk = 0, gpus = 0;
-    for (int i = 0; i < t->ngpu; i++) gpus += t->gpu[i].host == h;
-    for (int i = 0; i < t->nlink; i++) {
-      if (t->gpu[t->link[i].gpu].host != h) continue;
-      sw += t->link[i].kind == SC_REMOTE_NVSWITCH;
-      gpu += t->link[i].kind == SC_REMOTE_GPU;
-      unk += t->link[i].kind == SC_REMOTE_UNKNOWN;
+    int sw = 0, gpu = 0, unk = 0, gpus = t->host_gpu[h + 1] - t->host_gpu[h];
+    for (int l = t->gpu_link[t->host_gpu[h]]; l < t->gpu_link[t->host_gpu[h + 1]]; l++) {
+      sw += t->link[l].kind == SC_REMOTE_NVSWITCH;
+      gpu += t->link[l].kind == SC_REMOTE_GPU;
+      unk += t->link[l].kind == SC_REMOTE_UNKNOWN;
     }
     if (sw) t->host[h].nvlink = SC_NV_NVSWITCH;
     else if (gpu) t->host[h].nvlink = SC_NV_MESH;
@@ -153,20 +167,34 @@ static void nvlink_kinds(sc_tp *t) {
   }
 }
 
+/* The GPU of host h with bus id busid (binary search: a host's GPUs are in bus order), or -1. */
+static int gpu_by_bus(const sc_tp *t, int h, const char *busid) {
+  int lo = t->host_gpu[h], hi = t->host_gpu[h + 1] - 1;
+  while (lo <= hi) {
+    int mid = lo + (hi - lo) / 2, c = strcmp(t->gpu[mid].busid, busid);
+    if (!c) return mid;
+    if (c < 0) lo = mid + 1; else hi = mid - 1;
+  }
+  return -1;
+}
+
+static int root_of(int *comp, int a) {
+  while (comp[a] != a) { comp[a] = comp[comp[a]]; a = comp[a]; } /* path halving */
+  return a;
+}
+
 /* NVLink components among a host's GPUs (GPU-GPU links, union-find): comp[gpu]. */
 static void nvlink_components(const sc_tp *t, int *comp) {
   for (int i = 0; i < t->ngpu; i++) comp[i] = i;
   for (int l = 0; l < t->nlink; l++) {
     if (t->link[l].kind != SC_REMOTE_GPU || !t->link[l].remote[0]) continue;
-    int a = t->link[l].gpu, b = -1;
-    for (int j = 0; j < t->ngpu; j++)
-      if (t->gpu[j].host == t->gpu[a].host && !strcmp(t->gpu[j].busid, t->link[l].remote)) b = j;
+    int a = t->link[l].gpu, b = gpu_by_bus(t, t->gpu[a].host, t->link[l].remote);
     if (b < 0) continue;
-    while (comp[a] != a) a = comp[a];
-    while (comp[b] != b) b = comp[b];
+    a = root_of(comp, a);
+    b = root_of(comp, b);
     if (a != b) comp[a < b ? b : a] = a < b ? a : b;
   }
-  for (int i = 0; i < t->ngpu; i++) { int r = i; while (comp[r] != r) r = comp[r]; comp[i] = r; }
+  for (int i = 0; i < t->ngpu; i++) comp[i] = root_of(comp, i);
 }
 
 static void set_level(sc_tp *t, const char *name, const char *kind, double gbps, double alpha) {
@@ -177,110 +205,141 @@ static void set_level(sc_tp *t, const char *name, const char *kind, double gbps,
   l->alpha_us = alpha;
 }
 
-/* The NIC GPU i sends through (its rail): GPUs with the same nearest NICs take them in turn,
- * in bus order, so two GPUs and two NICs under one switch use one NIC each. -1: none. */
-static int rail_nic(const sc_tp *t, int i) {
-  const sc_tp_gpu *g = &t->gpu[i];
-  if (!g->nnics) return -1;
-  int k = 0;
-  for (int j = 0; j < i; j++)
-    k += t->gpu[j].host == g->host && t->gpu[j].nnics == g->nnics && !memcmp(t->gpu[j].nics, g->nics, (size_t)g->nnics * sizeof *g->nics);
-  return g->nics[k % g->nnics];
+typedef struct rkey { int host, nnics, nics[8], idx; } rkey;
+
+static int cmp_rkey(const void *pa, const void *pb) {
+  const rkey *a = pa, *b = pb;
+  if (a->host != b->host) return a->host < b->host ? -1 : 1;
+  if (a->nnics != b->nnics) return a->nnics < b->nnics ? -1 : 1;
+  for (int k = 0; k < a->nnics; k++) if (a->nics[k] != b->nics[k]) return a->nics[k] < b->nics[k] ? -1 : 1;
+  return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* Each GPU's rail NIC into rail[ngpu] (-1: none): GPUs with the same nearest NICs take them in
+ * turn, in bus order, so two GPUs and two NICs under one switch use one NIC each. 0, or -1 OOM. */
+static int rails(const sc_tp *t, int *rail) {
+  rkey *k = malloc(((size_t)t->ngpu + 1) * sizeof *k);
+  if (!k) return -1;
+  for (int i = 0; i < t->ngpu; i++) {
+    k[i] = (rkey){t->gpu[i].host, t->gpu[i].nnics, {0}, i};
+    memcpy(k[i].nics, t->gpu[i].nics, sizeof k[i].nics);
+  }
+  qsort(k, (size_t)t->ngpu, sizeof *k, cmp_rkey);
+  for (int i = 0, turn = 0; i < t->ngpu; i++) {
+    int same = i && k[i].host == k[i - 1].host && k[i].nnics == k[i - 1].nnics &&
+               !memcmp(k[i].nics, k[i - 1].nics, (size_t)k[i].nnics * sizeof *k[i].nics);
+    turn = same ? turn + 1 : 0;
+    rail[k[i].idx] = k[i].nnics ? k[i].nics[turn % k[i].nnics] : -1;
+  }
+  free(k);
+  return 0;
 }
 
 /* GB/s per GPU on the network: its rail NIC's speed shared by the GPUs that use it. */
-static double net_gbps(const sc_tp *t) {
+static double net_gbps(const sc_tp *t, const int *rail, int *share) {
+  memset(share, 0, ((size_t)t->nnic + 1) * sizeof *share);
+  for (int i = 0; i < t->ngpu; i++) if (rail[i] >= 0) share[rail[i]]++;
   double best = 0;
   for (int i = 0; i < t->ngpu; i++) {
-    int n = rail_nic(t, i), share = 0;
+    int n = rail[i];
     if (n < 0 || t->nic[n].speed_mbps <= 0) continue;
-    for (int j = 0; j < t->ngpu; j++) share += rail_nic(t, j) == n;
-    double v = t->nic[n].speed_mbps / 8000.0 / (share ? share : 1);
+    double v = t->nic[n].speed_mbps / 8000.0 / share[n];
     if (best == 0 || v < best) best = v;
   }
   return best > 0 ? best : 12.5; /* unknown: a 100 Gb/s port */
 }
 
+/* A CPU topology's hosts without NUMA information get one node with every core (before grouping). */
+static schedc_status cpu_numa(sc_tp *t) {
+  int *cpus = calloc((size_t)t->nhost + 1, sizeof *cpus);
+  if (!cpus) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  for (int k = 0; k < t->nnuma; k++)
+    if (t->numa[k].host >= 0 && t->numa[k].host < t->nhost) cpus[t->numa[k].host] += t->numa[k].cpus;
+  for (int h = 0; h < t->nhost; h++)
+    if (!cpus[h] && t->host[h].ncores > 0 && sc_tp_add_numa(t, h, 0, 0, t->host[h].ncores) < 0) { free(cpus); return sc_err(SCHEDC_ENOMEM, "out of memory"); }
+  free(cpus);
+  return SCHEDC_OK;
+}
+
 schedc_status sc_tp_finish(sc_tp *t) {
   if (t->nhost < 1) return sc_err(SCHEDC_EINVAL, "the topology has no host");
+  schedc_status st = t->ngpu ? SCHEDC_OK : cpu_numa(t);
+  if (st == SCHEDC_OK) st = sc_tp_group(t);
+  if (st != SCHEDC_OK) return st;
   /* a device of a one-NUMA host is on that node */
-  for (int pass = 0; pass < 2; pass++) {
-    int n = pass ? t->nnic : t->ngpu;
-    for (int i = 0; i < n; i++) {
-      sc_tp_place *at = pass ? &t->nic[i].at : &t->gpu[i].at;
-      int h = pass ? t->nic[i].host : t->gpu[i].host, only = -1, cnt = 0;
-      for (int k = 0; k < t->nnuma; k++) if (t->numa[k].host == h) { only = k; cnt++; }
-      if (at->numa < 0 && cnt == 1) at->numa = only;
-    }
+  for (int i = 0; i < t->ngpu; i++) {
+    int h = t->gpu[i].host;
+    if (t->gpu[i].at.numa < 0 && t->host_numa[h + 1] - t->host_numa[h] == 1) t->gpu[i].at.numa = t->host_numa[h];
   }
-  for (int i = 0; i < t->ngpu; i++) nearest_nics(t, &t->gpu[i]);
+  for (int i = 0; i < t->nnic; i++) {
+    int h = t->nic[i].host;
+    if (t->nic[i].at.numa < 0 && t->host_numa[h + 1] - t->host_numa[h] == 1) t->nic[i].at.numa = t->host_numa[h];
+  }
+  for (int i = 0; i < t->ngpu; i++) nearest_nics(t, &t->gpu[i], host_has_rdma(t, t->gpu[i].host));
   nvlink_kinds(t);
 
   /* ranks: one per GPU (the file's rank numbers when it has them), else one per core */
   free(t->group); free(t->nic_of); free(t->gpu_of);
   t->group = NULL; t->nic_of = t->gpu_of = NULL;
-  int n = 0;
+  long n = 0;
   if (t->ngpu) {
-    for (int h = 0; h < t->nhost; h++) {
-      int c = 0;
-      for (int i = 0; i < t->ngpu; i++) c += t->gpu[i].host == h;
-      if (!c) return sc_err(SCHEDC_EINVAL, "host %d (%s) has no GPU but others have: a GPU topology needs GPUs on every host", h, t->host[h].name);
-    }
+    for (int h = 0; h < t->nhost; h++)
+      if (t->host_gpu[h] == t->host_gpu[h + 1])
+        return sc_err(SCHEDC_EINVAL, "host %d (%s) has no GPU but others have: a GPU topology needs GPUs on every host", h, t->host[h].name);
     n = t->ngpu;
   } else {
     for (int h = 0; h < t->nhost; h++) {
-      int c = 0;
-      for (int k = 0; k < t->nnuma; k++) if (t->numa[k].host == h) c += t->numa[k].cpus;
-      if (!c && t->host[h].ncores > 0) { /* no NUMA information: one node with every core */
-        if (sc_tp_add_numa(t, h, 0, 0, t->host[h].ncores) < 0) return sc_err(SCHEDC_ENOMEM, "out of memory");
-        c = t->host[h].ncores;
-      }
+      long c = 0;
+      for (int k = t->host_numa[h]; k < t->host_numa[h + 1]; k++) c += t->numa[k].cpus;
       if (!c) return sc_err(SCHEDC_EINVAL, "host %d (%s) has neither GPUs nor cores", h, t->host[h].name);
       n += c;
     }
   }
-  if (n > 65536) return sc_err(SCHEDC_EINVAL, "the topology has %d ranks (at most 65536)", n);
-  t->nranks = n;
+  if (n > 65536) return sc_err(SCHEDC_EINVAL, "the topology has %ld ranks (at most 65536)", n);
+  t->nranks = (int)n;
   t->nic_of = malloc((size_t)n * sizeof *t->nic_of);
   t->gpu_of = malloc((size_t)n * sizeof *t->gpu_of);
-  int *comp = malloc(((size_t)t->ngpu + 1) * sizeof *comp);
+  int *comp = malloc(((size_t)t->ngpu + 1) * sizeof *comp), *rail = malloc(((size_t)t->ngpu + 1) * sizeof *rail);
+  int *share = malloc(((size_t)t->nnic + 1) * sizeof *share);
   t->group = calloc((size_t)n * SC_TP_MAX_LEVELS, sizeof *t->group);
-  if (!t->nic_of || !t->gpu_of || !comp || !t->group) { free(comp); return sc_err(SCHEDC_ENOMEM, "out of memory"); }
+  st = SCHEDC_OK;
+  if (!t->nic_of || !t->gpu_of || !comp || !rail || !share || !t->group) { st = sc_err(SCHEDC_ENOMEM, "out of memory"); goto out; }
 
   t->nlevels = 0;
   if (t->ngpu) {
     int given = 0;
     for (int i = 0; i < t->ngpu; i++) given += t->gpu[i].rank >= 0;
-    if (given && given != t->ngpu) { free(comp); return sc_err(SCHEDC_EINVAL, "%d of %d GPUs have a rank number: all or none must", given, t->ngpu); }
+    if (given && given != t->ngpu) { st = sc_err(SCHEDC_EINVAL, "%d of %d GPUs have a rank number: all or none must", given, t->ngpu); goto out; }
     for (int r = 0; r < n; r++) t->gpu_of[r] = -1;
     for (int i = 0; i < t->ngpu; i++) {
-      int r = given ? t->gpu[i].rank : i; /* importers add GPUs host by host, in bus order */
-      if (r >= n || t->gpu_of[r] >= 0) { free(comp); return sc_err(SCHEDC_EINVAL, "GPU %s: rank %d is out of range [0, %d) or given twice", t->gpu[i].busid, r, n); }
+      int r = given ? t->gpu[i].rank : i; /* GPUs are grouped host by host, in bus order (group.c) */
+      if (r >= n || t->gpu_of[r] >= 0) { st = sc_err(SCHEDC_EINVAL, "GPU %s: rank %d is out of range [0, %ld) or given twice", t->gpu[i].busid, r, n); goto out; }
       t->gpu_of[r] = i;
     }
     nvlink_components(t, comp);
+    if (rails(t, rail)) { st = sc_err(SCHEDC_ENOMEM, "out of memory"); goto out; }
     int all_sw = 1, any_mesh = 0, multi_numa = 0, multi_sw = 0;
     for (int h = 0; h < t->nhost; h++) {
       all_sw &= t->host[h].nvlink == SC_NV_NVSWITCH;
       any_mesh |= t->host[h].nvlink == SC_NV_MESH;
     }
-    for (int i = 0; i < t->ngpu; i++)
-      for (int j = 0; j < t->ngpu; j++) {
-        if (t->gpu[i].host != t->gpu[j].host) continue;
-        multi_numa |= t->gpu[i].at.numa != t->gpu[j].at.numa;
-        multi_sw |= t->gpu[i].at.sw != t->gpu[j].at.sw || t->gpu[i].at.sw < 0;
-      }
+    /* a host's GPUs differ in NUMA node (switch) when one differs from its first GPU's */
+    for (int i = 0; i < t->ngpu; i++) {
+      const sc_tp_gpu *f = &t->gpu[t->host_gpu[t->gpu[i].host]];
+      multi_numa |= t->gpu[i].at.numa != f->at.numa;
+      multi_sw |= t->gpu[i].at.sw != f->at.sw || t->gpu[i].at.sw < 0;
+    }
     /* NVLink bandwidth: links per GPU x 20 GB/s (NVLink 3/4 per link and direction, derated) */
     double nvl = 0;
     for (int i = 0; i < t->ngpu; i++) {
       int cnt = 0;
-      for (int l = 0; l < t->nlink; l++) if (t->link[l].gpu == i) cnt += t->link[l].count > 0 ? t->link[l].count : 1;
+      for (int l = t->gpu_link[i]; l < t->gpu_link[i + 1]; l++) cnt += t->link[l].count > 0 ? t->link[l].count : 1;
       if (cnt && (nvl == 0 || cnt * 20.0 < nvl)) nvl = cnt * 20.0;
     }
     double pcie = 0;
     for (int i = 0; i < t->ngpu; i++) if (t->gpu[i].pcie_gbps > 0 && (pcie == 0 || t->gpu[i].pcie_gbps < pcie)) pcie = t->gpu[i].pcie_gbps;
     pcie = pcie > 0 ? pcie * 0.75 : 12; /* achieved: NCCL's 24 GB/s of gen4 x16's 31.5; unknown: gen3 x16 */
-    set_level(t, "host", "net", net_gbps(t), 8.0);
+    set_level(t, "host", "net", net_gbps(t, rail, share), 8.0);
     if (all_sw) {
       set_level(t, "gpu", "nvlink", nvl > 0 ? nvl : 20, 3.0);
     } else if (any_mesh) {
@@ -293,7 +352,7 @@ schedc_status sc_tp_finish(sc_tp *t) {
     }
     for (int r = 0; r < n; r++) {
       const sc_tp_gpu *g = &t->gpu[t->gpu_of[r]];
-      t->nic_of[r] = rail_nic(t, t->gpu_of[r]);
+      t->nic_of[r] = rail[t->gpu_of[r]];
       for (int l = 0; l < t->nlevels; l++) {
         const char *nm = t->level[l].name;
         int v = !strcmp(nm, "host") ? g->host : !strcmp(nm, "numa") ? g->at.numa
@@ -306,7 +365,7 @@ schedc_status sc_tp_finish(sc_tp *t) {
     int multi_numa = 0;
     for (int h = 0; h < t->nhost; h++) {
       int c = 0;
-      for (int k = 0; k < t->nnuma; k++) c += t->numa[k].host == h && t->numa[k].cpus > 0;
+      for (int k = t->host_numa[h]; k < t->host_numa[h + 1]; k++) c += t->numa[k].cpus > 0;
       multi_numa |= c > 1;
     }
     double nic = 0;
@@ -314,28 +373,36 @@ schedc_status sc_tp_finish(sc_tp *t) {
     set_level(t, "host", "net", nic > 0 ? nic : 12.5, 8.0);
     if (multi_numa) set_level(t, "numa", "shm", 3.0, 1.5); /* a rank's share of the socket link */
     set_level(t, "core", "shm", 5.0, 1.0);                 /* as SCHEDC_COST_MODEL_INIT's intra */
+    /* a rank sends through the first NIC on its NUMA entry, else its host's first */
+    int *first_on = malloc(((size_t)t->nnuma + 1) * sizeof *first_on);
+    if (!first_on) { st = sc_err(SCHEDC_ENOMEM, "out of memory"); goto out; }
+    for (int k = 0; k < t->nnuma; k++) first_on[k] = -1;
     int r = 0;
-    for (int h = 0; h < t->nhost; h++)
-      for (int k = 0; k < t->nnuma; k++) {
-        if (t->numa[k].host != h) continue;
-        int nic_here = -1, nic_host = -1;
-        for (int i = 0; i < t->nnic; i++) {
-          if (t->nic[i].host != h) continue;
-          if (nic_host < 0) nic_host = i;
-          if (nic_here < 0 && t->nic[i].at.numa == k) nic_here = i;
-        }
+    for (int h = 0; h < t->nhost; h++) {
+      int rdma_only = host_has_rdma(t, h), nic_host = -1; /* as for GPUs: RDMA NICs where the host has them */
+      for (int i = t->host_nic[h]; i < t->host_nic[h + 1]; i++) {
+        if (rdma_only && t->nic[i].rdma != 1) continue;
+        if (nic_host < 0) nic_host = i;
+        int k = t->nic[i].at.numa;
+        if (k >= t->host_numa[h] && k < t->host_numa[h + 1] && first_on[k] < 0) first_on[k] = i;
+      }
+      for (int k = t->host_numa[h]; k < t->host_numa[h + 1]; k++)
         for (int c = 0; c < t->numa[k].cpus; c++, r++) {
           t->gpu_of[r] = -1;
-          t->nic_of[r] = nic_here >= 0 ? nic_here : nic_host;
+          t->nic_of[r] = first_on[k] >= 0 ? first_on[k] : nic_host;
           int *gr = &t->group[(size_t)r * SC_TP_MAX_LEVELS];
           gr[0] = h;
           if (multi_numa) gr[1] = k;
           gr[t->nlevels - 1] = r;
         }
-      }
+    }
+    free(first_on);
   }
+out:
   free(comp);
-  return SCHEDC_OK;
+  free(rail);
+  free(share);
+  return st;
 }
 
 uint64_t sc_tp_fingerprint(const sc_tp *t) {

@@ -36,6 +36,9 @@ typedef struct sc_tp_nic {
   char busid[SC_TP_BUSID];       /* "" for a NIC without a PCI device (virtual) */
   char name[64];
   long speed_mbps;               /* 0 unknown */
+  int rdma;                      /* 1: RDMA (hwloc shows an OpenFabrics device), 0: not (plain Ethernet,
+                                  * e.g. AWS's ENA beside its EFA), -1: unknown (NCCL files list the NICs
+                                  * NCCL uses) */
   sc_tp_place at;
 } sc_tp_nic;
 typedef struct sc_tp_link {
@@ -60,7 +63,11 @@ typedef struct sc_tp {
   sc_tp_gpu *gpu; int ngpu;
   sc_tp_nic *nic; int nnic;
   sc_tp_link *link; int nlink;
-  /* derived by sc_tp_finish */
+  /* derived by sc_tp_finish, which first groups the elements by host: host h's GPUs are
+   * gpu[host_gpu[h]] .. gpu[host_gpu[h+1] - 1] in bus order, its NICs and NUMA entries likewise
+   * (host_nic, host_numa; in the order added), and GPU i's links link[gpu_link[i]] ..
+   * link[gpu_link[i+1] - 1]. So every derivation and writer is linear in the file's size. */
+  int *host_gpu, *host_nic, *host_numa, *gpu_link;
   int nranks, nlevels;
   sc_tp_level level[SC_TP_MAX_LEVELS];
   int *group;                    /* [nranks * nlevels]: rank r's id at level l (within its parent) */
@@ -81,9 +88,15 @@ int sc_tp_add_link(sc_tp *t, int gpu, const char *remote, sc_remote kind, int co
  * one; 2 for the invisible-end sentinel (all-f domain and bus: "fffffff:ff:ff.0"). */
 int sc_tp_busid(const char *in, char out[SC_TP_BUSID]);
 
-/* Derive nearest NICs, NVLink kinds, ranks and levels; SCHEDC_OK or an error (sc_err set):
- * no host, a host without ranks, duplicate or out-of-range rank="" numbers, too many ranks. */
+/* Group the elements by host (reordering gpu[], nic[], numa[] and link[]: indices taken before
+ * do not survive), then derive nearest NICs, NVLink kinds, ranks and levels; SCHEDC_OK or an
+ * error (sc_err set): no host, a host without ranks, duplicate or out-of-range rank="" numbers,
+ * too many ranks. Time and memory linear in the elements (but for sorts). */
 schedc_status sc_tp_finish(sc_tp *t);
+/* The grouping step of sc_tp_finish (group.c): sorts the elements and fills host_gpu, host_nic,
+ * host_numa and gpu_link. SCHEDC_OK, or an error when an element names a host or GPU that is not
+ * there or memory runs out. */
+schedc_status sc_tp_group(sc_tp *t);
 /* A 64-bit fingerprint of what plans depend on (hosts, ranks, groups, levels' numbers). */
 uint64_t sc_tp_fingerprint(const sc_tp *t);
 

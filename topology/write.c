@@ -65,47 +65,55 @@ static void lua_str(sb *b, const char *s) {
 
 static int numa_id(const sc_tp *t, int k) { return k >= 0 ? t->numa[k].id : -1; }
 
+static int cmp_int(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
+
+/* Host h's NUMA nodes: its entries' distinct ids (an entry is a node's part of one package); -1 OOM. */
+static int numa_nodes(const sc_tp *t, int h) {
+  int n = t->host_numa[h + 1] - t->host_numa[h], d = 0;
+  int *id = malloc(((size_t)n + 1) * sizeof *id);
+  if (!id) return -1;
+  for (int k = 0; k < n; k++) id[k] = t->numa[t->host_numa[h] + k].id;
+  qsort(id, (size_t)n, sizeof *id, cmp_int);
+  for (int k = 0; k < n; k++) d += !k || id[k] != id[k - 1];
+  free(id);
+  return d;
+}
+
 char *sc_tp_summary(const sc_tp *t) {
   sb b = {0};
   for (int h = 0; h < t->nhost; h++) {
     const sc_tp_host *H = &t->host[h];
-    int nn = 0, ng = 0, nc = 0;
-    for (int k = 0; k < t->nnuma; k++) { /* NUMA nodes, not their parts in each package */
-      int seen = 0;
-      for (int j = 0; j < k; j++) seen |= t->numa[j].host == h && t->numa[j].id == t->numa[k].id;
-      nn += t->numa[k].host == h && !seen;
-    }
-    for (int i = 0; i < t->ngpu; i++) ng += t->gpu[i].host == h;
-    for (int i = 0; i < t->nnic; i++) nc += t->nic[i].host == h;
+    int nn = numa_nodes(t, h), ng = t->host_gpu[h + 1] - t->host_gpu[h], nc = t->host_nic[h + 1] - t->host_nic[h];
+    if (nn < 0) { b.oom = 1; break; }
     put(&b, "host %d (%s): %d package%s, %d NUMA node%s, %d core%s", h, H->name, H->npackages, H->npackages == 1 ? "" : "s",
         nn, nn == 1 ? "" : "s", H->ncores, H->ncores == 1 ? "" : "s");
     if (H->npus) put(&b, " (%d PU%s)", H->npus, H->npus == 1 ? "" : "s");
     put(&b, ", %d GPU%s, %d NIC%s, NVLink %s\n", ng, ng == 1 ? "" : "s", nc, nc == 1 ? "" : "s", nvkind(H->nvlink));
     if (H->caches[0]) put(&b, "  caches: %s\n", H->caches);
-    for (int k = 0; k < t->nnuma; k++)
-      if (t->numa[k].host == h) {
-        put(&b, "  NUMA node %d", t->numa[k].id);
-        if (t->numa[k].package >= 0) put(&b, " (package %d)", t->numa[k].package);
-        put(&b, ": %d core%s\n", t->numa[k].cpus, t->numa[k].cpus == 1 ? "" : "s");
-      }
-    for (int i = 0; i < t->ngpu; i++) {
+    for (int k = t->host_numa[h]; k < t->host_numa[h + 1]; k++) {
+      put(&b, "  NUMA node %d", t->numa[k].id);
+      if (t->numa[k].package >= 0) put(&b, " (package %d)", t->numa[k].package);
+      put(&b, ": %d core%s\n", t->numa[k].cpus, t->numa[k].cpus == 1 ? "" : "s");
+    }
+    for (int i = t->host_gpu[h]; i < t->host_gpu[h + 1]; i++) {
       const sc_tp_gpu *g = &t->gpu[i];
-      if (g->host != h) continue;
       put(&b, "  GPU %s: NUMA %d, %s", g->busid, numa_id(t, g->at.numa), g->at.sw >= 0 ? "behind a PCIe switch" : "no PCIe switch");
       if (g->nnics) {
         put(&b, ", nearest NIC");
         for (int j = 0; j < g->nnics; j++) put(&b, "%s %s", j ? "," : "", t->nic[g->nics[j]].name);
       }
       int links = 0;
-      for (int l = 0; l < t->nlink; l++) if (t->link[l].gpu == i) links += t->link[l].count;
+      for (int l = t->gpu_link[i]; l < t->gpu_link[i + 1]; l++) links += t->link[l].count;
       if (links) put(&b, ", %d NVLink%s", links, links == 1 ? "" : "s");
       put(&b, "\n");
     }
-    for (int i = 0; i < t->nnic; i++) {
+    for (int i = t->host_nic[h]; i < t->host_nic[h + 1]; i++) {
       const sc_tp_nic *n = &t->nic[i];
-      if (n->host != h) continue;
-      put(&b, "  NIC %s %s: NUMA %d", n->name, n->busid[0] ? n->busid : "(no PCI device)", numa_id(t, n->at.numa));
+      put(&b, "  NIC %s", n->name);
+      if (strcmp(n->name, n->busid)) put(&b, " %s", n->busid[0] ? n->busid : "(no PCI device)"); /* unnamed: its bus id is its name */
+      put(&b, ": NUMA %d", numa_id(t, n->at.numa));
       if (n->speed_mbps) put(&b, ", %ld Mb/s", n->speed_mbps);
+      if (n->rdma >= 0) put(&b, ", %s", n->rdma ? "RDMA" : "no RDMA");
       put(&b, "\n");
     }
   }
@@ -127,16 +135,14 @@ char *sc_tp_json(const sc_tp *t) {
     quoted(&b, H->name);
     put(&b, ", \"packages\": %d, \"cores\": %d, \"pus\": %d, \"numa\": [", H->npackages, H->ncores, H->npus);
     int first = 1;
-    for (int k = 0; k < t->nnuma; k++) {
-      if (t->numa[k].host != h) continue;
+    for (int k = t->host_numa[h]; k < t->host_numa[h + 1]; k++) {
       put(&b, "%s{\"id\": %d, \"package\": %d, \"cpus\": %d}", first ? "" : ", ", t->numa[k].id, t->numa[k].package, t->numa[k].cpus);
       first = 0;
     }
     put(&b, "],\n   \"gpus\": [");
     first = 1;
-    for (int i = 0; i < t->ngpu; i++) {
+    for (int i = t->host_gpu[h]; i < t->host_gpu[h + 1]; i++) {
       const sc_tp_gpu *g = &t->gpu[i];
-      if (g->host != h) continue;
       put(&b, "%s{\"busid\": \"%s\", \"numa\": %d, \"nics\": [", first ? "" : ", ", g->busid, numa_id(t, g->at.numa));
       for (int j = 0; j < g->nnics; j++) {
         put(&b, "%s", j ? ", " : "");
@@ -147,12 +153,12 @@ char *sc_tp_json(const sc_tp *t) {
     }
     put(&b, "],\n   \"nics\": [");
     first = 1;
-    for (int i = 0; i < t->nnic; i++) {
+    for (int i = t->host_nic[h]; i < t->host_nic[h + 1]; i++) {
       const sc_tp_nic *n = &t->nic[i];
-      if (n->host != h) continue;
       put(&b, "%s{\"busid\": \"%s\", \"name\": ", first ? "" : ", ", n->busid);
       quoted(&b, n->name);
-      put(&b, ", \"speed_mbps\": %ld, \"numa\": %d}", n->speed_mbps, numa_id(t, n->at.numa));
+      put(&b, ", \"speed_mbps\": %ld, \"numa\": %d, \"rdma\": %s}", n->speed_mbps, numa_id(t, n->at.numa),
+          n->rdma < 0 ? "null" : n->rdma ? "true" : "false");
       first = 0;
     }
     put(&b, "],\n   \"nvlink\": \"%s\"}", nvkind(H->nvlink));
@@ -200,20 +206,18 @@ char *sc_tp_lua(const sc_tp *t) {
     put(&b, ", packages = %d, cores = %d, pus = %d, nvlink = \"%s\", caches = ", H->npackages, H->ncores, H->npus, nvkind(H->nvlink));
     lua_str(&b, H->caches);
     put(&b, ",\n      numa = {");
-    for (int k = 0; k < t->nnuma; k++)
-      if (t->numa[k].host == h) put(&b, " { id = %d, package = %d, cpus = %d },", t->numa[k].id, t->numa[k].package, t->numa[k].cpus);
+    for (int k = t->host_numa[h]; k < t->host_numa[h + 1]; k++)
+      put(&b, " { id = %d, package = %d, cpus = %d },", t->numa[k].id, t->numa[k].package, t->numa[k].cpus);
     put(&b, " },\n      gpus = {");
-    for (int i = 0; i < t->ngpu; i++) {
+    for (int i = t->host_gpu[h]; i < t->host_gpu[h + 1]; i++) {
       const sc_tp_gpu *g = &t->gpu[i];
-      if (g->host != h) continue;
       put(&b, "\n        { busid = \"%s\", numa = %d, switch = %d, nics = {", g->busid, numa_id(t, g->at.numa), g->at.sw);
       for (int j = 0; j < g->nnics; j++) { lua_str(&b, t->nic[g->nics[j]].name); put(&b, ","); }
       put(&b, "} },");
     }
     put(&b, " },\n      nics = {");
-    for (int i = 0; i < t->nnic; i++) {
+    for (int i = t->host_nic[h]; i < t->host_nic[h + 1]; i++) {
       const sc_tp_nic *n = &t->nic[i];
-      if (n->host != h) continue;
       put(&b, "\n        { name = ");
       lua_str(&b, n->name);
       put(&b, ", busid = \"%s\", speed_mbps = %ld, numa = %d },", n->busid, n->speed_mbps, numa_id(t, n->at.numa));

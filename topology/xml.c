@@ -215,17 +215,21 @@ out:
   return rc;
 }
 
+/* The root's name, then stop: the parser skips what comes before it (the prolog, comments,
+ * which may mention any element, a <!DOCTYPE) exactly as a full read would. */
+typedef struct root_ctx { char *out; size_t cap; } root_ctx;
+
+static int root_open(void *ctx, const char *name, const sc_xml_attr *attrs, int nattrs, int line, char *err, size_t cap) {
+  (void)attrs; (void)nattrs; (void)line; (void)err; (void)cap;
+  root_ctx *r = ctx;
+  snprintf(r->out, r->cap, "%s", name);
+  return -1; /* found: stop reading */
+}
+
 void sc_xml_root(const char *text, size_t len, char *out, size_t cap) {
-  const char *p = text, *end = text + len;
   out[0] = 0;
-  while (p < end) {
-    while (p < end && *p != '<') p++;
-    if (end - p < 2) return;
-    if (p[1] == '?' || p[1] == '!') { p += 2; continue; }
-    p++;
-    size_t n = 0;
-    while (p < end && is_name((unsigned char)*p) && n + 1 < cap) out[n++] = *p++;
-    out[n] = 0;
-    return;
-  }
+  root_ctx r = {out, cap};
+  sc_xml_cb cb = {&r, root_open, NULL};
+  char err[256];
+  (void)sc_xml_parse("", text, len, &cb, err, sizeof err); /* malformed before a root: "" (the importer reports it) */
 }

@@ -22,7 +22,9 @@ typedef struct sc_xml_cb {
 
 /* Parse text[0, len) (any bytes; a NUL inside is an error). 0, or -1 with err filled. */
 int sc_xml_parse(const char *name, const char *text, size_t len, const sc_xml_cb *cb, char *err, size_t cap);
-/* The root element's name into out[cap] ("" when there is none): to tell NCCL's from hwloc's. */
+/* The root element's name into out[cap] as sc_xml_parse reads it ("" when the text has none, or
+ * is malformed before it): to tell NCCL's from hwloc's by the first element, whatever the
+ * comments before it mention. */
 void sc_xml_root(const char *text, size_t len, char *out, size_t cap);
 
 #endif

@@ -3,9 +3,13 @@
  * the NCCL-format fixtures of this folder (PROVENANCE), nearest NICs, NVLink kinds, ranks and
  * levels; the written topology file through the DSL, the ring's crossings of the socket boundary
  * counted on the plan's transfers, hierarchical's rails on a two-host dump, the cost model's
- * links from the levels, and malformed XML rejected with its line.
- * Usage: test_topo TESTS_TOPO_DIR SCHEDULES_DIR WORKDIR
+ * links from the levels, and malformed XML rejected with its line; the NCCL input files of the
+ * clouds' published forms (cloud_*.xml), RDMA NICs preferred in an hwloc capture, the format told
+ * by the first element, hwloc's loader with SIGCHLD ignored, duplicate bus ids, hwloc 3.0 XML.
+ * With "large": a generated fused dump of 40,000 hosts (near-linear import; ctest's timeout).
+ * Usage: test_topo TESTS_TOPO_DIR SCHEDULES_DIR WORKDIR [large]
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +17,7 @@
 #include "../check.h"
 #include "fileio.h"
 #include "topology.h"
+#include "xml.h"
 
 static const char *dir, *sched, *work;
 
@@ -142,6 +147,84 @@ static void test_synthetic(void) {
   CHECK(sc_tp_import_hwloc_xml(t, p) == SCHEDC_EINVAL);
   CHECK_CONTAINS(schedc_errmsg(), "bad_hwloc.xml:4: closing tag </topology> does not match <object>");
   sc_tp_free(t);
+
+  /* a process that ignores SIGCHLD (its children reaped by the kernel, so waitpid says ECHILD):
+   * a good file still loads, and the crashing one is still told apart */
+  void (*was)(int) = signal(SIGCHLD, SIG_IGN);
+  snprintf(p, sizeof p, "%s/hwloc_2socket_gpu.xml", dir);
+  t = sc_tp_new();
+  CHECK(sc_tp_import_hwloc_xml(t, p) == SCHEDC_OK);
+  CHECK(t->ngpu == 3);
+  sc_tp_free(t);
+  snprintf(p, sizeof p, "%s/hwloc_crash.xml", dir);
+  t = sc_tp_new();
+  CHECK(sc_tp_import_hwloc_xml(t, p) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "hwloc_crash.xml: hwloc's XML loader crashed on it in a child process");
+  sc_tp_free(t);
+  signal(SIGCHLD, was);
+
+  /* hwloc XML of a later major version: the version is the reason given; 2.1 still loads */
+  char *vm = NULL;
+  size_t vlen;
+  snprintf(p, sizeof p, "%s/hwloc_vm.xml", dir);
+  vm = sc_read_file(p, &vlen);
+  CHECK(vm && strstr(vm, "<topology version=\"2.0\">"));
+  for (int v = 0; vm && v < 2; v++) {
+    char *at = strstr(vm, "<topology version=\"") + 19; /* "M.m" */
+    at[0] = v ? '2' : '3';
+    at[2] = v ? '1' : '0';
+    snprintf(p, sizeof p, "%s/hwloc_v%s.xml", work, v ? "21" : "3");
+    f = fopen(p, "w");
+    fputs(vm, f);
+    fclose(f);
+    t = sc_tp_new();
+    schedc_status vs = sc_tp_import_hwloc_xml(t, p);
+    if (v) {
+      CHECK(vs == SCHEDC_OK && t->nranks == 2);
+    } else {
+      CHECK(vs == SCHEDC_EINVAL);
+      CHECK_CONTAINS(schedc_errmsg(), "hwloc_v3.xml:3: hwloc XML version 3.0, written by hwloc 3.x: the hwloc this schedc uses (2.");
+      CHECK_CONTAINS(schedc_errmsg(), "reads XML versions 1.x to 2.x");
+    }
+    sc_tp_free(t);
+  }
+  free(vm);
+
+  /* an AWS-like capture: ENA (plain Ethernet) beside EFA (an OpenFabrics device) on a GPU's
+   * switch and host bridge; only the RDMA NICs are nearest, and with none RDMA, all are */
+  snprintf(p, sizeof p, "%s/hwloc_efa_ena.xml", dir);
+  t = sc_tp_new();
+  CHECK(sc_tp_import_hwloc_xml(t, p) == SCHEDC_OK);
+  CHECK(t->ngpu == 5 && t->nnic == 4);
+  if (t->ngpu == 5 && t->nnic == 4) {
+    CHECK(gpu_numa_id(t, 0) == 0 && gpu_numa_id(t, 2) == 1 && gpu_numa_id(t, 4) == 1);
+    CHECK(t->gpu[0].nnics == 1 && !strcmp(numa_busid_nic(t, 0, 0), "rdmap17s27"));   /* not ens26 on its switch */
+    CHECK(t->gpu[1].nnics == 1 && !strcmp(numa_busid_nic(t, 1, 0), "rdmap17s27"));
+    CHECK(t->gpu[2].nnics == 1 && !strcmp(numa_busid_nic(t, 2, 0), "rdmap145s27"));
+    CHECK(!strcmp(t->gpu[4].busid, "0000:93:00.0") && t->gpu[4].at.sw < 0);
+    CHECK(t->gpu[4].nnics == 1 && !strcmp(numa_busid_nic(t, 4, 0), "rdmap145s27")); /* not ens65 on its host bridge */
+    CHECK(t->nic_of[0] >= 0 && !strcmp(t->nic[t->nic_of[0]].name, "rdmap17s27"));
+  }
+  char *j = sc_tp_json(t);
+  CHECK_CONTAINS(j, "\"name\": \"ens26\", \"speed_mbps\": 0, \"numa\": 0, \"rdma\": false}");
+  CHECK_CONTAINS(j, "\"name\": \"rdmap17s27\", \"speed_mbps\": 0, \"numa\": 0, \"rdma\": true}");
+  free(j);
+  sc_tp_free(t);
+  char *efa = sc_read_file(p, &vlen);
+  CHECK(efa != NULL);
+  for (char *q = efa; efa && (q = strstr(q, "osdev_type=\"3\"")); q++) q[12] = '2'; /* every NIC plain Ethernet */
+  snprintf(p, sizeof p, "%s/hwloc_no_rdma.xml", work);
+  f = fopen(p, "w");
+  if (efa) fputs(efa, f);
+  fclose(f);
+  free(efa);
+  t = sc_tp_new();
+  CHECK(sc_tp_import_hwloc_xml(t, p) == SCHEDC_OK);
+  if (t->ngpu == 5) {
+    CHECK(t->gpu[0].nnics == 2 && !strcmp(numa_busid_nic(t, 0, 0), "ens26") && !strcmp(numa_busid_nic(t, 0, 1), "rdmap17s27"));
+    CHECK(t->gpu[4].nnics == 2 && !strcmp(numa_busid_nic(t, 4, 0), "ens65"));
+  }
+  sc_tp_free(t);
 }
 
 static void test_nvswitch(void) {
@@ -159,7 +242,7 @@ static void test_nvswitch(void) {
   char *j = sc_tp_json(t);
   CHECK_CONTAINS(j, "{\"busid\": \"0000:18:00.0\", \"numa\": 0, \"nics\": [\"0000:19:00.0\", \"0000:29:00.0\"]}");
   CHECK_CONTAINS(j, "\"nvlink\": \"nvswitch\"");
-  CHECK_CONTAINS(j, "{\"busid\": \"0000:19:00.0\", \"name\": \"mlx5_0\", \"speed_mbps\": 400000, \"numa\": 0}");
+  CHECK_CONTAINS(j, "{\"busid\": \"0000:19:00.0\", \"name\": \"mlx5_0\", \"speed_mbps\": 400000, \"numa\": 0, \"rdma\": null}");
   free(j);
   char path[512];
   write_lua(t, "nvswitch.lua", path, sizeof path);
@@ -246,6 +329,113 @@ static void test_mesh_and_fused(void) {
   sc_tp_free(t);
 }
 
+/* NCCL input files in the forms Azure (ND v2, v4, v5) and AWS (p4d, p4de) publish: GPUs and
+ * NICs as <pci> leaves with a class only. Per form: the GPUs in rank (bus) order, their NUMA
+ * node, their nearest NICs and the rail NIC each sends through. */
+static void test_cloud(void) {
+  static const struct {
+    const char *file;
+    const char *gpu[8];
+    int numa[8];
+    int nnics;           /* nearest NICs per GPU */
+    const char *rail[8]; /* its rail NIC's bus id */
+  } form[] = {
+      {"cloud_ndv2.xml", /* GPUs on the sockets' root complexes, one InfiniBand NIC on NUMA 0 */
+       {"0011:00:00.0", "0012:00:00.0", "0013:00:00.0", "0014:00:00.0", "0015:00:00.0", "0016:00:00.0", "0017:00:00.0", "0018:00:00.0"},
+       {0, 0, 0, 0, 1, 1, 1, 1}, 1,
+       {"0121:00:00.0", "0121:00:00.0", "0121:00:00.0", "0121:00:00.0", "0121:00:00.0", "0121:00:00.0", "0121:00:00.0", "0121:00:00.0"}},
+      {"cloud_ndv4.xml", /* four NUMA nodes, each a virtual switch of two GPUs and two NICs, listed out of bus order */
+       {"0021:00:00.0", "0022:00:00.0", "0023:00:00.0", "0024:00:00.0", "002b:00:00.0", "002c:00:00.0", "002d:00:00.0", "002e:00:00.0"},
+       {1, 1, 0, 0, 3, 3, 2, 2}, 2,
+       {"0121:00:00.0", "0122:00:00.0", "0123:00:00.0", "0124:00:00.0", "0125:00:00.0", "0126:00:00.0", "0127:00:00.0", "0128:00:00.0"}},
+      {"cloud_ndv5.xml", /* a virtual switch per GPU and its NIC */
+       {"0031:00:00.0", "0032:00:00.0", "0033:00:00.0", "0038:00:00.0", "0039:00:00.0", "003a:00:00.0", "003b:00:00.0", "003c:00:00.0"},
+       {0, 0, 0, 0, 1, 1, 1, 1}, 1,
+       {"0131:00:00.0", "0132:00:00.0", "0133:00:00.0", "0134:00:00.0", "0135:00:00.0", "0136:00:00.0", "0137:00:00.0", "0138:00:00.0"}},
+      {"cloud_p4d.xml", /* two switches per socket, two GPUs and one EFA each */
+       {"0000:30:1c.0", "0000:30:1d.0", "0000:40:1c.0", "0000:40:1d.0", "0000:b0:1c.0", "0000:b0:1d.0", "0000:c0:1c.0", "0000:c0:1d.0"},
+       {0, 0, 0, 0, 1, 1, 1, 1}, 1,
+       {"0000:30:1b.0", "0000:30:1b.0", "0000:40:1b.0", "0000:40:1b.0", "0000:b0:1b.0", "0000:b0:1b.0", "0000:c0:1b.0", "0000:c0:1b.0"}},
+      {"cloud_p4de.xml", /* the same with vendor and device ids */
+       {"0000:30:1c.0", "0000:30:1d.0", "0000:40:1c.0", "0000:40:1d.0", "0000:b0:1c.0", "0000:b0:1d.0", "0000:c0:1c.0", "0000:c0:1d.0"},
+       {0, 0, 0, 0, 1, 1, 1, 1}, 1,
+       {"0000:30:1b.0", "0000:30:1b.0", "0000:40:1b.0", "0000:40:1b.0", "0000:b0:1b.0", "0000:b0:1b.0", "0000:c0:1b.0", "0000:c0:1b.0"}},
+  };
+  for (size_t k = 0; k < sizeof form / sizeof form[0]; k++) {
+    sc_tp *t = nccl(form[k].file);
+    CHECK(t != NULL);
+    if (!t) continue;
+    CHECK(t->nhost == 1 && t->ngpu == 8 && t->nranks == 8);
+    CHECK(t->host[0].nvlink == SC_NV_UNKNOWN); /* NCCL asks NVML at run time: the file cannot say */
+    if (t->nranks != 8) { sc_tp_free(t); continue; }
+    for (int r = 0; r < 8; r++) {
+      const sc_tp_gpu *g = &t->gpu[t->gpu_of[r]];
+      int ok = !strcmp(g->busid, form[k].gpu[r]) && gpu_numa_id(t, t->gpu_of[r]) == form[k].numa[r] && g->nnics == form[k].nnics &&
+               t->nic_of[r] >= 0 && !strcmp(t->nic[t->nic_of[r]].busid, form[k].rail[r]);
+      if (!ok)
+        printf("%s rank %d: GPU %s NUMA %d, %d nearest NICs, rail %s\n", form[k].file, r, g->busid, gpu_numa_id(t, t->gpu_of[r]),
+               g->nnics, t->nic_of[r] >= 0 ? t->nic[t->nic_of[r]].busid : "none");
+      CHECK(ok);
+    }
+    sc_tp_free(t);
+  }
+  /* through the public API: the p4d form's leading comment mentions <topology>, it is still NCCL's */
+  char p[512];
+  snprintf(p, sizeof p, "%s/cloud_p4d.xml", dir);
+  schedc_topology *pt = NULL;
+  CHECK(schedc_topology_import(p, &pt) == SCHEDC_OK && schedc_topology_nranks(pt) == 8);
+  schedc_topology_free(pt);
+  /* AWS's first p5 form names devices by bus id only: no GPU can be told, and the message says why */
+  sc_tp *t = sc_tp_new();
+  size_t len;
+  snprintf(p, sizeof p, "%s/cloud_p5_classless.xml", dir);
+  char *text = sc_read_file(p, &len);
+  CHECK(text && sc_tp_import_nccl(t, "cloud_p5_classless.xml", text, len) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "cloud_p5_classless.xml:9: no GPU, and 16 <pci> devices without a class");
+  free(text);
+  sc_tp_free(t);
+  /* NICs of class 0x02 with an empty <nic>, and a GPU's NVLink to itself (Azure's NC A100 v4
+   * files): one NIC each; the self link hides its far end (NVLink unknown, no mesh level) */
+  static const char nc[] = "<system version=\"1\">\n<cpu numaid=\"0\" affinity=\"ff\">\n"
+                           "<pci busid=\"0001:00:00.0\" class=\"0x030200\"><gpu dev=\"0\" sm=\"80\">"
+                           "<nvlink target=\"0001:00:00.0\" count=\"12\" tclass=\"0x030200\"/></gpu></pci>\n"
+                           "<pci busid=\"0002:00:00.0\" class=\"0x030200\"><gpu dev=\"1\" sm=\"80\"/></pci>\n"
+                           "<pci busid=\"0101:00:00.0\" class=\"0x020000\"><nic/></pci>\n</cpu>\n</system>\n";
+  t = sc_tp_new();
+  CHECK(sc_tp_import_nccl(t, "nc.xml", nc, strlen(nc)) == SCHEDC_OK);
+  CHECK(t->ngpu == 2 && t->nnic == 1 && t->nlink == 1 && t->link[0].remote[0] == 0 && t->link[0].kind == SC_REMOTE_UNKNOWN);
+  CHECK(t->host[0].nvlink == SC_NV_UNKNOWN && level_of(t, "nvlink") < 0 && t->gpu[1].nnics == 1);
+  sc_tp_free(t);
+}
+
+/* The format is the first element's: comments, instructions and a DOCTYPE before it may mention
+ * any element. */
+static void test_root(void) {
+  static const struct { const char *text, *root; } c[] = {
+      {"<!-- converted from an hwloc <topology> capture -->\n<system version=\"1\"/>", "system"},
+      {"<?xml version=\"1.0\"?>\n<?note <topology>?>\n<system/>", "system"},
+      {"<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n<!-- <system> -->\n<topology version=\"2.0\"/>", "topology"},
+      {"<!-- only a comment <topology> -->", ""},
+      {"<!-- unclosed <topology>", ""},
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    char root[64];
+    sc_xml_root(c[i].text, strlen(c[i].text), root, sizeof root);
+    if (strcmp(root, c[i].root)) printf("root of case %zu: '%s', wanted '%s'\n", i, root, c[i].root);
+    CHECK(!strcmp(root, c[i].root));
+  }
+  char p[512];
+  snprintf(p, sizeof p, "%s/comment_topology.xml", work);
+  FILE *f = fopen(p, "w");
+  fputs("<!-- an NCCL file; hwloc's would start with <topology> -->\n<system version=\"1\">\n  <cpu numaid=\"0\" affinity=\"f\">\n"
+        "    <pci busid=\"0000:01:00.0\" class=\"0x030200\"/>\n  </cpu>\n</system>\n", f);
+  fclose(f);
+  schedc_topology *pt = NULL;
+  CHECK(schedc_topology_import(p, &pt) == SCHEDC_OK && schedc_topology_nranks(pt) == 1);
+  if (!pt) printf("comment_topology.xml: %s\n", schedc_errmsg());
+  schedc_topology_free(pt);
+}
+
 /* Malformed and hostile inputs: each rejected with its line and what is wrong. */
 static void test_bad(void) {
   static const struct { const char *text, *want; } bad[] = {
@@ -265,6 +455,15 @@ static void test_bad(void) {
       {"<system>\n</cpu>", "bad.xml:2: closing tag </cpu> does not match <system>"},
       {"<system><cpu numaid=\"99999999999\"/></system>", "bad.xml:1: <cpu numaid=\"99999999999\">"},
       {"<system>\n<cpu numaid=\"0\"><nic><net speed=\"fast\"/></nic></cpu></system>", "bad.xml:2: <net speed=\"fast\">"},
+      /* a bus id twice on one host (NCCL would use the first <pci> and ignore the other): refused */
+      {"<system><cpu numaid=\"0\">\n<pci busid=\"0000:01:00.0\" class=\"0x030200\"/>\n<pci busid=\"0000:01:00.0\" class=\"0x030200\"/></cpu></system>",
+       "bad.xml:3: <pci busid=\"0000:01:00.0\"> again: line 2 has this bus id on the same host"},
+      {"<system><cpu numaid=\"0\">\n<pci busid=\"0000:0A:00.0\"><gpu/></pci></cpu>\n<cpu numaid=\"1\">\n<pci busid=\"0000:0a:00.0\"><gpu/></pci></cpu></system>",
+       "bad.xml:4: <pci busid=\"0000:0a:00.0\"> again: line 2"},
+      {"<system><cpu numaid=\"0\" host_hash=\"0x1\">\n<pci busid=\"0000:01:00.0\"/>\n<pci busid=\"0000:01:00.0\"/></cpu></system>",
+       "bad.xml:3: <pci busid=\"0000:01:00.0\"> again: line 2 has this bus id on the same host (host_hash 0x1)"},
+      {"<system><cpu numaid=\"0\">\n<pci busid=\"0000:01:00.0\">\n<gpu rank=\"0\"/>\n<gpu rank=\"1\"/></pci></cpu></system>",
+       "bad.xml:4: a second <gpu> in <pci busid=\"0000:01:00.0\"> (line 2)"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     sc_tp *t = sc_tp_new();
@@ -300,17 +499,83 @@ static void test_bad(void) {
   CHECK(sc_tp_busid("0000:0F:00.0", b) == 1 && !strcmp(b, "0000:0f:00.0"));
   CHECK(sc_tp_busid("fffffff:ff:ff.0", b) == 2 && b[0] == 0);
   CHECK(sc_tp_busid("0000:0f:00", b) == 0 && sc_tp_busid("0000:0f:00.9", b) == 0 && sc_tp_busid("1:2:3.4.5", b) == 0);
+  /* the same bus id on two hosts of a fused dump is two devices */
+  static const char two[] = "<system><cpu numaid=\"0\" host_hash=\"0x1\"><pci busid=\"0000:01:00.0\"><gpu/></pci></cpu>"
+                            "<cpu numaid=\"0\" host_hash=\"0x2\"><pci busid=\"0000:01:00.0\"><gpu/></pci></cpu></system>";
+  t = sc_tp_new();
+  CHECK(sc_tp_import_nccl(t, "two.xml", two, strlen(two)) == SCHEDC_OK && t->nhost == 2 && t->nranks == 2);
+  sc_tp_free(t);
+}
+
+/* A fused dump of H (40,000) hosts, each in two <cpu> elements (NUMA 0 with its NIC, NUMA 1 with its GPU
+ * behind a switch, an NVSwitch link), all hosts' NUMA 0 first: every host is looked up again.
+ * The old importer and derivations were quadratic (host lookup) to cubic (rails) in H: 16 s at
+ * 70,000 hosts for the lookup alone; now linear but for sorts (ctest's TIMEOUT bounds it). */
+static void test_large(void) {
+  enum { H = 40000 };
+  size_t cap = (size_t)H * 520 + 64, len = 0;
+  char *x = malloc(cap);
+  CHECK(x != NULL);
+  if (!x) return;
+  len += (size_t)snprintf(x + len, cap - len, "<system version=\"1\">\n");
+  for (int pass = 0; pass < 2; pass++)
+    for (int h = 0; h < H; h++) {
+      if (!pass)
+        len += (size_t)snprintf(x + len, cap - len,
+                                "<cpu numaid=\"0\" affinity=\"f\" host_hash=\"0x%x\"><pci busid=\"0000:20:00.0\" class=\"0x020000\">"
+                                "<nic><net name=\"efa%d\" dev=\"0\" speed=\"100000\"/></nic></pci></cpu>\n", 0x9e3779b1u * (unsigned)(h + 1), h);
+      else
+        len += (size_t)snprintf(x + len, cap - len,
+                                "<cpu numaid=\"1\" affinity=\"f0\" host_hash=\"0x%x\"><pci busid=\"0000:10:00.0\" class=\"0x060400\">"
+                                "<pci busid=\"0000:11:00.0\" class=\"0x030200\"><gpu dev=\"0\"><nvlink target=\"0000:05:00.0\" count=\"18\" "
+                                "tclass=\"0x068000\"/></gpu></pci></pci></cpu>\n", 0x9e3779b1u * (unsigned)(h + 1));
+    }
+  len += (size_t)snprintf(x + len, cap - len, "</system>\n");
+  CHECK(len < cap);
+  sc_tp *t = sc_tp_new();
+  schedc_status st = sc_tp_import_nccl(t, "large.xml", x, len);
+  free(x);
+  if (st != SCHEDC_OK) printf("large.xml: %s\n", schedc_errmsg());
+  CHECK(st == SCHEDC_OK && t->nhost == H && t->ngpu == H && t->nnic == H && t->nranks == H && t->nnuma == 2 * H);
+  if (st == SCHEDC_OK && t->nranks == H) {
+    int bad = 0;
+    for (int r = 0; r < H; r++) {
+      const sc_tp_gpu *g = &t->gpu[t->gpu_of[r]];
+      bad += g->host != r || gpu_numa_id(t, t->gpu_of[r]) != 1 || g->nnics != 1 || t->nic_of[r] < 0 || t->nic[t->nic_of[r]].host != r ||
+             t->host[r].nvlink != SC_NV_NVSWITCH;
+    }
+    CHECK(bad == 0);
+    char name[32];
+    snprintf(name, sizeof name, "efa%d", H - 1);
+    CHECK(!strcmp(t->nic[t->nic_of[H - 1]].name, name));
+    CHECK(t->nlevels == 2 && t->level[0].gbps == 12.5 && t->level[1].gbps == 18 * 20.0);
+    char *sum = sc_tp_summary(t), *lua = sc_tp_lua(t);
+    snprintf(name, sizeof name, "host %d (host 0x%x)", H - 1, 0x9e3779b1u * (unsigned)H);
+    CHECK(sum && strstr(sum, name) && lua && strstr(lua, "nic = \"efa39999\" }, -- rank 39999"));
+    free(sum);
+    free(lua);
+  }
+  sc_tp_free(t);
 }
 
 int main(int argc, char **argv) {
-  if (argc != 4) { fprintf(stderr, "usage: test_topo TESTS_TOPO_DIR SCHEDULES_DIR WORKDIR\n"); return 2; }
+  if (argc != 4 && !(argc == 5 && !strcmp(argv[4], "large"))) {
+    fprintf(stderr, "usage: test_topo TESTS_TOPO_DIR SCHEDULES_DIR WORKDIR [large]\n");
+    return 2;
+  }
   dir = argv[1];
   sched = argv[2];
   work = argv[3];
+  if (argc == 5) {
+    test_large();
+    return DONE();
+  }
   test_synthetic();
   test_nvswitch();
   test_pcie();
   test_mesh_and_fused();
+  test_cloud();
+  test_root();
   test_bad();
   return DONE();
 }

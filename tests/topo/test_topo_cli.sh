@@ -39,6 +39,12 @@ if "$S" topo >"$W/sum" 2>"$W/err"; then
   grep -qF "other.txt:2: this tuning table was measured on a machine whose topology fingerprint is 0123456789abcdef; this machine's is $fp" "$W/err" "$W/out" && ok || bad "other machine's table: $(cat "$W/err" "$W/out" | head -3)"
   expect 0 "topo --synthetic" "$S" topo --synthetic "pack:2 core:4"
   grep -q "ranks: 8 (one per core); levels, outermost first: host .*, numa .*, core" "$W/out" && ok || bad "synthetic: $(tail -1 "$W/out")"
+  # a process that ignores SIGCHLD (inherited across exec): hwloc XML still loads
+  expect 0 "hwloc XML with SIGCHLD ignored" bash -c "trap '' CHLD; exec '$S' topo --from '$SRC/tests/topo/hwloc_2socket_gpu.xml'"
+  grep -q "3 GPUs, 2 NICs" "$W/out" && ok || bad "SIGCHLD ignored: $(head -1 "$W/out" "$W/err")"
+  # an AWS-like capture: the EFA (RDMA) is the nearest NIC, not the ENA beside it
+  expect 0 "hwloc XML with EFA and ENA" "$S" topo --from "$SRC/tests/topo/hwloc_efa_ena.xml"
+  grep -q "GPU 0000:11:1c.0: NUMA 0, behind a PCIe switch, nearest NIC rdmap17s27$" "$W/out" && ok || bad "EFA preferred: $(grep 11:1c "$W/out")"
 else
   grep -q "discovery is unavailable" "$W/err" && ok || bad "topo failed without saying discovery is unavailable: $(cat "$W/err")"
   skip=1
@@ -52,6 +58,21 @@ grep -q "intra nvlink alpha 3.00 us, 360.00 GB/s" "$W/out" && ok || bad "cost mo
 expect 0 "tune --model-only --topology nvs" "$S" tune --topology "$W/nvs.lua" --model-only --sizes 1M,64M
 expect 0 "topo --from fused --json" "$S" topo --from "$SRC/tests/topo/fused_2host.xml" --json
 /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["hosts"]) == 2 and d["ranks"] == 8; assert d["hosts"][1]["gpus"][3]["nics"] == ["0000:3c:00.0"], d' "$W/out" && ok || bad "fused JSON"
+# the NCCL input files clouds publish (tests/topo/cloud_*.xml): GPUs and NICs by PCI class
+for f in ndv2 ndv4 ndv5 p4d p4de; do
+  expect 0 "topo --from cloud_$f" "$S" topo --from "$SRC/tests/topo/cloud_$f.xml" --json
+  cp "$W/out" "$W/cloud_$f.json"
+done
+/usr/bin/python3 -c '
+import json, sys
+for f in sys.argv[1:]:
+    d = json.load(open(f)); h = d["hosts"][0]
+    assert d["ranks"] == 8 and len(h["gpus"]) == 8, (f, d)
+    assert all(g["numa"] >= 0 and len(g["nics"]) >= 1 for g in h["gpus"]), (f, h["gpus"])
+    assert sorted(set(g["numa"] for g in h["gpus"])) == [n["id"] for n in h["numa"]], (f, h)
+' "$W"/cloud_*.json && ok || bad "cloud forms' JSON"
+expect 1 "topo --from cloud_p5_classless" "$S" topo --from "$SRC/tests/topo/cloud_p5_classless.xml"
+grep -q "cloud_p5_classless.xml:9: no GPU, and 16 <pci> devices without a class" "$W/err" && ok || bad "classless: $(cat "$W/err")"
 # errors
 printf '<system>\n  <cpu numaid="0">\n    <pci busid="0000:01:00.0">\n  </cpu>\n</system>\n' >"$W/bad.xml"
 expect 1 "bad XML" "$S" topo --from "$W/bad.xml"
