@@ -266,17 +266,18 @@ static int trial_load(const char *path) {
   char verdict = 0;
   struct pollfd p = {fds[0], POLLIN, 0};
   int got = 0;
+  int late = 0;
   for (;;) {
     int rc = poll(&p, 1, 30000);
     if (rc < 0 && errno == EINTR) continue;
-    if (rc <= 0) break; /* no answer in 30 s (the child's alarm should have ended it): a crash */
+    if (rc <= 0) { late = rc == 0; break; } /* no answer in 30 s (its alarm should have ended it): a crash */
     ssize_t n = read(fds[0], &verdict, 1);
     if (n < 0 && errno == EINTR) continue;
-    got = n == 1;
+    got = n == 1; /* 0: end of file, the child died without a word */
     break;
   }
   close(fds[0]);
-  if (!got) kill(pid, SIGKILL);
+  if (late) kill(pid, SIGKILL); /* still running, so not reaped: its pid is still its own */
   while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {} /* reaped; ECHILD when SIGCHLD is ignored */
   return !got ? 2 : verdict == '0' ? 0 : 1;
 }

@@ -146,8 +146,10 @@ static int host_for(imp *im, const char *hash) {
   void *p = realloc(im->hashes, (size_t)(im->t->nhost + 1) * sizeof *im->hashes);
   if (!p) return -1;
   im->hashes = p;
-  char *copy = strdup(key);
+  size_t klen = strlen(key) + 1;
+  char *copy = malloc(klen);
   if (!copy) return -1;
+  memcpy(copy, key, klen);
   char nm[64];
   if (hash) snprintf(nm, sizeof nm, "host %.48s", hash);
   else snprintf(nm, sizeof nm, "host%d", im->t->nhost);
