@@ -20,25 +20,26 @@ static int cmp_gkey(const void *pa, const void *pb) {
   return (a->idx > b->idx) - (a->idx < b->idx); /* equal bus ids (hwloc cannot give them; importers refuse them) keep their order */
 }
 
-/* Stable counting sort of the n elements (size sz) of *arr by key[i] in [0, nkeys): off[nkeys + 1]
- * gets the start of each key's range, map[old index] the new index. 0, or -1 out of memory. */
-static int csort(void **arr, int n, size_t sz, const int *key, int nkeys, int *off, int *map) {
+/* Stable counting sort of the n elements (size sz) of arr by key[i] in [0, nkeys), in place (the
+ * array keeps its allocation: model.c's appenders imply its capacity): off[nkeys + 1] gets the
+ * start of each key's range, map[old index] the new index. 0, or -1 out of memory. */
+static int csort(void *arr, int n, size_t sz, const int *key, int nkeys, int *off, int *map) {
   memset(off, 0, ((size_t)nkeys + 1) * sizeof *off);
   for (int i = 0; i < n; i++) off[key[i] + 1]++;
   for (int k = 0; k < nkeys; k++) off[k + 1] += off[k];
   if (!n) return 0;
-  char *out = malloc((size_t)n * sz);
+  char *old = malloc((size_t)n * sz);
   int *next = malloc(((size_t)nkeys + 1) * sizeof *next);
-  if (!out || !next) { free(out); free(next); return -1; }
+  if (!old || !next) { free(old); free(next); return -1; }
+  memcpy(old, arr, (size_t)n * sz);
   memcpy(next, off, ((size_t)nkeys + 1) * sizeof *next);
   for (int i = 0; i < n; i++) {
     int j = next[key[i]]++;
     map[i] = j;
-    memcpy(out + (size_t)j * sz, (char *)*arr + (size_t)i * sz, sz);
+    memcpy((char *)arr + (size_t)j * sz, old + (size_t)i * sz, sz);
   }
   free(next);
-  free(*arr);
-  *arr = out;
+  free(old);
   return 0;
 }
 
@@ -68,12 +69,12 @@ schedc_status sc_tp_group(sc_tp *t) {
 
   /* NUMA entries by host; then every place that names one follows it */
   for (int i = 0; i < t->nnuma; i++) key[i] = t->numa[i].host;
-  if (csort((void **)&t->numa, t->nnuma, sizeof *t->numa, key, t->nhost, t->host_numa, nmap)) goto oom;
+  if (csort(t->numa, t->nnuma, sizeof *t->numa, key, t->nhost, t->host_numa, nmap)) goto oom;
   for (int i = 0; i < t->ngpu; i++) if (t->gpu[i].at.numa >= 0 && t->gpu[i].at.numa < t->nnuma) t->gpu[i].at.numa = nmap[t->gpu[i].at.numa];
   for (int i = 0; i < t->nnic; i++) if (t->nic[i].at.numa >= 0 && t->nic[i].at.numa < t->nnuma) t->nic[i].at.numa = nmap[t->nic[i].at.numa];
   /* NICs by host (GPUs' nearest NICs are derived after this) */
   for (int i = 0; i < t->nnic; i++) key[i] = t->nic[i].host;
-  if (csort((void **)&t->nic, t->nnic, sizeof *t->nic, key, t->nhost, t->host_nic, map)) goto oom;
+  if (csort(t->nic, t->nnic, sizeof *t->nic, key, t->nhost, t->host_nic, map)) goto oom;
   /* GPUs by host, then bus id; links follow their GPU */
   for (int i = 0; i < t->ngpu; i++) {
     gk[i].host = t->gpu[i].host;
@@ -81,19 +82,19 @@ schedc_status sc_tp_group(sc_tp *t) {
     memcpy(gk[i].busid, t->gpu[i].busid, SC_TP_BUSID);
   }
   if (t->ngpu) qsort(gk, (size_t)t->ngpu, sizeof *gk, cmp_gkey);
-  if (t->ngpu) {
-    sc_tp_gpu *g = malloc((size_t)t->ngpu * sizeof *g);
-    if (!g) goto oom;
-    for (int j = 0; j < t->ngpu; j++) { g[j] = t->gpu[gk[j].idx]; map[gk[j].idx] = j; }
-    free(t->gpu);
-    t->gpu = g;
+  if (t->ngpu) { /* permuted through a copy, in place (as csort) */
+    sc_tp_gpu *old = malloc((size_t)t->ngpu * sizeof *old);
+    if (!old) goto oom;
+    memcpy(old, t->gpu, (size_t)t->ngpu * sizeof *old);
+    for (int j = 0; j < t->ngpu; j++) { t->gpu[j] = old[gk[j].idx]; map[gk[j].idx] = j; }
+    free(old);
   }
   memset(t->host_gpu, 0, ((size_t)t->nhost + 1) * sizeof *t->host_gpu);
   for (int i = 0; i < t->ngpu; i++) t->host_gpu[t->gpu[i].host + 1]++;
   for (int h = 0; h < t->nhost; h++) t->host_gpu[h + 1] += t->host_gpu[h];
   for (int i = 0; i < t->nlink; i++) t->link[i].gpu = map[t->link[i].gpu];
   for (int i = 0; i < t->nlink; i++) key[i] = t->link[i].gpu;
-  if (csort((void **)&t->link, t->nlink, sizeof *t->link, key, t->ngpu, t->gpu_link, map)) goto oom;
+  if (csort(t->link, t->nlink, sizeof *t->link, key, t->ngpu, t->gpu_link, map)) goto oom;
   goto out;
 oom:
   st = sc_err(SCHEDC_ENOMEM, "out of memory");

@@ -31,13 +31,19 @@ void sc_tp_free(sc_tp *t) {
   free(t);
 }
 
-/* Grow *arr of *n elements of size sz by one zeroed element: its index or -1. */
+/* Grow *arr of *n elements of size sz by one zeroed element: its index or -1. The capacity is
+ * implied by the count: 4, 8, 16, ... (the array is reallocated when *n is 0 or reaches a power
+ * of two from 4 on), so n appends copy O(n) bytes in all; growing by one each time copied O(n^2)
+ * under allocators that cannot extend in place (ASan's). Whoever reorders an array (group.c)
+ * keeps its allocation. */
 static int grow(void **arr, int *n, size_t sz) {
   if (*n >= 1 << 20) return -1; /* a bound no machine reaches: hostile input stops here */
-  void *p = realloc(*arr, (size_t)(*n + 1) * sz);
-  if (!p) return -1;
-  memset((char *)p + (size_t)*n * sz, 0, sz);
-  *arr = p;
+  if (*n == 0 || (*n >= 4 && !(*n & (*n - 1)))) {
+    void *p = realloc(*arr, (size_t)(*n ? 2 * *n : 4) * sz);
+    if (!p) return -1;
+    *arr = p;
+  }
+  memset((char *)*arr + (size_t)*n * sz, 0, sz);
   return (*n)++;
 }
 

@@ -42,9 +42,9 @@ typedef struct imp {
   const char *name;
   frame st[SC_XML_MAX_DEPTH + 2];
   int depth, nsw, saw_system;
-  char **hashes;                 /* host_hash of each host ("" for none), owned */
+  char **hashes; int hcap;       /* host_hash of each host ("" for none), owned; capacity */
   keymap hosts, devs;
-  pcidev *dev; int ndev;         /* every <pci> with a bus id, in file order */
+  pcidev *dev; int ndev, devcap; /* every <pci> with a bus id, in file order */
   int classless, classless_line; /* <pci> leaves without a class: NCCL fills them from the machine */
 } imp;
 
@@ -131,6 +131,19 @@ static int keymap_add(keymap *x, uint64_t h, int v) {
   return 0;
 }
 
+/* *arr (a void * to an array of capacity *cap) made to hold n elements of size sz, doubling: 0,
+ * or -1 out of memory (the array unchanged). */
+static int grow_to(void *arr, int *cap, int n, size_t sz) {
+  if (n <= *cap) return 0;
+  int c = *cap ? 2 * *cap : 64;
+  while (c < n) c *= 2;
+  void *p = realloc(*(void **)arr, (size_t)c * sz);
+  if (!p) return -1;
+  *(void **)arr = p;
+  *cap = c;
+  return 0;
+}
+
 static int same_host(const imp *im, int h, const void *key) { return !strcmp(im->hashes[h], key); }
 
 static int same_dev(const imp *im, int d, const void *key) {
@@ -143,9 +156,7 @@ static int host_for(imp *im, const char *hash) {
   uint64_t hh = sc_fnv_str(SC_FNV_INIT, key);
   int h = keymap_find(&im->hosts, hh, same_host, im, key);
   if (h >= 0) return h;
-  void *p = realloc(im->hashes, (size_t)(im->t->nhost + 1) * sizeof *im->hashes);
-  if (!p) return -1;
-  im->hashes = p;
+  if (grow_to(&im->hashes, &im->hcap, im->t->nhost + 1, sizeof *im->hashes)) return -1;
   size_t klen = strlen(key) + 1;
   char *copy = malloc(klen);
   if (!copy) return -1;
@@ -174,9 +185,7 @@ static int note_dev(imp *im, int h, const char *busid, int line, char *err, size
                "device; NCCL would use the first and ignore this one)", busid, im->dev[d].line,
                hash[0] ? " (host_hash " : "", hash, hash[0] ? ")" : "");
   }
-  void *p = realloc(im->dev, (size_t)(im->ndev + 1) * sizeof *im->dev);
-  if (!p) return say(im, line, err, cap, "out of memory");
-  im->dev = p;
+  if (grow_to(&im->dev, &im->devcap, im->ndev + 1, sizeof *im->dev)) return say(im, line, err, cap, "out of memory");
   im->dev[im->ndev] = k;
   if (keymap_add(&im->devs, hh, im->ndev)) return say(im, line, err, cap, "out of memory");
   im->ndev++;
