@@ -64,7 +64,7 @@ P=$!
 for _ in $(seq 100); do [ -e up.0 ] && [ -e up.1 ] && break; sleep 0.05; done
 kill -INT $P; wait $P; rc=$?
 [ $rc = 130 ] && [ -e term.0 ] && [ -e term.1 ] && pass=$((pass + 1)) || bad "launch SIGINT: exit $rc, $(ls)"
-for c in check show compile viz emit-cuda run launch bench cost tune check-op; do
+for c in check show compile viz emit-cuda run launch bench cost tune topo info check-op; do
   ok "help-$c" 0 "usage: schedc $c" "$S" $c --help
   ok "help-h-$c" 0 "usage: schedc $c" "$S" $c -h
 done
