@@ -237,7 +237,7 @@ static void text(sc_strbuf *b, const facts *F) {
     any = 1;
   }
   for (int i = 0; sc_param_stray(i); i++, any = 1)
-    sc_strbuf_printf(b, "\n  %s  (not a variable of the library: misspelt?)", sc_param_stray(i));
+    sc_strbuf_printf(b, "\n  %s  (not read by the library: misspelt?)", sc_param_stray(i));
   sc_strbuf_puts(b, any ? "\n" : " none of schedc's variables is set\n");
 }
 

@@ -131,7 +131,7 @@ grep -qx 'environment: none of schedc.s variables is set' "$tmp/info.txt" || gre
 out=$(clean_env SCHEDC_SPIN=short SCHEDC_SLICE=64K SCHEDC_VERFY=full "$S" info)
 grep -qx '  SCHEDC_SPIN=short' <<<"$out" && ok || bad "SCHEDC_SPIN=short not listed plainly" "$out"
 grep -qxF "  SCHEDC_SLICE=64K  (refused: SCHEDC_SLICE='64K': expected a whole number of bytes in [4096, 2^30])" <<<"$out" && ok || bad "malformed SCHEDC_SLICE not refused as its readers refuse it" "$out"
-grep -qxF "  SCHEDC_VERFY=full  (not a variable of the library: misspelt?)" <<<"$out" && ok || bad "misspelt SCHEDC_VERFY not flagged" "$out"
+grep -qxF "  SCHEDC_VERFY=full  (not read by the library: misspelt?)" <<<"$out" && ok || bad "misspelt SCHEDC_VERFY not flagged" "$out"
 grep -qE "^  threads +no: SCHEDC_SLICE='64K'" <<<"$out" && ok || bad "threads usable under a malformed SCHEDC_SLICE?" "$(grep threads <<<"$out")"
 job=$'q"b\\s\ttab\nnl\x01é'
 out=$(clean_env SCHEDC_JOB="$job" SCHEDC_HOST_ID=$'bad\xffbyte' SCHEDC_VERFY=full "$S" info --json)
