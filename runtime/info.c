@@ -51,7 +51,7 @@ const char *schedc_revision(void) { return sc_git_revision; }
 
 typedef struct row { const char *name; sc_probe p; } row;
 #define SC_COUNT_(name, fn) +1
-enum { NBACKENDS = 0 SC_BACKEND_LIST(SC_COUNT_), NLIBS = 0 SC_LIBRARY_LIST(SC_COUNT_), MAXNUMA = 64, MAXGPU = 64 };
+enum { NBACKENDS = 0 SC_BACKEND_LIST(SC_COUNT_), NLIBS = 0 SC_LIBRARY_LIST(SC_COUNT_), MAXNUMA = 64, MAXGPU = 64, MAXENV = SC_P_COUNT_ + 32 };
 #undef SC_COUNT_
 
 /* Everything the report says, gathered once, then written as text or JSON. */
@@ -70,6 +70,8 @@ typedef struct facts {
   int shm_ok;
   unsigned long long shm_free, shm_total;
   char shm_why[128];
+  int nenv;
+  struct { char name[64]; const char *value; int known; char refused[512]; } env[MAXENV];
 } facts;
 
 static void first_line(const char *path, const char *key, char *out, size_t cap) {
@@ -111,6 +113,45 @@ static int numa_nodes(facts *F) {
   return n;
 }
 
+/* Why a set variable's value is refused, as its readers would say it, into why[cap]; "" if it
+ * is accepted. */
+static void check_param(sc_param p, char *why, size_t cap) {
+  long long i;
+  size_t z;
+  double d;
+  int e;
+  schedc_status st = SCHEDC_OK;
+  switch (sc_params[p].type) {
+  case SC_PT_INT: st = sc_param_int(p, &i); break;
+  case SC_PT_SIZE: st = sc_param_size(p, &z); break;
+  case SC_PT_DOUBLE: st = sc_param_double(p, &d); break;
+  case SC_PT_ENUM: st = sc_param_enum(p, &e); break;
+  case SC_PT_STR:
+  case SC_PT_PATH: break;
+  }
+  snprintf(why, cap, "%s", st == SCHEDC_OK ? "" : schedc_errmsg());
+}
+
+/* The variables of the list that are set (a malformed value with its refusal), then the SCHEDC_*
+ * names the list lacks. */
+static void environment(facts *F) {
+  for (int p = 0; p < SC_P_COUNT_ && F->nenv < MAXENV; p++) {
+    const char *v = sc_param_raw((sc_param)p);
+    if (!v) continue;
+    snprintf(F->env[F->nenv].name, sizeof F->env[F->nenv].name, "%s", sc_params[p].name);
+    F->env[F->nenv].value = v;
+    F->env[F->nenv].known = 1;
+    check_param((sc_param)p, F->env[F->nenv].refused, sizeof F->env[F->nenv].refused);
+    F->nenv++;
+  }
+  for (int i = 0; sc_param_stray(i) && F->nenv < MAXENV; i++) {
+    const char *e = sc_param_stray(i), *eq = strchr(e, '=');
+    snprintf(F->env[F->nenv].name, sizeof F->env[F->nenv].name, "%.*s", (int)(eq ? (size_t)(eq - e) : strlen(e)), e);
+    F->env[F->nenv].value = eq ? eq + 1 : "";
+    F->nenv++;
+  }
+}
+
 static void gather(facts *F) {
   memset(F, 0, sizeof *F);
   sc_dl_addr_path((const void *)(size_t)schedc_info, F->library, sizeof F->library);
@@ -149,25 +190,7 @@ static void gather(facts *F) {
   } else {
     snprintf(F->shm_why, sizeof F->shm_why, "%s", strerror(errno));
   }
-}
-
-/* Why a set variable's value is refused, as its readers would say it, into why[cap]; "" if it
- * is accepted. */
-static void check_param(sc_param p, char *why, size_t cap) {
-  long long i;
-  size_t z;
-  double d;
-  int e;
-  schedc_status st = SCHEDC_OK;
-  switch (sc_params[p].type) {
-  case SC_PT_INT: st = sc_param_int(p, &i); break;
-  case SC_PT_SIZE: st = sc_param_size(p, &z); break;
-  case SC_PT_DOUBLE: st = sc_param_double(p, &d); break;
-  case SC_PT_ENUM: st = sc_param_enum(p, &e); break;
-  case SC_PT_STR:
-  case SC_PT_PATH: break;
-  }
-  snprintf(why, cap, "%s", st == SCHEDC_OK ? "" : schedc_errmsg());
+  environment(F);
 }
 
 static void bytes(sc_strbuf *b, unsigned long long n) {
@@ -226,19 +249,12 @@ static void text(sc_strbuf *b, const facts *F) {
     sc_strbuf_printf(b, "unavailable (%s)\n", F->shm_why);
   }
   sc_strbuf_puts(b, "environment:");
-  int any = 0;
-  for (int p = 0; p < SC_P_COUNT_; p++) {
-    const char *v = sc_param_raw((sc_param)p);
-    if (!v) continue;
-    char why[512];
-    check_param((sc_param)p, why, sizeof why);
-    sc_strbuf_printf(b, "\n  %s=%s%s%s", sc_params[p].name, v, why[0] ? "  (refused: " : "", why[0] ? why : "");
-    if (why[0]) sc_strbuf_puts(b, ")");
-    any = 1;
+  for (int i = 0; i < F->nenv; i++) {
+    sc_strbuf_printf(b, "\n  %s=%s", F->env[i].name, F->env[i].value);
+    if (!F->env[i].known) sc_strbuf_puts(b, "  (not read by the library: misspelt?)");
+    else if (F->env[i].refused[0]) sc_strbuf_printf(b, "  (refused: %s)", F->env[i].refused);
   }
-  for (int i = 0; sc_param_stray(i); i++, any = 1)
-    sc_strbuf_printf(b, "\n  %s  (not read by the library: misspelt?)", sc_param_stray(i));
-  sc_strbuf_puts(b, any ? "\n" : " none of schedc's variables is set\n");
+  sc_strbuf_puts(b, F->nenv ? "\n" : " none of schedc's variables is set\n");
 }
 
 static void json_probe(sc_strbuf *b, const char *name, const sc_probe *p, int lib) {
@@ -313,25 +329,12 @@ static void json(sc_strbuf *b, const facts *F) {
     sc_strbuf_puts(b, "}");
   }
   sc_strbuf_puts(b, ",\n \"environment\": [");
-  int n = 0;
-  for (int p = 0; p < SC_P_COUNT_; p++) {
-    const char *v = sc_param_raw((sc_param)p);
-    if (!v) continue;
-    char why[512];
-    check_param((sc_param)p, why, sizeof why);
-    json_kv(b, n++ ? ",\n  {" : "\n  {", "name", sc_params[p].name);
-    json_kv(b, ", ", "value", v);
-    sc_strbuf_puts(b, ", \"known\": true");
-    json_kv(b, ", ", "refused", why);
+  for (int i = 0; i < F->nenv; i++) {
+    json_kv(b, i ? ",\n  {" : "\n  {", "name", F->env[i].name);
+    json_kv(b, ", ", "value", F->env[i].value);
+    sc_strbuf_printf(b, ", \"known\": %s", F->env[i].known ? "true" : "false");
+    json_kv(b, ", ", "refused", F->env[i].refused);
     sc_strbuf_puts(b, "}");
-  }
-  for (int i = 0; sc_param_stray(i); i++) {
-    const char *e = sc_param_stray(i), *eq = strchr(e, '=');
-    char name[256];
-    snprintf(name, sizeof name, "%.*s", (int)(eq ? (size_t)(eq - e) : strlen(e)), e);
-    json_kv(b, n++ ? ",\n  {" : "\n  {", "name", name);
-    json_kv(b, ", ", "value", eq ? eq + 1 : "");
-    sc_strbuf_puts(b, ", \"known\": false, \"refused\": \"\"}");
   }
   sc_strbuf_puts(b, "]}\n");
 }
