@@ -52,9 +52,16 @@ clean_env "$S" info --json >"$tmp/info.json"; rc=$?
 if [ $rc = 0 ] && "$PY" -m json.tool "$tmp/info.json" >/dev/null; then ok; else bad "info --json is not JSON (exit $rc)" "$(cat "$tmp/info.json")"; fi
 [ "$(jq_ version <"$tmp/info.json")" = "$hdr" ] && [ "$(jq_ revision <"$tmp/info.json")" = "$rev" ] && ok || bad "JSON version/revision differ from --version"
 names=$(jq_ backends <"$tmp/info.json" | "$PY" -c 'import ast, sys; print(" ".join(b["name"] for b in ast.literal_eval(sys.stdin.read())))')
-[ "$names" = "threads shm mpi cuda" ] && ok || bad "backends listed: '$names' (want threads shm mpi cuda)"
+# the rows are the registries' own: runtime/backends.h's SC_BACKEND_LIST (a new backend adds a row
+# there and nowhere else), runtime/info.c's SC_LIBRARY_LIST; the first five names are fixed
+listed() { sed -n "/#define $1/,/^\$/p" "$2" | sed -nE 's/^ *X\("([^"]+)".*/\1/p' | paste -sd"$3"; }
+want_b=$(listed SC_BACKEND_LIST "$SRC/runtime/backends.h" ' ')
+want_l=$(listed SC_LIBRARY_LIST "$SRC/runtime/info.c" ',')
+[[ "$want_b" == "threads shm mpi cuda"* ]] && [[ "$want_l" == "NVRTC,CUDA driver,NCCL,NVML,libclang,hwloc,MPI"* ]] && ok ||
+  bad "cannot read the backend and library lists ('$want_b'; '$want_l')"
+[ "$names" = "$want_b" ] && ok || bad "backends listed: '$names' (want '$want_b')"
 libs=$("$PY" -c 'import json, sys; print(",".join(l["name"] for l in json.load(open(sys.argv[1]))["libraries"]))' "$tmp/info.json")
-[ "$libs" = "NVRTC,CUDA driver,NCCL,NVML,libclang,hwloc,MPI" ] && ok || bad "libraries listed: '$libs'"
+[ "$libs" = "$want_l" ] && ok || bad "libraries listed: '$libs' (want '$want_l')"
 for b in threads shm; do
   grep -qE "^  $b +yes$" "$tmp/info.txt" && ok || bad "backend $b not usable here?" "$(cat "$tmp/info.txt")"
 done
