@@ -183,8 +183,9 @@ d=$DIR
 [ \$# -ge 2 ] || { echo "usage: \$0 HOST CMD [ARGS...] (hosts: $HOSTS)" >&2; exit 2; }
 h=\$1; shift
 pid=\$(cat "\$d/\$h.pid" 2>/dev/null) || { echo "cluster: no host '\$h' (hosts: $HOSTS)" >&2; exit 127; }
-# the holder must still be that host's (not a reused pid)
-[ "\$(stat -Lc %i "/proc/\$pid/ns/net" 2>/dev/null)" = "\$(stat -Lc %i "/run/netns/$NS-\$h" 2>/dev/null)" ] ||
+# the holder must still be that host's (not a reused pid): in its network namespace, whose
+# inode was recorded when it was made (from another host, /run/netns shows only older ones)
+[ "\$(stat -Lc %i "/proc/\$pid/ns/net" 2>/dev/null)" = "\$(cat "\$d/\$h.net" 2>/dev/null)" ] ||
   { echo "cluster: host '\$h' is gone" >&2; exit 127; }
 exec nsenter -t "\$pid" -n -u -m --wd="\$PWD" -- "\$@"
 EOF
@@ -222,6 +223,12 @@ setup() {
     # the host's upload (its eth0) and download (its bridge port)
     out=$(shape "$ns" eth0) || { echo "tc tbf: $out"; return 1; }
     out=$(shape "$BR" "p$i") || { echo "tc tbf: $out"; return 1; }
+    stat -Lc %i "/run/netns/$ns" >"$DIR/h$i.net" || return 1
+  done
+  # The holders, once every namespace exists: a host's mount namespace is a copy of this one at
+  # its making, and later mounts (a later host's /run/netns entry) do not reach it
+  for ((i = 0; i < H; i++)); do
+    ns=$NS-h$i
     # the holder: keeps the host's UTS and mount namespaces (killed with this script: pdeathsig)
     setpriv --pdeathsig KILL -- ip netns exec "$ns" unshare --uts --mount --propagation private -- /bin/sh -c '
       echo "$1" >/proc/sys/kernel/hostname &&
