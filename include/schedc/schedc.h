@@ -183,8 +183,11 @@ typedef struct schedc_load_opts {
   size_t max_memory;         /* memory cap in bytes (Lua's and the transfers'); 0: 1 GiB */
   double max_seconds;        /* wall-clock limit of the script's run; 0: 20 s. No Lua code, pcall
                               * or library call outlasts a limit once hit */
+  const int *node_of;        /* with nranks and nnodes, no topology: rank r's node, node_of[0..nranks)
+                              * in [0, nnodes), every node used (ranks round-robin across hosts, as
+                              * mpirun --map-by node places them); NULL: equal consecutive blocks */
 } schedc_load_opts;
-#define SCHEDC_LOAD_OPTS_INIT {sizeof(schedc_load_opts), 0, 0, NULL, NULL, 0, 0, 0, 0.0}
+#define SCHEDC_LOAD_OPTS_INIT {sizeof(schedc_load_opts), 0, 0, NULL, NULL, 0, 0, 0, 0.0, NULL}
 
 /* Run the schedule script at `path` in the sandbox, verify it and lower it into a plan. A path
  * without a folder may name a shipped or installed schedule ("ring"; schedc_schedule_find below),
@@ -423,9 +426,9 @@ SCHEDC_API schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, sche
 /* Destroy; NULL is a no-op. Safe after any error, including a dead peer. */
 SCHEDC_API void schedc_comm_free(schedc_comm *comm);
 /* The plan a call with plan NULL would use for `bytes` of whole buffer (the tuning table's
- * choice; else, when the ranks span hosts in equal consecutive blocks — an mpi communicator
- * learns its hosts at init — the shipped hierarchical schedule with one node per host for
- * allreduce, reduce_scatter and allgather; else the built-in ring); owned by the communicator.
+ * choice; else, when the ranks span hosts — an mpi communicator learns its hosts at init — the
+ * shipped hierarchical schedule with one node per host, in blocks or round-robin, for allreduce,
+ * reduce_scatter and allgather; else the built-in ring); owned by the communicator.
  * NULL + errmsg on failure. */
 SCHEDC_API const schedc_plan *schedc_comm_default_plan(schedc_comm *comm, schedc_collective coll, int root,
                                                        size_t bytes);

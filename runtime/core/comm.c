@@ -106,6 +106,7 @@ void *sc_scratch(schedc_comm *c, size_t bytes) {
 }
 
 void sc_comm_release(schedc_comm *c) {
+  free(c->host_of);
   for (int i = 0; i < c->ndefplan; i++) schedc_plan_free(c->defplan[i].plan);
   sc_tuning_free(&c->tuning);
   free(c->topology);

@@ -4,7 +4,7 @@
 # namespace) and one link `eth0` to a bridge, shaped with `tc tbf` both ways at RATE. Runs a
 # command, then always tears everything down (names unique per run; a trap; dead runs swept).
 #
-#   cluster.sh [-H HOSTS] [-S SLOTS] [-r RATE] [-t SECONDS] [--each | --ranks [--map-by node]] [--] CMD...
+#   cluster.sh [-H HOSTS] [-S SLOTS] [-r RATE] [-q QUEUE] [-t SECONDS] [--each | --ranks [--map-by node]] [--] CMD...
 #   cluster.sh --sweep            remove what runs whose owner died left behind
 #
 # Exit status: CMD's (124 after --timeout); 77 where the cluster cannot be made (not root; no
@@ -17,7 +17,7 @@ PREFIX=scc # every namespace of every run: scc-<pid>-<token>-<host|br>
 
 usage() {
   cat <<'EOF'
-usage: cluster.sh [-H HOSTS] [-S SLOTS] [-r RATE] [-t SECONDS] [--each | --ranks [--map-by node]] [--] CMD [ARGS...]
+usage: cluster.sh [-H HOSTS] [-S SLOTS] [-r RATE] [-q QUEUE] [-t SECONDS] [--each | --ranks [--map-by node]] [--] CMD [ARGS...]
        cluster.sh --sweep
 
 Make HOSTS hosts (default 2) of SLOTS slots (default 2), named h0, h1, ..., each link shaped to
@@ -27,6 +27,7 @@ RATE (a tc rate: 1gbit, 500mbit, ...; default 1gbit), run CMD, tear down. CMD ru
   --ranks    SLOTS times per host with torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK,
              LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR=h0's address, MASTER_PORT=29500);
              ranks in blocks per host, or round-robin with --map-by node
+-q QUEUE    each shaped link's queue, as tbf's latency (default 50ms)
 -t SECONDS  stop CMD (SIGTERM, then SIGKILL 5 s later) and exit 124 after SECONDS.
 EOF
 }
@@ -100,7 +101,7 @@ sweep() {
 }
 
 # --- arguments ----------------------------------------------------------------------------------
-H=2 S=2 RATE=1gbit TMO=0 MODE=cmd MAP=slot
+H=2 S=2 RATE=1gbit QUEUE=50ms TMO=0 MODE=cmd MAP=slot
 bad() { echo "cluster.sh: $*" >&2; exit 2; }
 isint() { [[ $1 =~ ^[1-9][0-9]{0,2}$ ]]; }
 while [ $# -gt 0 ]; do
@@ -110,6 +111,7 @@ while [ $# -gt 0 ]; do
     -H|--hosts) [ $# -ge 2 ] || bad "$1 needs a value"; isint "$2" && [ "$2" -le 200 ] || bad "$1: '$2' is not a host count from 1 to 200"; H=$2; shift 2 ;;
     -S|--slots) [ $# -ge 2 ] || bad "$1 needs a value"; isint "$2" && [ "$2" -le 256 ] || bad "$1: '$2' is not a slot count from 1 to 256"; S=$2; shift 2 ;;
     -r|--rate) [ $# -ge 2 ] || bad "$1 needs a value"; [[ $2 =~ ^[0-9]+(\.[0-9]+)?[kmg]?bit$ ]] || bad "$1: '$2' is not a rate like 1gbit, 500mbit or 100kbit"; RATE=$2; shift 2 ;;
+    -q|--queue) [ $# -ge 2 ] || bad "$1 needs a value"; [[ $2 =~ ^[1-9][0-9]{0,3}ms$ ]] || bad "$1: '$2' is not a queue length like 50ms (1ms to 9999ms)"; QUEUE=$2; shift 2 ;;
     -t|--timeout) [ $# -ge 2 ] || bad "$1 needs a value"; [[ $2 =~ ^[1-9][0-9]{0,5}$ ]] || bad "$1: '$2' is not a whole number of seconds from 1 to 999999"; TMO=$2; shift 2 ;;
     --each) MODE=each; shift ;;
     --ranks) MODE=ranks; shift ;;
@@ -199,10 +201,12 @@ exec "$DIR/on" "\$h" /bin/sh -c "\$*"
 EOF
 chmod 0755 "$DIR/on" "$DIR/rsh"
 
-# tbf: burst of 1 ms at the rate (at least 2 full frames), queue of 5 ms
+# tbf: burst of 1 ms at the rate (at least 2 full frames), a queue of QUEUE (50 ms: 6.25 MB at
+# 1 Gbit/s, a switch port's buffer; at 5 ms, 4 ranks' TCP streams into one port lost packets and
+# Open MPI's calls stalled on retransmission timeouts)
 BURST=$((RATE_BPS / 1000)); [ $BURST -lt 3100 ] && BURST=3100
 shape() { # NETNS DEV
-  ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$RATE" burst "$BURST" latency 5ms 2>&1
+  ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$RATE" burst "$BURST" latency "$QUEUE" 2>&1
 }
 setup() {
   local out i ns

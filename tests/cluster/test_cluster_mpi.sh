@@ -3,7 +3,8 @@
 # hosts (started on h0, the other hosts reached by its plm_rsh_agent = the cluster's rsh; TCP on
 # eth0 between hosts, vader within one): ranks land on the hosts asked for (blocks and --map-by
 # node); the mpi backend learns the hosts from their real hostnames (no SCHEDC_HOST_ID) and picks
-# the hierarchical default plan for blocks, a locality-ordered one for round-robin; every
+# the hierarchical default plan for blocks and for round-robin (crossing hosts less often than
+# the ring in rank order); every
 # schedule's digest over the links equals the threads backend's, at 2 x 2 and 4 x 1; and the bytes
 # cross the shaped link (h0's eth0 counters).
 set -u
@@ -30,7 +31,7 @@ got=$(where $L41)
 
 # --- the hosts as the mpi backend sees them (no SCHEDC_HOST_ID) -----------------------------------
 out=$(env -u SCHEDC_HOST_ID $M -np 4 $L22 "$HP" hierarchical </dev/null 2>&1) && ok || { bad "2 x 2 in blocks: not the hierarchical default plans"; echo "$out"; }
-out=$(env -u SCHEDC_HOST_ID $M -np 4 $L22 --map-by node "$HP" ring </dev/null 2>&1) && ok || { bad "2 x 2 round-robin: the default plans"; echo "$out"; }
+out=$(env -u SCHEDC_HOST_ID $M -np 4 $L22 --map-by node "$HP" hierarchical </dev/null 2>&1) && ok || { bad "2 x 2 round-robin: not the locality-ordered hierarchical default plans"; echo "$out"; }
 out=$(env -u SCHEDC_HOST_ID $M -np 4 $L41 "$HP" hierarchical </dev/null 2>&1) && ok || { bad "4 x 1: the default plans"; echo "$out"; }
 
 # --- digests over the links = the threads backend's --------------------------------------------
