@@ -432,6 +432,11 @@ SCHEDC_API void schedc_comm_free(schedc_comm *comm);
  * NULL + errmsg on failure. */
 SCHEDC_API const schedc_plan *schedc_comm_default_plan(schedc_comm *comm, schedc_collective coll, int root,
                                                        size_t bytes);
+/* The fingerprint of a layout of nranks ranks on hosts (host_of[r]: rank r's host, numbered in
+ * order of first appearance: 0, then the next new host 1, ...), as the `hosts` line of a tuning
+ * table names the layout it was measured on (docs/tuning.md); a communicator whose ranks sit
+ * otherwise refuses the table at init. 0 for bad arguments. */
+SCHEDC_API uint64_t schedc_hosts_fingerprint(int nranks, const int *host_of);
 SCHEDC_API int schedc_comm_rank(const schedc_comm *comm);
 SCHEDC_API int schedc_comm_nranks(const schedc_comm *comm);
 
