@@ -17,9 +17,15 @@
 
 static schedc_status post(schedc_comm *c, void *q, int peer, const char *what) {
   sc_net *n = c->be_data;
-  if (UCS_PTR_IS_ERR(q))
-    return sc_err(SCHEDC_EPEER, "net: rank %d could not %s rank %d on host %s (%s)", c->rank, what, peer,
-                  n->peer[peer].hostname, ucs_status_string(UCS_PTR_STATUS(q)));
+  if (UCS_PTR_IS_ERR(q)) { /* its endpoint failed already: told to every peer, so no wait lasts */
+    const sc_netpeer *p = &n->peer[peer];
+    schedc_status st = sc_err(SCHEDC_EPEER, "net: rank %d (host %s) could not %s rank %d on host %s (%s): that rank "
+                              "failed or left, or its host or the link to it is down", c->rank,
+                              n->peer[c->rank].hostname, what, peer, p->hostname,
+                              ucs_status_string(p->lost ? (ucs_status_t)p->lost : UCS_PTR_STATUS(q)));
+    sc_net_fail(c, st, schedc_errmsg());
+    return st;
+  }
   if (!q) return SCHEDC_OK; /* done at once */
   if (n->nreq == n->req_cap) {
     size_t cap = n->req_cap ? 2 * n->req_cap : 64;

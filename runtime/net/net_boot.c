@@ -333,11 +333,13 @@ static void root_close(sc_oob *o) {
   free(r);
 }
 
-/* Tell every connected rank the error that ends the bootstrap, and return it. */
+/* Tell every connected rank the error that ends the bootstrap (given a moment of its own: the
+ * bootstrap's deadline may have passed), and return it. */
 static schedc_status root_fail(rootoob *r, schedc_status st, double deadline) {
   const char *msg = schedc_errmsg();
+  double until = sc_now() + 2 > deadline ? sc_now() + 2 : deadline;
   for (int q = 1; q < r->base.nranks; q++)
-    if (r->conn[q] >= 0) reply(r->conn[q], (uint32_t)st, msg, (uint32_t)strlen(msg), deadline);
+    if (r->conn[q] >= 0) reply(r->conn[q], (uint32_t)st, msg, (uint32_t)strlen(msg), until);
   return st;
 }
 
@@ -391,7 +393,7 @@ static schedc_status root_accept(rootoob *r, double deadline) {
     }
     if (mine || fatal != SCHEDC_OK) heard++;
     if (st == SCHEDC_OK) sc_err_str(fatal, why); /* a good rank after the failure: told it */
-    reply(fd, (uint32_t)(st != SCHEDC_OK ? st : fatal), schedc_errmsg(), (uint32_t)strlen(schedc_errmsg()), hd);
+    reply(fd, (uint32_t)(st != SCHEDC_OK ? st : fatal), schedc_errmsg(), (uint32_t)strlen(schedc_errmsg()), sc_now() + 2);
     close(fd);
   }
   if (fatal != SCHEDC_OK) return sc_err_str(fatal, why);
@@ -400,9 +402,9 @@ static schedc_status root_accept(rootoob *r, double deadline) {
     size_t l = 0;
     for (int q = 1, k = 0; q < N && l + 12 < sizeof miss; q++)
       if (r->conn[q] < 0) l += (size_t)snprintf(miss + l, sizeof miss - l, "%s%d", k++ ? ", " : "", q);
-    return root_fail(r, sc_err(SCHEDC_ETIMEOUT, "net: rank 0 (host %s) waited %.3g s at %s (%s:%s) for ranks %s, which "
+    return root_fail(r, sc_err(SCHEDC_ETIMEOUT, "net: rank 0 (host %s) waited %.3g s at %s (%s:%s) for rank%s %s, which "
                                "never connected: not started, or another MASTER_ADDR / MASTER_PORT or id", me,
-                               sc_now() - t0, r->a.what, r->a.host, r->a.port, miss), deadline);
+                               sc_now() - t0, r->a.what, r->a.host, r->a.port, N - heard > 1 ? "s" : "", miss), deadline);
   }
   return SCHEDC_OK;
 }
@@ -467,8 +469,9 @@ static void client_close(sc_oob *o) {
 static schedc_status client_allgather(sc_oob *o, const void *mine, void *all, size_t bytes, double deadline) {
   clientoob *k = (clientoob *)o;
   uint32_t len = (uint32_t)bytes, h[2];
+  /* rank 0 answers by its own deadline, which may be a little after this rank's: a second more */
   if (sc_boot_write(k->fd, &len, sizeof len, deadline) || sc_boot_write(k->fd, mine, bytes, deadline) ||
-      sc_boot_read(k->fd, h, sizeof h, deadline)) {
+      sc_boot_read(k->fd, h, sizeof h, deadline + 1)) {
     if (errno == ETIMEDOUT)
       return sc_err(SCHEDC_ETIMEOUT, "net: rank %d waited %.3g s for rank 0's answer at %s (%s:%s): some rank never "
                     "joined", o->rank, sc_now() - k->t0, k->a.what, k->a.host, k->a.port);
@@ -478,11 +481,11 @@ static schedc_status client_allgather(sc_oob *o, const void *mine, void *all, si
   if (h[0]) { /* rank 0's refusal, in its words */
     char msg[SC_FAILMSG];
     uint32_t l = h[1] < sizeof msg - 1 ? h[1] : (uint32_t)sizeof msg - 1;
-    if (sc_boot_read(k->fd, msg, l, deadline)) l = 0;
+    if (sc_boot_read(k->fd, msg, l, sc_now() + 2)) l = 0;
     msg[l] = 0;
     return sc_err((schedc_status)h[0], "%s", l ? msg : "net: rank 0 refused this rank");
   }
-  if (h[1] != bytes * (size_t)o->nranks || sc_boot_read(k->fd, all, h[1], deadline))
+  if (h[1] != bytes * (size_t)o->nranks || sc_boot_read(k->fd, all, h[1], deadline + 1))
     return sc_err(SCHEDC_EPEER, "net: rank 0's answer at %s:%s was cut short (%u bytes for %d ranks)", k->a.host,
                   k->a.port, h[1], o->nranks);
   return SCHEDC_OK;
