@@ -5,6 +5,7 @@
  * CPU executor's dataflow over shared memory. The transport is the backend's port.
  */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,7 +39,9 @@ static schedc_status agree(schedc_comm *c, const sc_call *k, const sc_msgport *p
   sc_agreement mine, *all = malloc((size_t)n * sizeof *all);
   if (!all) return sc_err(SCHEDC_ENOMEM, "out of memory");
   sc_agreement_of(&mine, k, SC_PATH_PLAN);
-  schedc_status st = port->allgather(c, &mine, all, sizeof mine);
+  char what[64];
+  snprintf(what, sizeof what, "%s's agreement", k->cn);
+  schedc_status st = port->allgather(c, what, &mine, all, sizeof mine);
   for (int r = 0; r < n && st == SCHEDC_OK; r++) st = sc_agreement_check(k->cn, c->rank, &mine, r, &all[r]);
   free(all);
   if (st != SCHEDC_OK) c->broken = 1;
@@ -132,10 +135,12 @@ static schedc_status run(schedc_comm *c, const sc_call *call, char *W, int attem
 }
 
 /* Is `flag` set on any rank? (An allgather; leaves the working buffer alone.) */
-static schedc_status any_rank(schedc_comm *c, int flag, int *any, const sc_msgport *port) {
+static schedc_status any_rank(schedc_comm *c, const char *cn, int flag, int *any, const sc_msgport *port) {
   int32_t mine = flag, *all = malloc((size_t)c->nranks * sizeof *all);
   if (!all) return sc_err(SCHEDC_ENOMEM, "out of memory");
-  schedc_status st = port->allgather(c, &mine, all, sizeof mine);
+  char what[64];
+  snprintf(what, sizeof what, "%s's repair vote", cn);
+  schedc_status st = port->allgather(c, what, &mine, all, sizeof mine);
   *any = 0;
   for (int r = 0; r < c->nranks && st == SCHEDC_OK; r++) *any |= all[r] != 0;
   free(all);
@@ -157,7 +162,7 @@ schedc_status sc_msg_collective(schedc_comm *c, const sc_call *k, sc_result *res
     if ((st = run(c, k, W, attempt, &res->bad, port, b)) != SCHEDC_OK) break;
     if (!sc_call_checks(k) || !sc_call_repairs(k) || attempt == 2) break;
     int rerun = 0;
-    if ((st = any_rank(c, (int)res->bad.found, &rerun, port)) != SCHEDC_OK) break;
+    if ((st = any_rank(c, k->cn, (int)res->bad.found, &rerun, port)) != SCHEDC_OK) break;
     if (!rerun) break;
   }
   if (st != SCHEDC_OK) {

@@ -30,8 +30,9 @@ typedef struct sc_msgport {
    * SCHEDC_ETIMEOUT / SCHEDC_EPEER naming the call, the step, this rank and the rank awaited. On
    * failure nothing stays posted. */
   schedc_status (*complete)(schedc_comm *c, const char *coll, uint32_t step, double deadline);
-  /* Every rank's `bytes` of `mine` into all[r * bytes] (the agreement, the repair's vote). */
-  schedc_status (*allgather)(schedc_comm *c, const void *mine, void *all, size_t bytes);
+  /* Every rank's `bytes` of `mine` into all[r * bytes] (the agreement, the repair's vote): `what`
+   * names it for messages ("allreduce's agreement"). */
+  schedc_status (*allgather)(schedc_comm *c, const char *what, const void *mine, void *all, size_t bytes);
 } sc_msgport;
 
 /* The executor's scratch, kept by the backend between calls (grown, never shrunk). */

@@ -108,10 +108,10 @@ static schedc_status m_complete(schedc_comm *c, const char *coll, uint32_t step,
   }
 }
 
-static schedc_status m_allgather(schedc_comm *c, const void *mine, void *all, size_t bytes) {
+static schedc_status m_allgather(schedc_comm *c, const char *what, const void *mine, void *all, size_t bytes) {
   mpidata *d = c->be_data;
   if (MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, d->comm) != MPI_SUCCESS)
-    return sc_err(SCHEDC_EIO, "MPI_Allgather failed");
+    return sc_err(SCHEDC_EIO, "%s: MPI_Allgather failed", what);
   return SCHEDC_OK;
 }
 

@@ -78,6 +78,8 @@ schedc_status sc_net_complete(schedc_comm *c, const char *what, uint32_t step, d
   sc_net *n = c->be_data;
   double start = sc_now(), beat = beat_interval(c), last_alive = start, hard = deadline + c->timeout_s;
   const sc_netpeer *me = &n->peer[c->rank];
+  char at[24] = ""; /* where in the call, for messages */
+  if (step != SC_NET_EXCHANGE) snprintf(at, sizeof at, " in step %u", step);
   for (unsigned idle = 0;;) {
     unsigned got = sc_net_progress(n);
     size_t left = 0, i;
@@ -93,8 +95,8 @@ schedc_status sc_net_complete(schedc_comm *c, const char *what, uint32_t step, d
       ucp_request_free(n->reqs[i].req);
       if (s != UCS_OK && st == SCHEDC_OK) {
         const sc_netpeer *p = &n->peer[n->reqs[i].peer];
-        st = sc_err(SCHEDC_EPEER, "%s on rank %d (host %s) in step %u: the transfer with rank %d on host %s failed (%s)%s%s",
-                    what, c->rank, me->hostname, step, p->rank, p->hostname, ucs_status_string(s),
+        st = sc_err(SCHEDC_EPEER, "%s on rank %d (host %s)%s: the transfer with rank %d on host %s failed (%s)%s%s",
+                    what, c->rank, me->hostname, at, p->rank, p->hostname, ucs_status_string(s),
                     n->failed ? ": " : "", n->failed ? n->why : "");
       }
     }
@@ -102,15 +104,15 @@ schedc_status sc_net_complete(schedc_comm *c, const char *what, uint32_t step, d
     if (st == SCHEDC_OK && !left) return SCHEDC_OK;
     double now = sc_now();
     if (st == SCHEDC_OK && n->failed) /* a peer's notice */
-      st = sc_err(n->fail_st == SCHEDC_ETIMEOUT ? SCHEDC_ETIMEOUT : SCHEDC_EPEER, "%s on rank %d (host %s) stopped in step %u: %s",
-                  what, c->rank, me->hostname, step, n->why);
+      st = sc_err(n->fail_st == SCHEDC_ETIMEOUT ? SCHEDC_ETIMEOUT : SCHEDC_EPEER, "%s on rank %d (host %s) stopped%s: %s",
+                  what, c->rank, me->hostname, at, n->why);
     /* a lost connection to a rank awaited */
     for (i = 0; i < left && st == SCHEDC_OK; i++) {
       const sc_netpeer *p = &n->peer[n->reqs[i].peer];
       if (p->lost)
-        st = sc_err(SCHEDC_EPEER, "%s on rank %d (host %s) in step %u: the connection to rank %d on host %s was lost "
+        st = sc_err(SCHEDC_EPEER, "%s on rank %d (host %s)%s: the connection to rank %d on host %s was lost "
                     "(%s): that rank failed or left, or its host or the link to it is down", what, c->rank,
-                    me->hostname, step, p->rank, p->hostname, ucs_status_string((ucs_status_t)p->lost));
+                    me->hostname, at, p->rank, p->hostname, ucs_status_string((ucs_status_t)p->lost));
     }
     /* a peer on this host whose process is gone (its endpoint has no failure detection) */
     if (st == SCHEDC_OK && now - last_alive > 0.05) {
@@ -118,8 +120,8 @@ schedc_status sc_net_complete(schedc_comm *c, const char *what, uint32_t step, d
       for (i = 0; i < left && st == SCHEDC_OK; i++) {
         const sc_netpeer *p = &n->peer[n->reqs[i].peer];
         if (!sc_net_alive(p))
-          st = sc_err(SCHEDC_EPEER, "%s on rank %d (host %s) in step %u: rank %d (pid %d on host %s) died", what,
-                      c->rank, me->hostname, step, p->rank, (int)p->pid, p->hostname);
+          st = sc_err(SCHEDC_EPEER, "%s on rank %d (host %s)%s: rank %d (pid %d on host %s) died", what,
+                      c->rank, me->hostname, at, p->rank, (int)p->pid, p->hostname);
       }
     }
     if (st == SCHEDC_OK && now > deadline) {
@@ -127,8 +129,8 @@ schedc_status sc_net_complete(schedc_comm *c, const char *what, uint32_t step, d
       /* still heard from: it waits for someone else, whose failure it will name; wait for that */
       if (p->heard > now - 3 * beat && now < hard) deadline = now + beat;
       else
-        st = sc_err(SCHEDC_ETIMEOUT, "%s timed out after %.3g s on rank %d (host %s) in step %u: it waited for rank %d "
-                    "on host %s%s", what, c->timeout_s, c->rank, me->hostname, step, who, p->hostname,
+        st = sc_err(SCHEDC_ETIMEOUT, "%s timed out after %.3g s on rank %d (host %s)%s: it waited for rank %d "
+                    "on host %s%s", what, c->timeout_s, c->rank, me->hostname, at, who, p->hostname,
                     p->heard > 0 ? ", which stopped answering" : "");
     }
     if (st != SCHEDC_OK) {
@@ -159,7 +161,7 @@ static schedc_status n_complete(schedc_comm *c, const char *coll, uint32_t step,
 }
 
 /* Every rank sends its bytes to every other (a call's agreement, a repair's vote: a few words). */
-static schedc_status n_allgather(schedc_comm *c, const void *mine, void *all, size_t bytes) {
+static schedc_status n_allgather(schedc_comm *c, const char *what, const void *mine, void *all, size_t bytes) {
   sc_net *n = c->be_data;
   if (n->gather_seq != c->seq) n->gather_seq = c->seq, n->gathers = 0;
   uint32_t g = n->gathers++;
@@ -169,7 +171,7 @@ static schedc_status n_allgather(schedc_comm *c, const void *mine, void *all, si
     if (r != c->rank) st = post_recv(c, r, sc_net_tag(SC_NT_GATHER, r, c->seq, g), (char *)all + (size_t)r * bytes, bytes);
   for (int r = 0; r < c->nranks && st == SCHEDC_OK; r++)
     if (r != c->rank) st = post_send(c, r, sc_net_tag(SC_NT_GATHER, c->rank, c->seq, g), mine, bytes);
-  schedc_status cs = sc_net_complete(c, "the exchange", 0, sc_now() + c->timeout_s);
+  schedc_status cs = sc_net_complete(c, what, SC_NET_EXCHANGE, sc_now() + c->timeout_s);
   return st != SCHEDC_OK ? st : cs;
 }
 

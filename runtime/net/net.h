@@ -94,7 +94,9 @@ static inline ucp_tag_t sc_net_tag(int kind, int src, uint64_t seq, uint32_t ste
 extern const sc_backend sc_net_backend;
 extern const sc_msgport sc_net_port;
 /* Complete the posted operations (n->reqs) by deadline: SCHEDC_ETIMEOUT / SCHEDC_EPEER naming
- * `what` (a call's name), the step, this rank and the rank (and host) awaited. */
+ * `what` (a call's name), the step (SC_NET_EXCHANGE: none, an exchange of the ranks' words),
+ * this rank and the rank (and host) awaited. */
+#define SC_NET_EXCHANGE UINT32_MAX
 schedc_status sc_net_complete(schedc_comm *c, const char *what, uint32_t step, double deadline);
 /* The UCX status of a request's failure in words, for messages. */
 const char *sc_net_ucs_str(int ucs_status);

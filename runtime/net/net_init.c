@@ -127,7 +127,7 @@ static schedc_status join(schedc_comm *c, sc_oob **op, schedc_status st, const u
    * reach (a firewall, an interface the others do not route to) is named here, not at a call */
   uint64_t one = 1, *got = st == SCHEDC_OK ? malloc((size_t)N * sizeof *got) : NULL;
   if (st == SCHEDC_OK && !got) st = sc_err(SCHEDC_ENOMEM, "out of memory");
-  if (st == SCHEDC_OK) st = sc_net_port.allgather(c, &one, got, sizeof one);
+  if (st == SCHEDC_OK) st = sc_net_port.allgather(c, "net: the first exchange over UCX", &one, got, sizeof one);
   free(got);
   free(addrs);
   free(mya);
