@@ -93,9 +93,7 @@ schedc_status sc_boot_connect(const sc_bootaddr *a, double deadline, int *out) {
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   int rc = getaddrinfo(a->host, a->port, &hints, &ai);
-  if (rc)
-    return sc_err(SCHEDC_EINVAL, "net: %s is '%s:%s', which does not resolve (%s)", a->what, a->host, a->port,
-                  gai_strerror(rc));
+  if (rc) return sc_err(SCHEDC_EINVAL, "net: %s is '%s', which does not resolve (%s)", a->what, a->host, gai_strerror(rc));
   int err = 0;
   double t0 = sc_now();
   for (;;) {
@@ -134,6 +132,17 @@ schedc_status sc_boot_connect(const sc_bootaddr *a, double deadline, int *out) {
                   "unreachable from here, or filtered", a->what, a->host, a->port, sc_now() - t0, me);
   return sc_err(err == ENETUNREACH ? SCHEDC_EINVAL : SCHEDC_ETIMEOUT, "net: %s (%s:%s) cannot be reached from host %s: %s",
                 a->what, a->host, a->port, me, strerror(err));
+}
+
+/* Close a connection whose peer may still be sending: ours shut first, theirs read to its end
+ * (briefly), so the kernel never answers their late bytes with a reset that would discard the
+ * reply they have not read yet. */
+static void linger_close(int fd) {
+  char sink[4096];
+  shutdown(fd, SHUT_WR);
+  double until = sc_now() + 1;
+  while (wait_fd(fd, POLLIN, until) == 0 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {}
+  close(fd);
 }
 
 /* ---- listening ------------------------------------------------------------------------------- */
@@ -327,7 +336,7 @@ static void root_close(sc_oob *o) {
   if (r->lfd >= 0) close(r->lfd);
   r->lfd = -1;
   for (int q = 0; r->conn && q < o->nranks; q++)
-    if (r->conn[q] >= 0) close(r->conn[q]);
+    if (r->conn[q] >= 0) linger_close(r->conn[q]);
   free(r->conn);
   free(r->host);
   free(r);
@@ -394,7 +403,7 @@ static schedc_status root_accept(rootoob *r, double deadline) {
     if (mine || fatal != SCHEDC_OK) heard++;
     if (st == SCHEDC_OK) sc_err_str(fatal, why); /* a good rank after the failure: told it */
     reply(fd, (uint32_t)(st != SCHEDC_OK ? st : fatal), schedc_errmsg(), (uint32_t)strlen(schedc_errmsg()), sc_now() + 2);
-    close(fd);
+    linger_close(fd);
   }
   if (fatal != SCHEDC_OK) return sc_err_str(fatal, why);
   if (heard < N) {

@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,14 +282,13 @@ int main(int argc, char **argv) {
     for (int r = 0; r < n; r++) t[r] = (thr){comms[r], &res[r]}, pthread_create(&th[r], NULL, thread_rank, &t[r]);
     for (int r = 0; r < n; r++) pthread_join(th[r], NULL);
   } else if (!strcmp(be, "net") || !strcmp(be, "shm")) {
+    /* rank 0 makes the id (for net: its process then holds the listener) and hands it to the
+     * others through shared memory, as a job hands it round by any means */
     int net = !strcmp(be, "net");
-    schedc_uid id;
-    schedc_status st = net ? schedc_uid_net(&id) : schedc_unique_id(&id);
-    if (st != SCHEDC_OK) {
-      if (st == SCHEDC_EUNAVAIL) SKIP_TOOL("UCX", "this build has no net backend (Debian: libucx-dev)");
-      fprintf(stderr, "id: %s\n", schedc_errmsg());
-      return 1;
-    }
+    struct idbox { _Atomic int state; schedc_uid id; char err[256]; } *box =
+        mmap(NULL, sizeof *box, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (box == MAP_FAILED) return 1;
+    box->state = 0;
     pid_t pids[64];
     fflush(stdout);
     for (int r = 0; r < n; r++) {
@@ -296,8 +296,16 @@ int main(int argc, char **argv) {
         char hid[32];
         snprintf(hid, sizeof hid, "testhost%d", r / R);
         setenv("SCHEDC_HOST_ID", hid, 1);
+        if (r == 0) {
+          schedc_status st = net ? schedc_uid_net(&box->id) : schedc_unique_id(&box->id);
+          if (st != SCHEDC_OK) snprintf(box->err, sizeof box->err, "%s", schedc_errmsg());
+          box->state = st == SCHEDC_OK ? 1 : st == SCHEDC_EUNAVAIL ? 3 : 2;
+        }
+        for (int k = 0; k < 30000 && box->state == 0; k++) usleep(1000);
+        if (box->state != 1) _exit(0);
         schedc_comm *c = NULL;
-        as_rank(c, net ? schedc_comm_init_net(r, n, &id, &co, &c) : schedc_comm_init_shm_uid(r, n, &id, &co, &c), &res[r]);
+        as_rank(c, net ? schedc_comm_init_net(r, n, &box->id, &co, &c) : schedc_comm_init_shm_uid(r, n, &box->id, &co, &c),
+                &res[r]);
         _exit(0);
       }
     }
@@ -305,6 +313,11 @@ int main(int argc, char **argv) {
       int ws = 0;
       waitpid(pids[r], &ws, 0);
       if (!WIFEXITED(ws) && !res[r].status) res[r].status = -1, snprintf(res[r].err, sizeof res[r].err, "died");
+    }
+    if (box->state == 3) SKIP_TOOL("UCX", "this build has no net backend (Debian: libucx-dev)");
+    if (box->state != 1) {
+      fprintf(stderr, "id: %s\n", box->err);
+      return 1;
     }
   } else {
     fprintf(stderr, "test_net: backend '%s' (net, threads, shm, env)\n", be);
