@@ -9,7 +9,8 @@
 #  - the bootstrap's bad inputs: one rank's MASTER_PORT wrong, a rank count that disagrees, rank 0
 #    where MASTER_ADDR is not, a name that does not resolve, a port that is no number, a second
 #    job on a port the first holds: a clear error on every rank, within the timeout;
-#  - and then no listening socket, no process, no /dev/shm file, no System V segment.
+#  - and then no listening socket, no process, no /dev/shm file, no System V segment; and (in the
+#    ASan tree) no sanitizer report from any process, the failed ones included.
 # Needs root for the namespaces (skip 77 otherwise).
 set -u
 S=$(realpath "$1"); D=$(realpath "$2")
@@ -23,7 +24,8 @@ if [ -z "${NET_FAULTS_INSIDE:-}" ]; then
     'mount -t tmpfs -o size=64m tmpfs /dev/shm && ip link set lo up && exec bash "$0" "$@"' "$0" "$@"
 fi
 pass=0; fail=0
-ok() { pass=$((pass + 1)); }
+# a pass also needs every process's exit clean: no sanitizer report (the ASan tree runs this too)
+ok() { if grep -qE 'Sanitizer|runtime error:' <<<"$out"; then bad "a sanitizer report"; else pass=$((pass + 1)); fi; }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; echo "$out" | head -30; }
 R="$S run $D/ring.lua --backend net"
 port=29400
