@@ -159,18 +159,24 @@ static schedc_status start(int rank, int nranks, const schedc_comm_opts *opts, s
   return sc_net_ucx_open(n, addr, len);
 }
 
+/* A made head whose bootstrap failed: its UCX address (start's) released, then the rest. */
+static void abandon(schedc_comm *c, ucp_address_t *addr) {
+  sc_net *n = c->be_data;
+  if (addr) ucp_worker_release_address(n->worker, addr);
+  c->broken = 1;
+  schedc_comm_free(c);
+}
+
 /* A made head (start) bootstrapped over o, which is closed either way. */
 static schedc_status finish(schedc_comm *c, schedc_status st, ucp_address_t *addr, size_t len, sc_oob *o,
                             schedc_comm **out) {
   st = join(c, &o, st, addr, len);
   if (o) o->close(o); /* it failed before the end */
-  sc_net *n = c->be_data;
-  if (addr) ucp_worker_release_address(n->worker, addr);
   if (st != SCHEDC_OK) {
-    c->broken = 1;
-    schedc_comm_free(c);
+    abandon(c, addr);
     return st;
   }
+  ucp_worker_release_address(((sc_net *)c->be_data)->worker, addr);
   *out = c;
   return SCHEDC_OK;
 }
@@ -230,8 +236,7 @@ schedc_status schedc_comm_init_net(int rank, int nranks, const schedc_uid *id, c
   sc_oob *o = NULL;
   schedc_status bs = rank == 0 ? sc_boot_root(lfd, &a, nranks, &o) : sc_boot_client(&a, rank, nranks, sc_now() + c->timeout_s, &o);
   if (bs != SCHEDC_OK) {
-    c->broken = 1;
-    schedc_comm_free(c);
+    abandon(c, addr);
     return bs;
   }
   return finish(c, st, addr, len, o, out);
@@ -294,8 +299,7 @@ schedc_status sc_net_init_env(int rank, int nranks, const schedc_comm_opts *opts
     bs = rank == 0 ? sc_boot_root(lfd, &a, nranks, &o) : sc_boot_client(&a, rank, nranks, deadline, &o);
   }
   if (bs != SCHEDC_OK) {
-    c->broken = 1;
-    schedc_comm_free(c);
+    abandon(c, addr);
     return bs;
   }
   return finish(c, st, addr, len, o, out);
