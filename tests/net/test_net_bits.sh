@@ -24,8 +24,7 @@ run "net 3x2" "$TN" "$D" net 3x2 quick
 run "net 4x1" "$TN" "$D" net 4x1 quick
 # 1 x 4 through the environment (schedc launch, MASTER_ADDR:MASTER_PORT): each rank's main returns,
 # so in the ASan tree LeakSanitizer checks every process's teardown
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-run "net 1x4" env SCHEDC_BACKEND=net MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" "$S" launch -n 4 -- "$TN" "$D" env 1x4 quick
+run "net 1x4" env SCHEDC_BACKEND=net bash "$(dirname "$0")/launch_net.sh" "$S" 4 "$TN" "$D" env 1x4 quick
 run "threads 1x4" "$TN" "$D" threads 1x4 quick
 run "shm 2x2" "$TN" "$D" shm 2x2 quick
 if command -v mpirun >/dev/null && ! "$S" run "$D/ring.lua" --backend mpi --count 1 2>&1 | grep -q "no MPI support"; then
