@@ -99,6 +99,10 @@ typedef struct cli_ranks {
   void (*failed)(void *ctx, int rank, const char *why);
 } cli_ranks;
 int cli_spawn(int backend, int n, const schedc_comm_opts *co, const cli_ranks *cb, const char *job_prefix);
+/* This process as one rank of a job a launcher started (ranks.c): mpi (schedc_comm_init_mpi over
+ * MPI_COMM_WORLD) or net (schedc_comm_init_env with SCHEDC_BACKEND=net: torchrun's or srun's
+ * variables, MASTER_ADDR / MASTER_PORT). SCHEDC_OK or the status, schedc_errmsg set. */
+schedc_status cli_comm_launched(int backend, const schedc_comm_opts *co, schedc_comm **out);
 
 /* procs.c: child processes. Remove a job's leftover shared-memory segments. */
 void cli_cleanup_job(const char *job);
