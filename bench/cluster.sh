@@ -34,6 +34,9 @@ measure() {
   local M="$CLUSTER_ON h0 $CLUSTER_MPIRUN -np $n"
   local BA="--backend mpi --sizes $SIZES --iters $ITERS --warmup $WARMUP"
   echo "== $L: $(uptime | sed 's/.*load/load/')" >&2
+  uptime >"$o/load"
+  # what `schedc topo` sees on a cluster host (its eth0 is a veth: hwloc reads its nominal speed)
+  $CLUSTER_ON h0 "$S" topo >"$o/topo.txt" 2>&1 || true
   $M "$S" tune --backend mpi --sizes "$SIZES" --keep 99 --iters "$TUNE_ITERS" -o "$o/tune" </dev/null >"$o/tune.txt" 2>"$o/tune.err"
   echo "   tuned $(date +%T)" >&2
   # shellcheck disable=SC2086
@@ -53,6 +56,7 @@ measure() {
     "$S" cost "$D/$f" --links "$o/tune/host.lua" --ranks "$n" "${nodes[@]}" --sizes "$SIZES" >"$o/cost.$f.txt"
   done
   echo "$CLUSTER_NHOSTS $CLUSTER_SLOTS $CLUSTER_RATE_BPS" >"$o/shape"
+  uptime >>"$o/load"
   echo "   done $(date +%T)" >&2
 }
 
@@ -97,6 +101,8 @@ for L in $LAYOUTS; do
       }'
   done
   echo
-  echo "Model (tune on these hosts): $(grep '^# model' "$o/tune.txt" | sed 's/^# model //')"
+  echo "Model (schedc tune on these hosts, $(grep '^# model (' "$o/tune.txt" | sed 's/^# model (measured on the job.s hosts): //')"
+  echo "Load: $(sed 's/.*load average: //' "$o/load" | paste -sd' ' | sed 's/ / -> /3')  (1, 5, 15 min: before -> after)"
+  echo "schedc topo on h0: $(grep -m1 '^ranks:' "$o/topo.txt")"
   echo "Tuning table: $(grep -v '^#' "$o/tune/tuning.txt" | tr '\n' ';' | sed 's/;/; /g')"
 done

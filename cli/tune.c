@@ -137,31 +137,25 @@ static schedc_plan *load_cand(const char *dir, const char *file, const char *con
 /* The shipped schedules' folder: where the library finds ring.lua (schedc_schedule_find:
  * $SCHEDC_SCHEDULE_PATH, then the installed share/schedc, in a build tree the source's
  * schedules/), else ./schedules. */
-/* This process's host as the runtime identifies it (hosts.c: SCHEDC_HOST_ID, else the host name
- * and the kernel's boot id), hashed; ranks compare it with each other only. */
-static int64_t host_key(void) {
-  char buf[512] = "";
-  const char *id = NULL;
-  if (schedc_param_get("SCHEDC_HOST_ID", &id) == SCHEDC_OK && id) {
-    snprintf(buf, sizeof buf, "id:%s", id);
-  } else {
-    gethostname(buf, 255);
-    buf[255] = 0;
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    size_t l = strlen(buf);
-    if (f && !fgets(buf + l, (int)(sizeof buf - l), f)) buf[l] = 0;
-    if (f) fclose(f);
+/* The fingerprint a topology file names (`fingerprint = "HEX"`, written by `schedc topo -o`: the
+ * machine it describes), or 0: a hand-written file names none. */
+static unsigned long long file_fingerprint(const char *path) {
+  FILE *f = fopen(path, "r");
+  char line[512];
+  unsigned long long fp = 0;
+  while (f && !fp && fgets(line, sizeof line, f)) {
+    const char *p = line + strspn(line, " \t");
+    if (sscanf(p, "fingerprint = \"%16llx\"", &fp) != 1) fp = 0;
   }
-  uint64_t h = 1469598103934665603ull;
-  for (const char *p = buf; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  return (int64_t)h;
+  if (f) fclose(f);
+  return fp;
 }
 
 /* Every rank's host, gathered: the layout the plans are built for and the table is bound to (its
  * fingerprint: the rank count and each rank's host number, as the runtime computes it). */
 static int learn_hosts(schedc_comm *c, hostlayout *hl) {
   int n = schedc_comm_nranks(c);
-  int64_t mine = host_key(), *all = calloc((size_t)n, sizeof *all);
+  int64_t mine = (int64_t)schedc_host_id(), *all = calloc((size_t)n, sizeof *all);
   hl->node_of = calloc((size_t)n, sizeof *hl->node_of);
   if (!all || !hl->node_of || schedc_allgather(&mine, all, 1, SCHEDC_I64, c, NULL) != SCHEDC_OK) {
     fprintf(stderr, "schedc tune: the ranks' hosts: %s\n", all && hl->node_of ? schedc_errmsg() : "out of memory");
@@ -514,8 +508,11 @@ static int cli_tune_run(const tuneargs *ta, size_t *sizes) {
       fprintf(f, "# %d host%s, ranks %s\nhosts %016llx\n", hl->nhosts, hl->nhosts > 1 ? "s" : "",
               hl->nhosts < 2 ? "all on one" : hl->blocks ? "in blocks" : "interleaved", (unsigned long long)hl->fp);
     schedc_topology *here = NULL; /* measured: the machine it was measured on (docs/topology.md) */
+    unsigned long long tfp = 0;
     if (!model_only && schedc_topology_discover(&here) == SCHEDC_OK)
       fprintf(f, "topology %016llx\n", (unsigned long long)schedc_topology_fingerprint(here));
+    else if (model_only && (tfp = file_fingerprint(topo)) != 0) /* predicted for the machine the file describes */
+      fprintf(f, "topology %016llx\n", tfp);
     schedc_topology_free(here);
     size_t lo = 0;
     for (int s = 0; s < nsizes; s++) {

@@ -464,6 +464,9 @@ SCHEDC_API void schedc_comm_free(schedc_comm *comm);
  * NULL + errmsg on failure. */
 SCHEDC_API const schedc_plan *schedc_comm_default_plan(schedc_comm *comm, schedc_collective coll, int root,
                                                        size_t bytes);
+/* This process's host as communicators tell hosts apart: a hash of SCHEDC_HOST_ID when set, else
+ * of the host name and the kernel's boot id. Only for comparing with other processes' ids. */
+SCHEDC_API uint64_t schedc_host_id(void);
 /* The fingerprint of a layout of nranks ranks on hosts (host_of[r]: rank r's host, numbered in
  * order of first appearance: 0, then the next new host 1, ...), as the `hosts` line of a tuning
  * table names the layout it was measured on (docs/tuning.md); a communicator whose ranks sit

@@ -43,6 +43,8 @@ uint64_t schedc_hosts_fingerprint(int nranks, const int *host_of) {
   return h;
 }
 
+uint64_t schedc_host_id(void) { return sc_host_id(); }
+
 int sc_hosts_number(const uint64_t *ids, int n, uint32_t *node) {
   int hosts = 0;
   for (int r = 0; r < n; r++) {
