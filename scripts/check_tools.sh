@@ -59,6 +59,9 @@ venv=${SCHEDC_TORCH2_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/schedc/venv-torch2}
 if "$venv/bin/python" -c 'import torch, expecttest, numpy, pytest, sys; sys.exit(int(torch.__version__.split(".")[0]) < 2)' 2>/dev/null; then
   ok "torch 2.x venv ($venv)"
 else miss "torch 2.x venv" "tests/python/venv.sh (PyPI's torch 2.x and expecttest; scripts/setup.sh runs it)" "looked in $venv"; fi
+# the test cluster (cluster.*): root, network namespaces, veth, a bridge, tc's tbf
+if out=$(env -u SCHEDC_REQUIRE_TOOLS tests/cluster/cluster.sh -H 2 -S 1 -t 30 -- true 2>&1); then ok "the test cluster (tests/cluster/cluster.sh)"
+else miss "the test cluster" "iproute2 and util-linux (Debian), run as root, a kernel with netns, veth, bridge and sch_tbf" "$out"; fi
 
 if [ $missing != 0 ]; then
   echo "check_tools: $missing missing: the suite would skip what needs them (SCHEDC_REQUIRE_TOOLS=${SCHEDC_REQUIRE_TOOLS:-unset})"

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cpu.h"
@@ -21,28 +20,14 @@
 
 #define MAX_CHAIN 64 /* sources combined per kernel call; longer chains run in pieces */
 
-static void sleep_us(unsigned us) {
-  struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
-  nanosleep(&ts, NULL);
-}
-
 /* Fault injection at the start of a step of this rank's program. */
 static schedc_status inject_step(schedc_comm *c, uint32_t step, const char *coll) {
-  const sc_inject *in = &c->inj;
-  if (in->kill_rank == c->rank && (int)step >= in->kill_step) {
-    if (sc_cpu_of(c)->tr->in_process) {
-      sc_fail(c, SC_DEAD, "rank %d was killed by fault injection at step %u", c->rank, step);
-      return sc_err(SCHEDC_EPEER, "%s: rank %d killed by fault injection (SCHEDC_INJECT) at step %u", coll,
-                    c->rank, step);
-    }
-    raise(SIGKILL); /* a process: die for real, as a crash would */
+  if (!sc_inject_step(&c->inj, c->rank, step, c->seq)) return SCHEDC_OK;
+  if (sc_cpu_of(c)->tr->in_process) {
+    sc_fail(c, SC_DEAD, "rank %d was killed by fault injection at step %u", c->rank, step);
+    return sc_err(SCHEDC_EPEER, "%s: rank %d killed by fault injection (SCHEDC_INJECT) at step %u", coll, c->rank, step);
   }
-  if (in->delay_rank == c->rank && in->delay_us) sleep_us((unsigned)in->delay_us);
-  if (in->jitter_us) {
-    uint64_t h = (uint64_t)in->jitter_seed * 0x9e3779b97f4a7c15ull ^ ((uint64_t)c->rank << 32) ^ step ^ c->seq * 31;
-    h ^= h >> 29; h *= 0xbf58476d1ce4e5b9ull; h ^= h >> 32;
-    sleep_us((unsigned)(h % (in->jitter_us + 1)));
-  }
+  raise(SIGKILL); /* a process: die for real, as a crash would */
   return SCHEDC_OK;
 }
 

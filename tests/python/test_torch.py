@@ -161,7 +161,7 @@ def test_init_comm_mpi_refused_without_launcher(tmp_path):
      ["RuntimeError: schedc.torch.init_comm: the ranks ask for different backends (rank 0: 'mpi', rank 1: 'shm'"] * 2),
     # a bad value on one rank raised there alone, leaving the others in the gather
     ([{}, {"SCHEDC_TEST_BACKEND": "bogus"}],
-     ["ValueError: schedc.torch.init_comm: backend must be None (automatic), 'shm' or 'mpi', "
+     ["ValueError: schedc.torch.init_comm: backend must be None (automatic), 'shm', 'mpi' or 'net', "
       "not 'bogus' (rank 1)"] * 2),
     # a rank outside `group` got empty gathers back and a message about the mpi backend
     ([{"SCHEDC_TEST_GROUP": "0"}, {"SCHEDC_TEST_GROUP": "0"}],
