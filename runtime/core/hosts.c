@@ -31,18 +31,6 @@ uint64_t sc_host_id(void) {
   return sc_fnv_str(SC_FNV_INIT, buf); /* ranks only compare ids with each other */
 }
 
-uint64_t schedc_hosts_fingerprint(int nranks, const int *host_of) {
-  if (nranks < 1 || !host_of) return 0;
-  uint64_t h = sc_fnv(SC_FNV_INIT, "hosts", 5);
-  h = sc_fnv(h, &nranks, sizeof nranks);
-  for (int r = 0; r < nranks; r++) {
-    int32_t v = host_of[r];
-    if (v < 0 || v > r) return 0; /* numbered as they appear: never above the rank */
-    h = sc_fnv(h, &v, sizeof v);
-  }
-  return h;
-}
-
 uint64_t schedc_host_id(void) { return sc_host_id(); }
 
 int sc_hosts_number(const uint64_t *ids, int n, uint32_t *node) {

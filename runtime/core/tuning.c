@@ -19,6 +19,7 @@
 #include "tuning.h"
 #include "err.h"
 #include "fileio.h"
+#include "hash.h"
 #include "plan.h"
 
 void sc_tuning_free(sc_tuning *t) {
@@ -127,6 +128,20 @@ schedc_status sc_tuning_load(const char *path, int nranks, sc_tuning *t) {
   fclose(f);
   if (!seen_header) return bad(t, NULL, path, ln, "empty file");
   return SCHEDC_OK;
+}
+
+/* The layout a tuning table records (its `hosts` line) and a communicator is checked against:
+ * kept here, beside that check, so hosts.c (which calls the check) needs nothing back from it. */
+uint64_t schedc_hosts_fingerprint(int nranks, const int *host_of) {
+  if (nranks < 1 || !host_of) return 0;
+  uint64_t h = sc_fnv(SC_FNV_INIT, "hosts", 5);
+  h = sc_fnv(h, &nranks, sizeof nranks);
+  for (int r = 0; r < nranks; r++) {
+    int32_t v = host_of[r];
+    if (v < 0 || v > r) return 0; /* numbered as they appear: never above the rank */
+    h = sc_fnv(h, &v, sizeof v);
+  }
+  return h;
 }
 
 schedc_status sc_tuning_check_hosts(const sc_tuning *t, int nranks, const int *host_of) {
