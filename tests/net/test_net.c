@@ -27,6 +27,7 @@
 
 #include "../check.h"
 #include "../cpu/ref.h"
+#include "comm.h" /* env: which backend schedc_comm_init_env chose (c->be->name) */
 
 static const char *g_dir;
 static int g_hosts, g_quick;
@@ -265,6 +266,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "test_net: layout %s but the job has %d ranks\n", argv[3], schedc_comm_nranks(c));
       return 2;
     }
+    if (st == SCHEDC_OK) printf("backend %s\n", c->be->name); /* the one schedc_comm_init_env chose */
     as_rank(c, st, &res);
     if (res.status) { fprintf(stderr, "test_net: init: %s\n", res.err); return 1; }
     fputs(res.dig, stdout);
