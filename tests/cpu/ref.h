@@ -102,7 +102,7 @@ static uint16_t ref_bf16(float f) {
 
 /* The tests' inputs: element i of buf (dtype t) from 64 random bits x — values of varied magnitude
  * (so association matters), with specials & 1 some ±0, & 2 some ±inf and NaN. */
-static void ref_input(schedc_dtype t, void *buf, size_t i, uint64_t x, int specials) {
+static inline void ref_input(schedc_dtype t, void *buf, size_t i, uint64_t x, int specials) {
   double v = ((double)(x >> 11) / 9007199254740992.0 - 0.5) * (double)(1 << (x % 24));
   if ((specials & 1) && x % 97 == 0) v = (x & 1) ? -0.0 : 0.0;
   if ((specials & 2) && x % 211 == 0) v = (x & 2) ? INFINITY : -INFINITY;
