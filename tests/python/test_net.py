@@ -131,3 +131,30 @@ def test_process_group_across_hosts_ddp_same_weights(tmp_path):
     one = sorted(open(p).read().split() for p in tmp_path.glob("one.rank*"))
     assert [x[1] for x in two] == ["net"] * 2 and [x[1] for x in one] == ["shm"] * 2
     assert [x[2] for x in two] == [x[2] for x in one] and len({x[2] for x in two}) == 1
+
+
+@pytest.mark.skipif(not TORCH2, reason="the TCPStore wire protocol net speaks is torch >= 2.0's")
+def test_c_ranks_bootstrap_through_torch_store(tmp_path):
+    """schedc run --backend net under torchrun's variables with TORCHELASTIC_USE_AGENT_STORE=True:
+    the ranks' records go through the TCPStore at MASTER_ADDR:MASTER_PORT (here this test's, as
+    torchrun's agent serves it), the digests are the threads backend's, and the last rank out
+    deletes every key it made."""
+    import datetime
+
+    import torch.distributed as dist
+    store = dist.TCPStore("127.0.0.1", 0, 1, True, timeout=datetime.timedelta(seconds=30))
+    store.set("before", "x")
+    keys = store.num_keys()
+    schedc_bin = os.path.join(os.path.dirname(os.environ.get("SCHEDC_LIBRARY", ROOT + "/build/lib/x")), "..", "schedc")
+    args = [schedc_bin, "run", os.path.join(ROOT, "schedules", "ring.lua"), "--count", "10007", "--dtype", "bf16"]
+    procs = [subprocess.Popen(args + ["--backend", "net"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env=dict(os.environ, RANK=str(r), WORLD_SIZE="3", LOCAL_WORLD_SIZE="3",
+                                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(store.port),
+                                       TORCHELASTIC_USE_AGENT_STORE="True", TORCHELASTIC_RUN_ID="t",
+                                       TORCHELASTIC_RESTART_COUNT="0", SCHEDC_TIMEOUT="30")) for r in range(3)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    want = subprocess.run(args + ["--ranks", "3"], capture_output=True, text=True, check=True).stdout
+    digests = sorted(x for x in outs[0].splitlines() if x.startswith("rank "))
+    assert digests == sorted(x for x in want.splitlines() if x.startswith("rank ")), (outs[0], want)
+    assert store.num_keys() == keys, "keys left in the store"
