@@ -575,9 +575,9 @@ class Comm:
         if dev is None:
             raise ValueError("schedc.%s: the device buffer does not say its CUDA device: set comm.cuda_device" % what)
         if not self._cuda:
-            if self.backend not in ("shm", "mpi"):
-                raise TypeError("schedc.%s: device buffers need a communicator from schedc.torch.init_comm, Comm.shm "
-                                "or Comm.mpi (its ranks carry the CUDA rendezvous); this one is %r"
+            if self.backend not in ("shm", "mpi", "net"):
+                raise TypeError("schedc.%s: device buffers need a communicator from schedc.torch.init_comm, Comm.shm, "
+                                "Comm.mpi or Comm.net (its ranks carry the CUDA rendezvous); this one is %r"
                                 % (what, self.backend))
             h = ctypes.c_void_p()
             o = _comm_opts(self._timeout, None)
