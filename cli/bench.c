@@ -162,6 +162,15 @@ static void bench_failed_cb(void *ctx, int rank, const char *why) {
   snprintf(b->res[rank].err, sizeof b->res[rank].err, "%s", why);
 }
 
+int cli_bench_measure_comm(const benchopts *o, const schedc_plan *plan, schedc_collective coll, schedc_comm *comm,
+                           benchres *res) {
+  benchres mine = {0};
+  bench_rank(o, plan, coll, comm, &mine);
+  /* every rank's record to every rank (its status too: a failed rank's peers fail the same call) */
+  if (schedc_allgather(&mine, res, sizeof mine / 4, SCHEDC_I32, comm, NULL) != SCHEDC_OK) res[schedc_comm_rank(comm)] = mine;
+  return 0;
+}
+
 int cli_bench_measure(const benchopts *o, const schedc_plan *plan, schedc_collective coll, int backend, benchres *res) {
   benchctx b = {o, plan, coll, res}; /* res is shared memory: forked ranks write into it */
   cli_ranks cb = {&b, bench_rank_cb, bench_failed_cb};
@@ -344,9 +353,7 @@ int cli_bench(int argc, char **argv) {
   int me = 0;
   if (is_mpi) {
     me = schedc_comm_rank(mcomm);
-    benchres mine = {0};
-    bench_rank(&o, plan, coll, mcomm, &mine);
-    if (schedc_allgather(&mine, res, sizeof mine / 4, SCHEDC_I32, mcomm, NULL) != SCHEDC_OK) res[me] = mine;
+    cli_bench_measure_comm(&o, plan, coll, mcomm, res);
     schedc_comm_free(mcomm);
   } else if (cli_bench_measure(&o, plan, coll, is_shm ? SCHEDC_BACKEND_SHM : SCHEDC_BACKEND_THREADS, res)) {
     n = -1; /* the ranks could not start: the reason is on stderr */

@@ -183,8 +183,11 @@ typedef struct schedc_load_opts {
   size_t max_memory;         /* memory cap in bytes (Lua's and the transfers'); 0: 1 GiB */
   double max_seconds;        /* wall-clock limit of the script's run; 0: 20 s. No Lua code, pcall
                               * or library call outlasts a limit once hit */
+  const int *node_of;        /* with nranks and nnodes, no topology: rank r's node, node_of[0..nranks)
+                              * in [0, nnodes), every node used (ranks round-robin across hosts, as
+                              * mpirun --map-by node places them); NULL: equal consecutive blocks */
 } schedc_load_opts;
-#define SCHEDC_LOAD_OPTS_INIT {sizeof(schedc_load_opts), 0, 0, NULL, NULL, 0, 0, 0, 0.0}
+#define SCHEDC_LOAD_OPTS_INIT {sizeof(schedc_load_opts), 0, 0, NULL, NULL, 0, 0, 0, 0.0, NULL}
 
 /* Run the schedule script at `path` in the sandbox, verify it and lower it into a plan. A path
  * without a folder may name a shipped or installed schedule ("ring"; schedc_schedule_find below),
@@ -459,12 +462,20 @@ SCHEDC_API schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, sche
 /* Destroy; NULL is a no-op. Safe after any error, including a dead peer. */
 SCHEDC_API void schedc_comm_free(schedc_comm *comm);
 /* The plan a call with plan NULL would use for `bytes` of whole buffer (the tuning table's
- * choice; else, when the ranks span hosts in equal consecutive blocks — an mpi or net
- * communicator learns its hosts at init — the shipped hierarchical schedule with one node per host for
+ * choice; else, when the ranks span hosts — an mpi or net communicator learns its hosts at init —
+ * the shipped hierarchical schedule with one node per host, in blocks or round-robin, for
  * allreduce, reduce_scatter and allgather; else the built-in ring); owned by the communicator.
  * NULL + errmsg on failure. */
 SCHEDC_API const schedc_plan *schedc_comm_default_plan(schedc_comm *comm, schedc_collective coll, int root,
                                                        size_t bytes);
+/* This process's host as communicators tell hosts apart: a hash of SCHEDC_HOST_ID when set, else
+ * of the host name and the kernel's boot id. Only for comparing with other processes' ids. */
+SCHEDC_API uint64_t schedc_host_id(void);
+/* The fingerprint of a layout of nranks ranks on hosts (host_of[r]: rank r's host, numbered in
+ * order of first appearance: 0, then the next new host 1, ...), as the `hosts` line of a tuning
+ * table names the layout it was measured on (docs/tuning.md); a communicator whose ranks sit
+ * otherwise refuses the table at init. 0 for bad arguments. */
+SCHEDC_API uint64_t schedc_hosts_fingerprint(int nranks, const int *host_of);
 SCHEDC_API int schedc_comm_rank(const schedc_comm *comm);
 SCHEDC_API int schedc_comm_nranks(const schedc_comm *comm);
 

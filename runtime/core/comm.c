@@ -75,6 +75,9 @@ schedc_status sc_comm_new(const sc_backend *be, int rank, int nranks, const sche
   if (st == SCHEDC_OK && topo && *topo && !(c->topology = strdup(topo))) st = sc_err(SCHEDC_ENOMEM, "out of memory");
   const char *tun = o.tuning ? o.tuning : sc_param_str(SC_P_SCHEDC_TUNING);
   if (st == SCHEDC_OK && tun && *tun) st = sc_tuning_load(tun, nranks, &c->tuning);
+  /* a table bound to a layout of hosts: checked here for a backend whose ranks share one host,
+   * when the hosts are learned for one that spans hosts (sc_comm_set_hosts) */
+  if (st == SCHEDC_OK && !(be && be->caps & SC_CAP_HOSTS)) st = sc_tuning_check_hosts(&c->tuning, nranks, NULL);
   if (st != SCHEDC_OK) {
     sc_tuning_free(&c->tuning);
     free(c->topology);
@@ -106,6 +109,7 @@ void *sc_scratch(schedc_comm *c, size_t bytes) {
 }
 
 void sc_comm_release(schedc_comm *c) {
+  free(c->host_of);
   for (int i = 0; i < c->ndefplan; i++) schedc_plan_free(c->defplan[i].plan);
   sc_tuning_free(&c->tuning);
   free(c->topology);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends.h"
 #include "comm.h"
@@ -85,15 +86,21 @@ static schedc_status m_send(schedc_comm *c, int dst, uint32_t step, int kind, co
   return SCHEDC_OK;
 }
 
-/* Wait for the step's requests with the deadline; names the step and the first peer pending. */
+/* Wait for the step's requests with the deadline; names the step and the first peer pending.
+ * MPI moves data only inside its calls, so the wait polls: back to back at first, then with a
+ * 50 us sleep between polls. A rank that only polled kept the CPU from the very peer it waited
+ * for when ranks outnumber cores (4 ranks on 2 cores beside other work, docs/performance.md); a
+ * wait longer than the spin costs at most one sleep more. */
+enum { SPIN_POLLS = 256, POLL_SLEEP_NS = 50000 };
 static schedc_status m_complete(schedc_comm *c, const char *coll, uint32_t step, double deadline) {
   mpidata *d = c->be_data;
   int n = (int)d->nreq;
   d->nreq = 0;
-  for (;;) {
+  for (int polls = 0;; polls++) {
     int done = 0;
     MPI_Testall(n, d->reqs, &done, MPI_STATUSES_IGNORE);
     if (done) return SCHEDC_OK;
+    if (polls >= SPIN_POLLS) nanosleep(&(struct timespec){0, POLL_SLEEP_NS}, NULL);
     if (sc_now() > deadline) {
       int who = -1;
       for (int i = 0; i < n && who < 0; i++) {
@@ -124,7 +131,7 @@ static schedc_status m_collective(schedc_comm *c, const sc_call *k, sc_result *r
 }
 
 /* schedc_mem_alloc: heap memory (messages copy anyway: no copy is saved, the calls just work). */
-static const sc_backend mpi_backend = {"mpi", SC_CAP_HOST_RESULT | SC_CAP_EXACT, m_collective, NULL, m_free, sc_mem_host_alloc,
+static const sc_backend mpi_backend = {"mpi", SC_CAP_HOST_RESULT | SC_CAP_EXACT | SC_CAP_HOSTS, m_collective, NULL, m_free, sc_mem_host_alloc,
                                        sc_mem_host_free};
 
 /* MPI_COMM_WORLD must be the job the launcher meant: processes started by another launcher

@@ -215,5 +215,5 @@ static void n_free(schedc_comm *c) {
 }
 
 /* schedc_mem_alloc: heap memory (messages copy anyway). Steps inject kill, delay and jitter. */
-const sc_backend sc_net_backend = {"net", SC_CAP_HOST_RESULT | SC_CAP_INJECT_STEPS | SC_CAP_EXACT, n_collective,
-                                   n_failure, n_free, sc_mem_host_alloc, sc_mem_host_free};
+const sc_backend sc_net_backend = {"net", SC_CAP_HOST_RESULT | SC_CAP_INJECT_STEPS | SC_CAP_EXACT | SC_CAP_HOSTS,
+                                   n_collective, n_failure, n_free, sc_mem_host_alloc, sc_mem_host_free};

@@ -63,6 +63,7 @@ tune      --ranks   --sizes 8 -o tuned --schedules $D
 tune      --keep    --ranks 2 --sizes 8 -o tuned --schedules $D
 tune      --margin  --ranks 2 --sizes 8 -o tuned --schedules $D
 tune      --sizes   --ranks 2 -o tuned --schedules $D
+tune      --iters   --ranks 2 --sizes 8 -o tuned --schedules $D
 launch    -n        --grace 1 -- touch launched
 launch    --grace   -n 2 -- touch launched
 launch    --master-port --hosts a:1 --rsh false -- touch launched
@@ -87,7 +88,7 @@ while read -r cmd opt rest; do
     esac
   done
 done <<<"$table"
-[ "$rows" = 33 ] || bad "the table has $rows rows (33 expected): it was not read"
+[ "$rows" = 34 ] || bad "the table has $rows rows (34 expected): it was not read"
 
 # a bad item inside a list, too many sizes
 refused bench "--sizes '8,4x': bad size '4x'" bench --ranks 2 --sizes 8,4x

@@ -4,7 +4,7 @@
 # namespace) and one link `eth0` to a bridge, shaped with `tc tbf` both ways at RATE. Runs a
 # command, then always tears everything down (names unique per run; a trap; dead runs swept).
 #
-#   cluster.sh [-H HOSTS] [-S SLOTS] [-r RATE] [-t SECONDS] [--each | --ranks [--map-by node]] [--] CMD...
+#   cluster.sh [-H HOSTS] [-S SLOTS] [-r RATE] [-q QUEUE] [-t SECONDS] [--each | --ranks [--map-by node]] [--] CMD...
 #   cluster.sh --sweep            remove what runs whose owner died left behind
 #
 # Exit status: CMD's (124 after --timeout); 77 where the cluster cannot be made (not root; no
@@ -17,7 +17,7 @@ PREFIX=scc # every namespace of every run: scc-<pid>-<token>-<host|br>
 
 usage() {
   cat <<'EOF'
-usage: cluster.sh [-H HOSTS] [-S SLOTS] [-r RATE] [-t SECONDS] [--each | --ranks [--map-by node]] [--] CMD [ARGS...]
+usage: cluster.sh [-H HOSTS] [-S SLOTS] [-r RATE] [-q QUEUE] [-t SECONDS] [--each | --ranks [--map-by node]] [--] CMD [ARGS...]
        cluster.sh --sweep
 
 Make HOSTS hosts (default 2) of SLOTS slots (default 2), named h0, h1, ..., each link shaped to
@@ -27,6 +27,7 @@ RATE (a tc rate: 1gbit, 500mbit, ...; default 1gbit), run CMD, tear down. CMD ru
   --ranks    SLOTS times per host with torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK,
              LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR=h0's address, MASTER_PORT=29500);
              ranks in blocks per host, or round-robin with --map-by node
+-q QUEUE    each shaped link's queue, as tbf's latency (default 50ms)
 -t SECONDS  stop CMD (SIGTERM, then SIGKILL 5 s later) and exit 124 after SECONDS.
 EOF
 }
@@ -100,7 +101,7 @@ sweep() {
 }
 
 # --- arguments ----------------------------------------------------------------------------------
-H=2 S=2 RATE=1gbit TMO=0 MODE=cmd MAP=slot
+H=2 S=2 RATE=1gbit QUEUE=50ms TMO=0 MODE=cmd MAP=slot
 bad() { echo "cluster.sh: $*" >&2; exit 2; }
 isint() { [[ $1 =~ ^[1-9][0-9]{0,2}$ ]]; }
 while [ $# -gt 0 ]; do
@@ -110,6 +111,7 @@ while [ $# -gt 0 ]; do
     -H|--hosts) [ $# -ge 2 ] || bad "$1 needs a value"; isint "$2" && [ "$2" -le 200 ] || bad "$1: '$2' is not a host count from 1 to 200"; H=$2; shift 2 ;;
     -S|--slots) [ $# -ge 2 ] || bad "$1 needs a value"; isint "$2" && [ "$2" -le 256 ] || bad "$1: '$2' is not a slot count from 1 to 256"; S=$2; shift 2 ;;
     -r|--rate) [ $# -ge 2 ] || bad "$1 needs a value"; [[ $2 =~ ^[0-9]+(\.[0-9]+)?[kmg]?bit$ ]] || bad "$1: '$2' is not a rate like 1gbit, 500mbit or 100kbit"; RATE=$2; shift 2 ;;
+    -q|--queue) [ $# -ge 2 ] || bad "$1 needs a value"; [[ $2 =~ ^[1-9][0-9]{0,3}ms$ ]] || bad "$1: '$2' is not a queue length like 50ms (1ms to 9999ms)"; QUEUE=$2; shift 2 ;;
     -t|--timeout) [ $# -ge 2 ] || bad "$1 needs a value"; [[ $2 =~ ^[1-9][0-9]{0,5}$ ]] || bad "$1: '$2' is not a whole number of seconds from 1 to 999999"; TMO=$2; shift 2 ;;
     --each) MODE=each; shift ;;
     --ranks) MODE=ranks; shift ;;
@@ -199,10 +201,12 @@ exec "$DIR/on" "\$h" /bin/sh -c "\$*"
 EOF
 chmod 0755 "$DIR/on" "$DIR/rsh"
 
-# tbf: burst of 1 ms at the rate (at least 2 full frames), queue of 5 ms
+# tbf: burst of 1 ms at the rate (at least 2 full frames), a queue of QUEUE (50 ms: 6.25 MB at
+# 1 Gbit/s, a switch port's buffer; at 5 ms, 4 ranks' TCP streams into one port lost packets and
+# Open MPI's calls stalled on retransmission timeouts)
 BURST=$((RATE_BPS / 1000)); [ $BURST -lt 3100 ] && BURST=3100
 shape() { # NETNS DEV
-  ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$RATE" burst "$BURST" latency 5ms 2>&1
+  ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$RATE" burst "$BURST" latency "$QUEUE" 2>&1
 }
 setup() {
   local out i ns
@@ -260,8 +264,10 @@ export CLUSTER_DIR=$DIR CLUSTER_HOSTS=$HOSTS CLUSTER_ADDRS=$ADDRS CLUSTER_SLOTS=
 export CLUSTER_RATE=$RATE CLUSTER_RATE_BPS=$RATE_BPS CLUSTER_IF=eth0 CLUSTER_HOSTLIST=$HOSTLIST
 export CLUSTER_ON=$DIR/on CLUSTER_RSH=$DIR/rsh CLUSTER_HOSTFILE=$DIR/hostfile
 # Open MPI across the hosts, started on h0: its launch agent is rsh; TCP between hosts on eth0,
-# shared memory within one; its session folders under the run's (hosts share /tmp)
-export CLUSTER_MPIRUN="mpirun --allow-run-as-root --oversubscribe --hostfile $DIR/hostfile --mca plm_rsh_agent $DIR/rsh --mca btl tcp,self,vader --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 --mca orte_tmpdir_base $DIR/tmp"
+# shared memory within one; its session folders under the run's (hosts share /tmp); the TCP
+# transport's progress thread (waiting in epoll: with more runnable processes than cores, a rank
+# that only polled took 26 ms for a 4 KiB allreduce between two hosts at load 22, 7.6 ms with it)
+export CLUSTER_MPIRUN="mpirun --allow-run-as-root --oversubscribe --hostfile $DIR/hostfile --mca plm_rsh_agent $DIR/rsh --mca btl tcp,self,vader --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 --mca btl_tcp_progress_thread 1 --mca orte_tmpdir_base $DIR/tmp"
 
 # --- run the command ----------------------------------------------------------------------------
 run_all() { # every host's (or rank's) process at once; the first failure is the status
