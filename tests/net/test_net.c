@@ -27,6 +27,7 @@
 
 #include "../check.h"
 #include "../cpu/ref.h"
+#include "../plan_load.h"
 #include "comm.h" /* env: which backend schedc_comm_init_env chose (c->be->name) */
 
 static const char *g_dir;
@@ -42,22 +43,9 @@ static void fill(schedc_dtype t, void *buf, size_t n, uint64_t k, int r) {
 }
 
 static schedc_plan *load(const char *file, const char *const *extra, int coll, int n, int nodes, int root) {
-  char path[4096], cdef[64], rdef[32];
+  char path[4096];
   snprintf(path, sizeof path, "%s/%s", g_dir, file);
-  snprintf(cdef, sizeof cdef, "collective=%s", schedc_collective_name((schedc_collective)coll));
-  snprintf(rdef, sizeof rdef, "root=%d", root);
-  const char *defs[8];
-  int nd = 0;
-  for (int k = 0; extra && extra[k]; k++) defs[nd++] = extra[k];
-  defs[nd++] = cdef;
-  defs[nd++] = rdef;
-  schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
-  lo.nranks = n;
-  lo.nnodes = nodes;
-  lo.defines = defs;
-  lo.ndefines = nd;
-  schedc_plan *plan = NULL;
-  return schedc_plan_from_script(path, &lo, &plan) == SCHEDC_OK ? plan : NULL;
+  return tl_plan_defs(path, coll, n, nodes, extra, root);
 }
 
 static schedc_status call(schedc_comm *c, const schedc_plan *p, int coll, int root, schedc_dtype dt, schedc_op op,
