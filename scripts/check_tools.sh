@@ -46,6 +46,10 @@ if command -v mpirun >/dev/null; then ok "mpirun"; else miss mpirun "openmpi-bin
 if "$S" run schedules/ring.lua --backend mpi --count 1 2>&1 | grep -q "no MPI support"; then
   miss "MPI in this build" "libopenmpi-dev (Debian), then configure $B again"
 else ok "MPI in this build"; fi
+# UCX: the net backend (net.*, cuda.emu.net, python's test_net.py)
+if env -u MASTER_ADDR SCHEDC_RANK=0 SCHEDC_NRANKS=1 "$S" run schedules/ring.lua --backend net --count 1 2>&1 | grep -q "no net backend"; then
+  miss "UCX in this build" "libucx-dev (Debian), then configure $B again"
+else ok "UCX in this build (the net backend)"; fi
 # torch, numpy, pytest: python.* (the interpreters tests/python/run.sh tries, in its order)
 py=""
 for c in ${SCHEDC_TEST_PYTHON:-/usr/bin/python3 python3}; do

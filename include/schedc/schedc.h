@@ -473,21 +473,25 @@ typedef int (*schedc_oob_allgather)(void *ctx, const void *mine, void *all, size
 SCHEDC_API schedc_status schedc_comm_init_net_oob(int rank, int nranks, schedc_oob_allgather allgather, void *ctx,
                                                   const schedc_comm_opts *opts, schedc_comm **out);
 /* From the environment: SCHEDC_RANK/SCHEDC_NRANKS/SCHEDC_JOB, else torchrun's RANK/WORLD_SIZE,
- * else Open MPI's OMPI_COMM_WORLD_RANK/SIZE. The job: SCHEDC_JOB, else TORCHELASTIC_RUN_ID unless
- * 'none', else Open MPI's; never one two running jobs can share (MASTER_PORT, 'none'): without
- * one, SCHEDC_EINVAL saying how to give one.
- * SCHEDC_BACKEND=shm|mpi|cuda picks the backend (default shm; mpi under an MPI launcher when
- * built with MPI; cuda: one process per GPU on device SCHEDC_CUDA_DEVICE, else LOCAL_RANK, else
- * OMPI_COMM_WORLD_LOCAL_RANK, else the rank: schedc_comm_init_cuda_rank, or under an MPI
- * launcher when built with MPI schedc_comm_init_cuda_over an MPI communicator of its own, freed
- * with it, so the ranks may span hosts). SCHEDC_EINVAL names the missing variable. */
+ * else Open MPI's OMPI_COMM_WORLD_RANK/SIZE, else SLURM's SLURM_PROCID/SLURM_NTASKS. The job:
+ * SCHEDC_JOB, else TORCHELASTIC_RUN_ID unless 'none', else Open MPI's, else SLURM's job and step;
+ * never one two running jobs can share (MASTER_PORT, 'none'): without one, SCHEDC_EINVAL saying how
+ * to give one. SCHEDC_BACKEND=shm|mpi|cuda|net picks the backend (default shm; mpi under an MPI
+ * launcher when built with MPI; net when the ranks span hosts — LOCAL_WORLD_SIZE below the rank
+ * count, or SLURM_STEP_NUM_NODES above 1 — without one, when built with UCX: bootstrapped at
+ * MASTER_ADDR:MASTER_PORT, torchrun's agent store there when TORCHELASTIC_USE_AGENT_STORE=True,
+ * else rank 0 listens on it; spanning hosts without net or MPI is SCHEDC_EINVAL saying so; cuda:
+ * one process per GPU on device SCHEDC_CUDA_DEVICE, else LOCAL_RANK, else
+ * OMPI_COMM_WORLD_LOCAL_RANK, else SLURM_LOCALID, else the rank: schedc_comm_init_cuda_rank, or
+ * across hosts schedc_comm_init_cuda_over a communicator of its own, freed with it — MPI's under an
+ * MPI launcher when built with MPI, else net's). SCHEDC_EINVAL names the missing variable. */
 SCHEDC_API schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, schedc_comm **out);
 /* Destroy; NULL is a no-op. Safe after any error, including a dead peer. */
 SCHEDC_API void schedc_comm_free(schedc_comm *comm);
 /* The plan a call with plan NULL would use for `bytes` of whole buffer (the tuning table's
- * choice; else, when the ranks span hosts — an mpi communicator learns its hosts at init — the
- * shipped hierarchical schedule with one node per host, in blocks or round-robin, for allreduce,
- * reduce_scatter and allgather; else the built-in ring); owned by the communicator.
+ * choice; else, when the ranks span hosts — an mpi or net communicator learns its hosts at init —
+ * the shipped hierarchical schedule with one node per host, in blocks or round-robin, for
+ * allreduce, reduce_scatter and allgather; else the built-in ring); owned by the communicator.
  * NULL + errmsg on failure. */
 SCHEDC_API const schedc_plan *schedc_comm_default_plan(schedc_comm *comm, schedc_collective coll, int root,
                                                        size_t bytes);

@@ -18,6 +18,15 @@ from .names import _exact_op, _parse_op
 from .plans import Plan
 
 
+def _uid(uid: bytes, what: str, maker: str) -> Any:
+    """uid (16 bytes) as the C struct schedc_uid; ValueError naming its maker otherwise."""
+    if len(uid) != 16:
+        raise ValueError("schedc.%s: uid must be 16 bytes (%s), got %d" % (what, maker, len(uid)))
+    u = _lib.Uid()
+    ctypes.memmove(u.bytes, bytes(uid), 16)
+    return u
+
+
 def uid_net() -> bytes:
     """16 bytes from schedc_uid_net: a net job id carrying this host's address and a port this
     process now listens on, for Comm.net(uid=...); rank 0 of the job must be this process."""
@@ -94,10 +103,7 @@ class Comm:
         if (uid is None) == (job is None):
             raise ValueError("schedc.Comm.shm: give exactly one of uid= and job=")
         if uid is not None:
-            if len(uid) != 16:
-                raise ValueError("schedc.Comm.shm: uid must be 16 bytes (schedc.unique_id()), got %d" % len(uid))
-            u = _lib.Uid()
-            ctypes.memmove(u.bytes, bytes(uid), 16)
+            u = _uid(uid, "Comm.shm", "schedc.unique_id()")
             _check(lib.schedc_comm_init_shm_uid(int(rank), int(nranks), ctypes.byref(u), ctypes.byref(o),
                                                 ctypes.byref(h)), "Comm.shm")
         else:
@@ -120,10 +126,7 @@ class Comm:
         if (uid is None) == (allgather is None):
             raise ValueError("schedc.Comm.net: give exactly one of uid= and allgather=")
         if uid is not None:
-            if len(uid) != 16:
-                raise ValueError("schedc.Comm.net: uid must be 16 bytes (schedc.uid_net()), got %d" % len(uid))
-            u = _lib.Uid()
-            ctypes.memmove(u.bytes, bytes(uid), 16)
+            u = _uid(uid, "Comm.net", "schedc.uid_net()")
             _check(lib.schedc_comm_init_net(int(rank), int(nranks), ctypes.byref(u), ctypes.byref(o), ctypes.byref(h)),
                    "Comm.net")
             return cls(h, [plan] if plan else None, "net", timeout)
@@ -201,9 +204,9 @@ class Comm:
         if dev is None:
             raise ValueError("schedc.%s: the device buffer does not say its CUDA device: set comm.cuda_device" % what)
         if not self._cuda:
-            if self.backend not in ("shm", "mpi"):
-                raise TypeError("schedc.%s: device buffers need a communicator from schedc.torch.init_comm, Comm.shm "
-                                "or Comm.mpi (its ranks carry the CUDA rendezvous); this one is %r"
+            if self.backend not in ("shm", "mpi", "net"):
+                raise TypeError("schedc.%s: device buffers need a communicator from schedc.torch.init_comm, Comm.shm, "
+                                "Comm.mpi or Comm.net (its ranks carry the CUDA rendezvous); this one is %r"
                                 % (what, self.backend))
             h = ctypes.c_void_p()
             o = _comm_opts(self._timeout, None)

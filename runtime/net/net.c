@@ -160,19 +160,43 @@ static schedc_status n_complete(schedc_comm *c, const char *coll, uint32_t step,
   return sc_net_complete(c, coll, step, deadline);
 }
 
-/* Every rank sends its bytes to every other (a call's agreement, a repair's vote: a few words). */
+/* Every rank's bytes to every rank (a call's agreement, a repair's vote: a few words). Up to
+ * SMALL_GATHER ranks each sends its bytes to every other at once (one round: n - 1 messages each);
+ * beyond, Bruck's allgather: ceil(log2 n) rounds, in round k each rank sends the 2^k blocks it
+ * holds (its own and the next ranks') to rank - 2^k, so a call's agreement costs O(n log n)
+ * messages in all instead of O(n^2). Tags: the gather's number in the call and the round. */
+enum { SMALL_GATHER = 8 };
 static schedc_status n_allgather(schedc_comm *c, const char *what, const void *mine, void *all, size_t bytes) {
   sc_net *n = c->be_data;
   if (n->gather_seq != c->seq) n->gather_seq = c->seq, n->gathers = 0;
-  uint32_t g = n->gathers++;
+  uint32_t g = n->gathers++ << 8;
+  int N = c->nranks, me = c->rank;
+  double deadline = sc_now() + c->timeout_s;
   schedc_status st = SCHEDC_OK;
-  memcpy((char *)all + (size_t)c->rank * bytes, mine, bytes);
-  for (int r = 0; r < c->nranks && st == SCHEDC_OK; r++)
-    if (r != c->rank) st = post_recv(c, r, sc_net_tag(SC_NT_GATHER, r, c->seq, g), (char *)all + (size_t)r * bytes, bytes);
-  for (int r = 0; r < c->nranks && st == SCHEDC_OK; r++)
-    if (r != c->rank) st = post_send(c, r, sc_net_tag(SC_NT_GATHER, c->rank, c->seq, g), mine, bytes);
-  schedc_status cs = sc_net_complete(c, what, SC_NET_EXCHANGE, sc_now() + c->timeout_s);
-  return st != SCHEDC_OK ? st : cs;
+  if (N <= SMALL_GATHER) {
+    memcpy((char *)all + (size_t)me * bytes, mine, bytes);
+    for (int r = 0; r < N && st == SCHEDC_OK; r++)
+      if (r != me) st = post_recv(c, r, sc_net_tag(SC_NT_GATHER, r, c->seq, g), (char *)all + (size_t)r * bytes, bytes);
+    for (int r = 0; r < N && st == SCHEDC_OK; r++)
+      if (r != me) st = post_send(c, r, sc_net_tag(SC_NT_GATHER, me, c->seq, g), mine, bytes);
+    schedc_status cs = sc_net_complete(c, what, SC_NET_EXCHANGE, deadline);
+    return st != SCHEDC_OK ? st : cs;
+  }
+  /* Bruck: tmp[i] holds rank (me + i) % N's block once i < the blocks gathered so far */
+  char *tmp = malloc((size_t)N * bytes);
+  if (!tmp) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  memcpy(tmp, mine, bytes);
+  uint32_t k = 0;
+  for (int have = 1; have < N && st == SCHEDC_OK; have *= 2, k++) {
+    int cnt = have < N - have ? have : N - have, to = (me - have + N) % N, from = (me + have) % N;
+    st = post_recv(c, from, sc_net_tag(SC_NT_GATHER, from, c->seq, g | k), tmp + (size_t)have * bytes, (size_t)cnt * bytes);
+    if (st == SCHEDC_OK) st = post_send(c, to, sc_net_tag(SC_NT_GATHER, me, c->seq, g | k), tmp, (size_t)cnt * bytes);
+    schedc_status cs = sc_net_complete(c, what, SC_NET_EXCHANGE, deadline);
+    if (st == SCHEDC_OK) st = cs;
+  }
+  for (int i = 0; i < N && st == SCHEDC_OK; i++) memcpy((char *)all + (size_t)((me + i) % N) * bytes, tmp + (size_t)i * bytes, bytes);
+  free(tmp);
+  return st;
 }
 
 /* UCX's messages have no size limit of their own; a chunk is at most the whole buffer. */

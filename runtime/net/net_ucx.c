@@ -70,7 +70,7 @@ schedc_status sc_net_ucx_open(sc_net *n, ucp_address_t **addr, size_t *len) {
   ucp_worker_params_t wp;
   memset(&wp, 0, sizeof wp);
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  wp.thread_mode = UCS_THREAD_MODE_SINGLE; /* one thread at a time per communicator */
+  wp.thread_mode = UCS_THREAD_MODE_SERIALIZED; /* one thread at a time, not always the one that made it */
   if ((s = ucp_worker_create(n->ctx, &wp, &n->worker)) != UCS_OK) {
     n->worker = NULL;
     return sc_err(SCHEDC_EIO, "net: UCX worker: %s", ucs_status_string(s));

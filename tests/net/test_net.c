@@ -27,46 +27,25 @@
 
 #include "../check.h"
 #include "../cpu/ref.h"
+#include "../plan_load.h"
+#include "comm.h" /* env: which backend schedc_comm_init_env chose (c->be->name) */
 
 static const char *g_dir;
 static int g_hosts, g_quick;
 
-/* Element i of rank r's input in case k: varied magnitudes (association matters), some ±0. */
+/* Rank r's input in case k (ref.h's values, some ±0), from a seed every process derives alike. */
 static void fill(schedc_dtype t, void *buf, size_t n, uint64_t k, int r) {
   uint64_t x = 0x9e3779b97f4a7c15ull * (k + 1) ^ (uint64_t)(r + 1) * 0xbf58476d1ce4e5b9ull;
   for (size_t i = 0; i < n; i++) {
     x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-    double v = ((double)(x >> 11) / 9007199254740992.0 - 0.5) * (double)(1 << (x % 24));
-    if (x % 97 == 0) v = (x & 1) ? -0.0 : 0.0;
-    switch (t) {
-    case SCHEDC_F32: ((float *)buf)[i] = (float)v; break;
-    case SCHEDC_F64: ((double *)buf)[i] = v; break;
-    case SCHEDC_F16: { _Float16 h = (_Float16)(float)(v / 64); memcpy((char *)buf + 2 * i, &h, 2); break; }
-    case SCHEDC_BF16: { float f = (float)v; uint32_t u; memcpy(&u, &f, 4); ((uint16_t *)buf)[i] = (uint16_t)(u >> 16); break; }
-    case SCHEDC_I32: ((int32_t *)buf)[i] = (int32_t)(x >> 40) - (1 << 23); break;
-    case SCHEDC_I64: ((int64_t *)buf)[i] = (int64_t)(x >> 3) - (int64_t)(x >> 2); break;
-    default: break;
-    }
+    ref_input(t, buf, i, x, 1);
   }
 }
 
 static schedc_plan *load(const char *file, const char *const *extra, int coll, int n, int nodes, int root) {
-  char path[4096], cdef[64], rdef[32];
+  char path[4096];
   snprintf(path, sizeof path, "%s/%s", g_dir, file);
-  snprintf(cdef, sizeof cdef, "collective=%s", schedc_collective_name((schedc_collective)coll));
-  snprintf(rdef, sizeof rdef, "root=%d", root);
-  const char *defs[8];
-  int nd = 0;
-  for (int k = 0; extra && extra[k]; k++) defs[nd++] = extra[k];
-  defs[nd++] = cdef;
-  defs[nd++] = rdef;
-  schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
-  lo.nranks = n;
-  lo.nnodes = nodes;
-  lo.defines = defs;
-  lo.ndefines = nd;
-  schedc_plan *plan = NULL;
-  return schedc_plan_from_script(path, &lo, &plan) == SCHEDC_OK ? plan : NULL;
+  return tl_plan_defs(path, coll, n, nodes, extra, root);
 }
 
 static schedc_status call(schedc_comm *c, const schedc_plan *p, int coll, int root, schedc_dtype dt, schedc_op op,
@@ -265,6 +244,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "test_net: layout %s but the job has %d ranks\n", argv[3], schedc_comm_nranks(c));
       return 2;
     }
+    if (st == SCHEDC_OK) printf("backend %s\n", c->be->name); /* the one schedc_comm_init_env chose */
     as_rank(c, st, &res);
     if (res.status) { fprintf(stderr, "test_net: init: %s\n", res.err); return 1; }
     fputs(res.dig, stdout);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_net_cluster.sh TEST_NET SCHEDC SCHEDULES — the net backend on the test cluster's hosts
+# test_net_cluster.sh TEST_NET SCHEDC SCHEDULES [core|torchrun] — the net backend on the test cluster's hosts
 # (tests/cluster: network namespaces, hostnames, 1 Gbit/s tbf links; no SCHEDC_HOST_ID), ranks
 # started by `schedc launch --hosts` through the cluster's host prefix:
 #  - bits: test_net at 2 x 2, 3 x 2 and 4 x 1 against the proven trees on every rank, the
@@ -12,8 +12,10 @@
 #  - torchrun --nnodes 2 --no-python (the agent's store bootstraps it): schedc run's digests are
 #    the threads backend's; and the schedc torch backend under torchrun --nnodes 2 (DDP,
 #    ddp_net.py): over net, the weights of the same job on one host (over shm).
+# core: all but torchrun (net.cluster); torchrun: only it (net.cluster_torchrun: each torch
+# process's start is seconds, a minute or more in all on a loaded machine); default both.
 set -u
-TN=$(realpath "$1"); S=$(realpath "$2"); D=$(realpath "$3")
+TN=$(realpath "$1"); S=$(realpath "$2"); D=$(realpath "$3"); PART=${4:-all}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../skip.sh"
 sc_need_net "$S" "$D"
@@ -28,6 +30,7 @@ L=("$S" launch --host-cmd "$CLUSTER_ON %h")
 T0=$(date +%s)
 took() { echo "  ($(( $(date +%s) - T0 )) s so far)"; }
 
+if [ "$PART" != torchrun ]; then
 # --- bits on real hosts --------------------------------------------------------------------------
 want4=$("$TN" "$D" threads 1x4 quick 2>&1 | grep '^digest' | sort -u)
 want6=$("$TN" "$D" threads 3x2 quick 2>&1 | grep '^digest' | sort -u)
@@ -78,9 +81,13 @@ out=$(cat "$w/kill")
   bad "h1's ranks killed: want both ranks of h0 to name one of them, well within the 30 s timeout ($ms ms)"
 echo "h1's ranks killed: h0's ranks failed $ms ms later (timeout 30 s)$(took)"
 
+fi
+
 # --- torchrun --nnodes 2 ---------------------------------------------------------------------------
 venv=${SCHEDC_TORCH2_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/schedc/venv-torch2}
-if [ -x "$venv/bin/torchrun" ]; then
+if [ "$PART" = core ]; then
+  :
+elif [ -x "$venv/bin/torchrun" ]; then
   tr() { # OUT ARGS...: torchrun on h0 and h1 (2 ranks each), h0's agent serving the store
     local o=$1; shift
     for i in 0 1; do

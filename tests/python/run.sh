@@ -20,7 +20,7 @@ if [ "${1:-}" = --torch2 ]; then
     sc_skip_tool "torch 2.x venv" "none at $venv (scripts/setup.sh makes it with tests/python/venv.sh)"
   fi
   export SCHEDC_LIBRARY=$lib PYTHONPATH="$root/python:$here${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=1
-  exec "$venv/bin/python" -m pytest -q -p no:cacheprovider "$here/test_backend.py" "$here/test_fixes.py" \
+  exec "$venv/bin/python" -m pytest -q -p no:cacheprovider "$here/test_backend.py" "$here/test_fixes.py" "$here/test_net.py" \
     "$here/test_torch_suite.py" "$@"
 fi
 py=""
