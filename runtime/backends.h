@@ -34,6 +34,7 @@ schedc_status sc_cu_init_env_over(schedc_comm *host, int device, const schedc_co
   X("threads", sc_threads_probe)                                                                  \
   X("shm", sc_shm_probe)                                                                          \
   X("mpi", sc_mpi_backend_probe)                                                                  \
+  X("net", sc_net_backend_probe)                                                                  \
   X("cuda", sc_cuda_probe)
 
 /* runtime/cpu_probe.c: a one-rank communicator of each, made and freed through the public entry
@@ -44,6 +45,9 @@ void sc_shm_probe(sc_probe *p);
  * (the file it runs on, MPI_Get_library_version). */
 void sc_mpi_backend_probe(sc_probe *p);
 void sc_mpi_probe(sc_probe *p);
+/* runtime/net (net_ucx.c, or net_none.c): the backend's row, and the UCX it was linked with. */
+void sc_net_backend_probe(sc_probe *p);
+void sc_ucx_probe(sc_probe *p);
 /* runtime/cuda: the backend's row (devices through the table in use, cuda_plugin.c), and the
  * libraries it loads with dlopen: NVRTC (nvrtc.c), the driver (cuda_driver.c), NCCL (cuda_nccl.c). */
 void sc_cuda_probe(sc_probe *p);

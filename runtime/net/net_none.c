@@ -2,6 +2,7 @@
  * net_none.c — the `net` entry points in builds without UCX (built instead of runtime/net/'s
  * files): they say so.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "backends.h"
@@ -35,3 +36,6 @@ schedc_status sc_net_init_env(int rank, int nranks, const schedc_comm_opts *opts
   *out = NULL;
   return sc_err(SCHEDC_EUNAVAIL, NO_UCX);
 }
+
+void sc_net_backend_probe(sc_probe *p) { snprintf(p->why, sizeof p->why, "%s", NO_UCX); }
+void sc_ucx_probe(sc_probe *p) { snprintf(p->why, sizeof p->why, "%s", NO_UCX); }

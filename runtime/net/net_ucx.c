@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdint.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends.h"
+#include "dl.h"
 #include "err.h"
 #include "fileio.h"
 #include "net.h"
@@ -223,4 +226,21 @@ void sc_net_ucx_close(sc_net *n, int nranks, int flush) {
   }
   if (n->ctx) ucp_cleanup(n->ctx);
   n->ctx = NULL;
+}
+
+/* `schedc info`'s rows (backends.h): the backend, and the UCX it was linked with (the file it runs
+ * on, ucp_get_version: the library's own numbers, which may differ from the headers'). */
+void sc_net_backend_probe(sc_probe *p) {
+  p->built = p->found = 1;
+  snprintf(p->why, sizeof p->why, "any hosts over UCX, bootstrapped from torchrun's or SLURM's variables, a unique id "
+           "or a store");
+}
+
+void sc_ucx_probe(sc_probe *p) {
+  unsigned maj = 0, min = 0, rel = 0;
+  p->built = 1;
+  ucp_get_version(&maj, &min, &rel);
+  snprintf(p->version, sizeof p->version, "%u.%u.%u", maj, min, rel);
+  p->found = 1; /* linked in: this code runs, so it is here */
+  sc_dl_addr_path((const void *)(uintptr_t)ucp_get_version, p->path, sizeof p->path);
 }

@@ -53,11 +53,13 @@ if [ $rc = 0 ] && "$PY" -m json.tool "$tmp/info.json" >/dev/null; then ok; else 
 [ "$(jq_ version <"$tmp/info.json")" = "$hdr" ] && [ "$(jq_ revision <"$tmp/info.json")" = "$rev" ] && ok || bad "JSON version/revision differ from --version"
 names=$(jq_ backends <"$tmp/info.json" | "$PY" -c 'import ast, sys; print(" ".join(b["name"] for b in ast.literal_eval(sys.stdin.read())))')
 # the rows are the registries' own: runtime/backends.h's SC_BACKEND_LIST (a new backend adds a row
-# there and nowhere else), runtime/info.c's SC_LIBRARY_LIST; the first five names are fixed
+# there and nowhere else), runtime/info.c's SC_LIBRARY_LIST; threads, shm, mpi and cuda always
+# among the backends; the first seven libraries fixed
 listed() { sed -n "/#define $1/,/^\$/p" "$2" | sed -nE 's/^ *X\("([^"]+)".*/\1/p' | paste -sd"$3"; }
 want_b=$(listed SC_BACKEND_LIST "$SRC/runtime/backends.h" ' ')
 want_l=$(listed SC_LIBRARY_LIST "$SRC/runtime/info.c" ',')
-[[ "$want_b" == "threads shm mpi cuda"* ]] && [[ "$want_l" == "NVRTC,CUDA driver,NCCL,NVML,libclang,hwloc,MPI"* ]] && ok ||
+has_all() { local w; for w in $2; do [[ "$3$1$3" == *"$3$w$3"* ]] || return 1; done; }
+has_all "$want_b" "threads shm mpi cuda" ' ' && [[ "$want_l" == "NVRTC,CUDA driver,NCCL,NVML,libclang,hwloc,MPI"* ]] && ok ||
   bad "cannot read the backend and library lists ('$want_b'; '$want_l')"
 [ "$names" = "$want_b" ] && ok || bad "backends listed: '$names' (want '$want_b')"
 libs=$("$PY" -c 'import json, sys; print(",".join(l["name"] for l in json.load(open(sys.argv[1]))["libraries"]))' "$tmp/info.json")
