@@ -276,13 +276,20 @@ static uint64_t in_one(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const 
 
 /* ---- out: rounded once ---- */
 
-/* avg: the exact quotient |s| / n (n < 2^31) as m * 2^(e - g) plus a sticky bit, with at least 33
- * significant bits (or all of them), so rounding m with the sticky bit rounds the quotient. */
+/* avg: the exact quotient |s| / n (1 <= n < 2^31) as m * 2^e plus a sticky bit (the remainder),
+ * by long division in 32-bit digits until m has at least 33 significant bits: every format keeps
+ * at most 24, so the rounding point lies inside m and the sticky bit decides ties exactly. (Taking
+ * 32 fraction bits only, as this once did, left m as short as 13 bits for |s| < n: a count above
+ * 256 truncated the quotient.) The same long division as cuda_device.cuh's sc_xavg. */
 static uint32_t avg_bits(schedc_dtype dt, int64_t s, int n, int g) {
-  uint64_t a = s < 0 ? 0 - (uint64_t)s : (uint64_t)s, un = (uint64_t)n, q = a / un, r = a % un;
-  if (q >= (1ull << 32)) return sc_exact_round(dt, s < 0, q, g, r != 0);
-  uint64_t t = r << 32, m = (q << 32) | (t / un);
-  return sc_exact_round(dt, s < 0, m, g - 32, t % un != 0);
+  uint64_t a = s < 0 ? 0 - (uint64_t)s : (uint64_t)s, un = (uint64_t)n, m = a / un, r = a % un;
+  int e = g;
+  if (!a) return 0; /* +0 */
+  while (m < (1ull << 32)) { /* at most twice: a >= 1 and n < 2^31 give m >= 2^33 after two digits */
+    uint64_t t = r << 32; /* r < n < 2^31: no overflow */
+    m = (m << 32) | (t / un), r = t % un, e -= 32;
+  }
+  return sc_exact_round(dt, s < 0, m, e, r != 0);
 }
 
 static uint64_t out_all(const sc_exact *ex, schedc_dtype dt, void *dst, const int64_t *src, size_t n, int want);
