@@ -4,9 +4,10 @@
  * one max exchange (max is exact, so every plan gives every rank the same E). Each input becomes
  * q = round(x / 2^g) (ties to even), |q| <= 2^(62 - ceil(log2 n)), so n of them sum to at most
  * 2^62 in magnitude in any order: no overflow, and integer addition is associative. The sum goes
- * back to the data type rounded once, from the exact integer (avg: from the exact quotient).
+ * back to the data type rounded once, from the exact integer (avg: from the exact quotient). The
+ * loops here are the scalar path and the tails; whole vectors go to exact_avx2.c or exact_simd.c
+ * (AVX-512) on those paths (sc_simd(), cpufeat.h), with the same bits.
  */
-#include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
@@ -109,7 +110,7 @@ static inline int64_t to_grid(double v) {
   return (int64_t)r;
 }
 
-/* f32 onto the grid with integers only, branch-free (vectorised with AVX2's variable shifts):
+/* f32 onto the grid with integers only, branch-free (exact_avx2.c's loop is this, four lanes at a time):
  * x = ±m 2^k (k its last bit's exponent); sh = k - g >= 0: m << sh (< 2^62); else m shifted right
  * by s = g - k, to nearest, ties to even (adding half - 1, plus the bit that becomes the last);
  * s is capped at 40, where m < 2^24 gives 0 as any larger s does. The same q as to_grid. Returns
@@ -236,6 +237,10 @@ static uint64_t out_all(const sc_exact *ex, schedc_dtype dt, void *dst, const in
     return sum;
   }
   int g = ex->g;
+  if (avg && !(nranks & (nranks - 1))) { /* n = 2^k: the quotient S 2^(g-k) is exact, a sum's rounding */
+    avg = 0;
+    while (nranks > 1) nranks >>= 1, g--;
+  }
   uint64_t *ws = want ? &sum : NULL;
   if (sc_cpu_avx2()) { /* whole vectors (f32 sums eight lanes at a time with AVX-512); the loops below finish */
     size_t done = sc_cpu_avx512() && dt == SCHEDC_F32 && !avg ? sc_exact_out_f32_avx512(dst, src, n, ldexp(1.0, g), ws)
