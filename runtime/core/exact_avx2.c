@@ -117,8 +117,7 @@ SC_AVX2_INLINE __m256d mag_pd(__m256i a) {
  * gives T 30 bits, is estimated in doubles (A rounded, times 1/n rounded: relative error below
  * 2^-51, so the estimate is T or one off), then settled with the exact remainder r = A - T n 2^j
  * (products below 2^62). The result is (2T + (r or the dropped bits nonzero)) 2^(j - 1 - z),
- * exact in a double.
- * (exact.c's avg_bits does it by long division, one lane at a time.) */
+ * exact in a double. (exact.c's avg_bits does it by long division, one lane at a time.) */
 SC_AVX2_INLINE __m256d avg_pd(__m256i a, __m256i nv, __m256d rn) {
   const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi64x(1);
   __m256i isz = _mm256_cmpeq_epi64(a, zero);
@@ -169,15 +168,19 @@ SC_AVX2_INLINE __m256i f32_odd_any(__m256i b) {
   f = _mm256_or_si256(f, _mm256_andnot_si256(_mm256_cmpeq_epi64(lost, zero), one));
   return _mm256_blendv_epi8(f, _mm256_set1_epi64x(0x7f800000), _mm256_cmpgt_epi64(E, _mm256_set1_epi64x(1150)));
 }
-/* The same; when every lane is an f32 normal (2^-126 <= x < 2^128: the common case) by a fixed
- * shift of the double's bits: its exponent rebiased, 23 fraction bits kept, 29 ORed into the last. */
+/* The same; when every lane is 0 or an f32 normal (2^-126 <= x < 2^128: the common case) by a
+ * fixed shift of the double's bits: its exponent rebiased, 23 fraction bits kept, 29 ORed into the
+ * last (a zero lane masked to 0). */
 SC_AVX2_INLINE __m256i f32_odd(__m256d x) {
-  __m256i b = _mm256_castpd_si256(x), E = _mm256_srli_epi64(b, 52);
-  __m256i out = _mm256_or_si256(_mm256_cmpgt_epi64(_mm256_set1_epi64x(897), E), _mm256_cmpgt_epi64(E, _mm256_set1_epi64x(1150)));
+  const __m256i zero = _mm256_setzero_si256();
+  __m256i b = _mm256_castpd_si256(x), E = _mm256_srli_epi64(b, 52), isz = _mm256_cmpeq_epi64(E, zero);
+  __m256i out = _mm256_or_si256(_mm256_andnot_si256(isz, _mm256_cmpgt_epi64(_mm256_set1_epi64x(897), E)),
+                                _mm256_cmpgt_epi64(E, _mm256_set1_epi64x(1150)));
   if (!_mm256_testz_si256(out, out)) return f32_odd_any(b);
   __m256i f = _mm256_sub_epi64(_mm256_srli_epi64(b, 29), _mm256_set1_epi64x(896ll << 23));
   __m256i lost = _mm256_and_si256(b, _mm256_set1_epi64x((1 << 29) - 1));
-  return _mm256_or_si256(f, _mm256_andnot_si256(_mm256_cmpeq_epi64(lost, _mm256_setzero_si256()), _mm256_set1_epi64x(1)));
+  f = _mm256_or_si256(f, _mm256_andnot_si256(_mm256_cmpeq_epi64(lost, zero), _mm256_set1_epi64x(1)));
+  return _mm256_andnot_si256(isz, f);
 }
 
 /* Four results rounded once, stored (dt and avg constant where it is inlined). The sums' sign
