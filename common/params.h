@@ -44,6 +44,10 @@
   X(SCHEDC_SMALL, SIZE, 0, 8192, "", "8192", LIB,                                                               \
     "cpu: calls of at most this many bytes (accumulation type) take the small-message path (0: never; above "   \
     "64 ranks at most 512 KiB / ranks, an arrival line's data), performance.md")                                 \
+  X(SCHEDC_SIMD, ENUM, 0, 0, "auto|avx512|avx2|scalar", "auto", LIB,                                          \
+    "cpu: the vector path of the reductions and conversions, chosen once per process: auto the best this CPU "   \
+    "has; avx512, avx2 or scalar force one (never different bits; a path the CPU lacks fails communicator "      \
+    "init), performance.md")                                                                                     \
   X(SCHEDC_INJECT, STR, 0, 0,                                                                                   \
     "comma-separated kill:RANK:STEP, delay:RANK:US, jitter:SEED:US, flip:RANK:STEP[:BIT], "                     \
     "arith:RANK:STEP[:BIT], flipout:RANK", NULL,                                                                 \

@@ -13,6 +13,7 @@
 #include "err.h"
 #include "hash.h"
 #include "kernels.h"
+#include "cpufeat.h"
 #include "params.h"
 #include "plan.h"
 
@@ -56,6 +57,7 @@ schedc_status sc_comm_new(const sc_backend *be, int rank, int nranks, const sche
     return sc_err(SCHEDC_EINVAL, "opts->verify %d: use SCHEDC_VERIFY_NONE, _DIGEST, _CHECKSUM, _FULL or _EXACT", o.verify);
   int repair = 0; /* SCHEDC_REPAIR's words: 0, 1 */
   if (!o.repair && (st = sc_param_enum(SC_P_SCHEDC_REPAIR, &repair)) != SCHEDC_OK) return st;
+  if ((st = sc_simd_check()) != SCHEDC_OK) return st; /* SCHEDC_SIMD: chosen before main, refused here */
   schedc_comm *c = calloc(1, sizeof *c);
   if (!c) return sc_err(SCHEDC_ENOMEM, "out of memory");
   c->be = be;

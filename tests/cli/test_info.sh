@@ -104,14 +104,20 @@ grep -qE "^  numa nodes: $nn( |$)" "$tmp/info.txt" && ok || bad "numa nodes (wan
 flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
 has() { [[ "$flags" == *" $1 "* ]]; }
 if [ "$(uname -m)" != x86_64 ]; then best=generic; base=generic
-elif has avx512f && has avx512dq && has avx512vl && has avx512bw && has f16c && has avx2; then best=avx512; base=sse2
-elif has avx2; then best=avx2; base=sse2
-else best=sse2; base=sse2; fi
-red=$base; [ "$SANITIZED" = 0 ] && has avx2 && red=avx2 # target_clones: not under the sanitizers
+elif has avx512f && has avx512dq && has avx512vl && has avx512bw && has f16c && has avx2; then best=avx512; base=scalar
+elif has avx2 && has f16c; then best=avx2; base=scalar
+else best=scalar; base=scalar; fi
+red=$base; has avx2 && has f16c && red=avx2 # the loops built for AVX2 (SC_SIMD_FN), sanitizer trees too
 f16=scalar; has f16c && has avx2 && f16=f16c
 got=$(jq_ cpu vector_path <"$tmp/info.json")
 want="{'best': '$best', 'reduce': '$red', "
 [[ "$got" == "$want"* ]] && [[ "$got" == *"'f16': '$f16'"* ]] && ok || bad "vector path: $got (want best $best, reduce $red, f16 $f16)"
+# SCHEDC_SIMD=scalar forces the portable loops: the report says what the dispatch then takes
+if [ "$(uname -m)" = x86_64 ]; then
+  out=$(clean_env SCHEDC_SIMD=scalar "$S" info)
+  grep -q "^  vector path: scalar (reduce scalar, checksum two passes, f16 scalar, bf16 scalar, exact scalar)" <<<"$out" && ok ||
+    bad "SCHEDC_SIMD=scalar: vector path" "$(grep 'vector path' <<<"$out")"
+fi
 grep -q "^  vector path: $best (reduce $red," "$tmp/info.txt" && ok || bad "text vector path" "$(grep 'vector path' "$tmp/info.txt")"
 
 # ---- GPUs: the test plugin's emulated devices ----------------------------------------------------

@@ -351,6 +351,7 @@ static int flips(const char *dir) {
 int main(int argc, char **argv) {
   if (argc < 2) { fprintf(stderr, "usage: test_bitwise SCHEDULES_DIR [quick|shm]\n"); return 2; }
   int quick = argc > 2 && !strcmp(argv[2], "quick");
+  SKIP_NO_SIMD();
   use_shm = argc > 2 && !strcmp(argv[2], "shm");
   if (argc > 2 && !strcmp(argv[2], "flips")) return flips(argv[1]);
   if (argc > 2 && !strcmp(argv[2], "verified")) { quick = 1; g_verify = SCHEDC_VERIFY_FULL; }
