@@ -487,6 +487,9 @@ static schedc_status client_allgather(sc_oob *o, const void *mine, void *all, si
     return sc_err(SCHEDC_EPEER, "net: rank 0 (at %s:%s) closed the bootstrap before answering rank %d: it failed",
                   k->a.host, k->a.port, o->rank);
   }
+  if (h[0] >= SCHEDC_STATUS_COUNT_) /* not a status: whatever answered is not schedc's rank 0 */
+    return sc_err(SCHEDC_EPEER, "net: %s (%s:%s) answered rank %d with bytes that are not schedc's bootstrap (%08x "
+                  "where a status goes): another program listens there", k->a.what, k->a.host, k->a.port, o->rank, h[0]);
   if (h[0]) { /* rank 0's refusal, in its words */
     char msg[SC_FAILMSG];
     uint32_t l = h[1] < sizeof msg - 1 ? h[1] : (uint32_t)sizeof msg - 1;
