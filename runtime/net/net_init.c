@@ -229,17 +229,16 @@ schedc_status schedc_comm_init_net(int rank, int nranks, const schedc_uid *id, c
   if (!id) return sc_err(SCHEDC_EINVAL, "id is NULL");
   sc_bootaddr a;
   if (sc_boot_uid_addr(id->bytes, &a) != SCHEDC_OK) return SCHEDC_EINVAL;
-  int lfd = -1;
-  if (rank == 0 && (lfd = sc_boot_take_listener(id->bytes)) < 0)
-    return sc_err(SCHEDC_EINVAL, "net: rank 0 must run in the process that made the id (schedc_uid_net), once: this "
-                  "process holds no listener for it");
   schedc_comm *c;
   ucp_address_t *addr = NULL;
   size_t len = 0;
   schedc_status st = start(rank, nranks, opts, &c, &addr, &len);
-  if (!c) {
-    if (lfd >= 0) close(lfd);
-    return st;
+  if (!c) return st; /* bad arguments: the id's listener is still there for a call with good ones */
+  int lfd = -1;
+  if (rank == 0 && (lfd = sc_boot_take_listener(id->bytes)) < 0) {
+    abandon(c, addr);
+    return sc_err(SCHEDC_EINVAL, "net: rank 0 must run in the process that made the id (schedc_uid_net), once: this "
+                  "process holds no listener for it");
   }
   sc_oob *o = NULL;
   schedc_status bs = rank == 0 ? sc_boot_root(lfd, &a, nranks, &o) : sc_boot_client(&a, rank, nranks, sc_now() + c->timeout_s, &o);

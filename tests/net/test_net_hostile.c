@@ -1,13 +1,14 @@
 /*
- * test_net_hostile.c — the net backend against peers that are not schedc's, and a communicator
- * that a forked child inherits. A fake rank 0 (a thread of this test, behind a forged
+ * test_net_hostile.c — the net backend against peers that are not schedc's, careless calls, and a
+ * communicator that a forked child inherits. A fake rank 0 (a thread of this test, behind a forged
  * schedc_uid_net id) answers rank 1's bootstrap with nothing, an HTTP error, a table whose record
  * in rank 1's place is not the one it sent, and a rank 0 record giving a 2 GiB UCX address: each a
  * named error with a real status within the timeout, no sanitizer report, no descriptor left. A
  * real rank 0 drops a connection that sends garbage and refuses another job's by name, and its job
- * still starts. After init each of two forked ranks forks a child that calls on the communicator
- * (refused, naming the fork) and frees it (as Python's atexit does in a forked child): the
- * parents' next calls still pass. Usage: test_net_hostile (77 without the net backend).
+ * still starts; a call with a bad rank count does not use up the id. After init each of two forked
+ * ranks forks a child that calls on the communicator (refused, naming the fork) and frees it (as
+ * Python's atexit does in a forked child): the parents' next calls still pass.
+ * Usage: test_net_hostile (77 without the net backend).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -290,6 +291,18 @@ int main(void) {
   CHECK(fds == base);
 
   strangers();
+
+  /* a careless call on rank 0 (a rank count of -3) is refused and leaves the id usable */
+  schedc_uid one_id;
+  schedc_comm *solo = NULL;
+  schedc_comm_opts so = SCHEDC_COMM_OPTS_INIT;
+  so.timeout_s = 5;
+  CHECK(schedc_uid_net(&one_id) == SCHEDC_OK);
+  CHECK(schedc_comm_init_net(0, -3, &one_id, &so, &solo) == SCHEDC_EINVAL && solo == NULL);
+  CHECK_CONTAINS(schedc_errmsg(), "nranks -3 out of range");
+  CHECK(schedc_comm_init_net(0, 1, &one_id, &so, &solo) == SCHEDC_OK);
+  if (!solo) fprintf(stderr, "the id after a refused call: %s\n", schedc_errmsg());
+  schedc_comm_free(solo);
 
   schedc_uid id;
   CHECK(schedc_uid_net(&id) == SCHEDC_OK);
