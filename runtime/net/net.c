@@ -6,9 +6,11 @@
  * deadline with SCHEDC_ETIMEOUT naming the rank and host awaited — unless that rank is still
  * heard from (it waits itself, for a rank further on), when this one waits on for its notice.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "err.h"
 #include "net.h"
@@ -206,6 +208,10 @@ const sc_msgport sc_net_port = {"the net transport", (size_t)-1, n_recv, n_send,
 
 static schedc_status n_collective(schedc_comm *c, const sc_call *k, sc_result *res) {
   sc_net *n = c->be_data;
+  if (n->pid != (int)getpid()) /* its connections are the parent's: a message here would be theirs */
+    return sc_err(SCHEDC_EINVAL, "%s on rank %d: this net communicator was made by process %d, and process %d is a "
+                  "fork of it, whose copy shares the parent's connections: make a communicator in the child", k->cn,
+                  c->rank, n->pid, (int)getpid());
   if (n->failed) { /* a failure this rank learned since its last call */
     c->broken = 1;
     return sc_err(n->fail_st, "%s: the communicator failed: %s", k->cn, n->why);
@@ -226,16 +232,30 @@ static const char *n_failure(schedc_comm *c) {
   return n && n->failed ? n->why : NULL;
 }
 
+/* The UCX state a forked child inherited (freed there, as Python's atexit does): closing its
+ * endpoints or destroying its worker would tear down the parent's connections (the same sockets;
+ * UCX aborts on the parent's segments), so the child keeps it, reachable, until it exits. */
+static sc_net *forked_copies;
+static pthread_mutex_t forked_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void n_free(schedc_comm *c) {
   sc_net *n = c->be_data;
   if (!n) return;
+  c->be_data = NULL;
+  if (n->pid != (int)getpid()) {
+    sc_msgbufs_free(&n->bufs);
+    pthread_mutex_lock(&forked_lock);
+    n->orphan = forked_copies;
+    forked_copies = n;
+    pthread_mutex_unlock(&forked_lock);
+    return;
+  }
   if (n->worker) drop_all(n);
   sc_net_ucx_close(n, c->nranks, !c->broken && !n->failed);
   sc_msgbufs_free(&n->bufs);
   free(n->reqs);
   free(n->peer);
   free(n);
-  c->be_data = NULL;
 }
 
 /* schedc_mem_alloc: heap memory (messages copy anyway). Steps inject kill, delay and jitter. */

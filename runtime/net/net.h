@@ -20,6 +20,9 @@
 #include "msgrun.h"
 
 #define SC_NET_HOSTNAME 64
+/* The longest UCX worker address a bootstrap record may give (a few hundred bytes over TCP and
+ * shared memory; RDMA devices add tens each): a longer one is a peer's garbage, refused. */
+#define SC_NET_ADDR_MAX 65536u
 
 /* One peer of a communicator, as the bootstrap described it. */
 typedef struct sc_netpeer {
@@ -41,6 +44,9 @@ typedef struct sc_netreq { void *req; int peer; } sc_netreq;
 
 /* The backend's state (c->be_data). */
 typedef struct sc_net {
+  int pid;                   /* the process that made it: a fork's copy shares its sockets and UCX's
+                              * segments, so a forked child never uses or releases them (net.c) */
+  struct sc_net *orphan;     /* a fork's copies, kept (reachable) until that process exits */
   ucp_context_h ctx;
   ucp_worker_h worker;
   int efd;                   /* the worker's event fd (sleeping waits) */

@@ -97,27 +97,34 @@ schedc_status sc_boot_connect(const sc_bootaddr *a, double deadline, int *out) {
   int err = 0;
   double t0 = sc_now();
   for (;;) {
+    /* every address of the name, each round; the error said is a reachable address's (refused:
+     * rank 0 may not listen yet) before an unreachable one's, and only when no address has a
+     * route does waiting not help */
+    int reachable = 0;
     for (struct addrinfo *p = ai; p; p = p->ai_next) {
-      int fd = socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, p->ai_protocol);
-      if (fd < 0) { err = errno; continue; }
-      int r = connect(fd, p->ai_addr, p->ai_addrlen);
-      if (r < 0 && errno == EINPROGRESS) {
-        double until = sc_now() + 2.0 < deadline ? sc_now() + 2.0 : deadline;
-        socklen_t l = sizeof r;
-        if (wait_fd(fd, POLLOUT, until) == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &r, &l) == 0) errno = r;
-        else errno = ETIMEDOUT;
-        r = errno ? -1 : 0;
+      int fd = socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, p->ai_protocol), r = -1;
+      if (fd >= 0) {
+        r = connect(fd, p->ai_addr, p->ai_addrlen);
+        if (r < 0 && errno == EINPROGRESS) {
+          double until = sc_now() + 2.0 < deadline ? sc_now() + 2.0 : deadline;
+          socklen_t l = sizeof r;
+          if (wait_fd(fd, POLLOUT, until) == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &r, &l) == 0) errno = r;
+          else errno = ETIMEDOUT;
+          r = errno ? -1 : 0;
+        }
+        if (r == 0) {
+          freeaddrinfo(ai);
+          *out = fd;
+          return SCHEDC_OK;
+        }
       }
-      if (r == 0) {
-        freeaddrinfo(ai);
-        *out = fd;
-        return SCHEDC_OK;
-      }
-      err = errno;
-      close(fd);
-      if (err == ENETUNREACH || err == EAFNOSUPPORT) break; /* no route: waiting will not help */
+      int e = errno;
+      if (fd >= 0) close(fd);
+      int route = e != ENETUNREACH && e != EAFNOSUPPORT;
+      if (route ? !reachable : !reachable && p == ai) err = e;
+      reachable |= route;
     }
-    if (err == ENETUNREACH || err == EAFNOSUPPORT || sc_now() + 0.1 > deadline) break;
+    if (!reachable || sc_now() + 0.1 > deadline) break;
     usleep(100000); /* rank 0 may not listen yet */
   }
   freeaddrinfo(ai);
@@ -487,6 +494,9 @@ static schedc_status client_allgather(sc_oob *o, const void *mine, void *all, si
     return sc_err(SCHEDC_EPEER, "net: rank 0 (at %s:%s) closed the bootstrap before answering rank %d: it failed",
                   k->a.host, k->a.port, o->rank);
   }
+  if (h[0] >= SCHEDC_STATUS_COUNT_) /* not a status: whatever answered is not schedc's rank 0 */
+    return sc_err(SCHEDC_EPEER, "net: %s (%s:%s) answered rank %d with bytes that are not schedc's bootstrap (%08x "
+                  "where a status goes): another program listens there", k->a.what, k->a.host, k->a.port, o->rank, h[0]);
   if (h[0]) { /* rank 0's refusal, in its words */
     char msg[SC_FAILMSG];
     uint32_t l = h[1] < sizeof msg - 1 ? h[1] : (uint32_t)sizeof msg - 1;

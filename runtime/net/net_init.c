@@ -53,9 +53,13 @@ static void my_record(const schedc_comm *c, netrec *m, size_t addr_len) {
   gethostname(m->hostname, sizeof m->hostname - 1);
 }
 
-/* The same verdict on every rank from the same table: the first rank whose record differs. */
-static schedc_status check_records(schedc_comm *c, const netrec *all) {
-  const netrec *m = &all[c->rank];
+/* The same verdict on every rank from the same table: the first rank whose record differs. The
+ * table is a peer's bytes (rank 0's answer, a store, the caller's allgather): this rank's place
+ * must hold what it sent, and an address length is bounded, before join sizes buffers by them. */
+static schedc_status check_records(schedc_comm *c, const netrec *all, const netrec *m) {
+  if (memcmp(&all[c->rank], m, sizeof *m) != 0)
+    return sc_err(SCHEDC_EINVAL, "net: the bootstrap's table holds another record in rank %d's place than the one it "
+                  "sent: the answer is not schedc's bootstrap, or the allgather misplaces the ranks' bytes", c->rank);
   for (int r = 0; r < c->nranks; r++) {
     const netrec *q = &all[r];
     if (q->magic != REC_MAGIC || q->version != REC_VERSION)
@@ -64,6 +68,9 @@ static schedc_status check_records(schedc_comm *c, const netrec *all) {
     if (q->status)
       return sc_err(SCHEDC_EPEER, "net: rank %d (host %.*s) could not start: %.*s", r, SC_NET_HOSTNAME, q->hostname,
                     (int)sizeof q->why, q->why);
+    if (q->addr_len == 0 || q->addr_len > SC_NET_ADDR_MAX)
+      return sc_err(SCHEDC_EINVAL, "net: rank %d's bootstrap record gives a UCX address of %u bytes (1 to %u): not "
+                    "schedc's record", r, q->addr_len, (unsigned)SC_NET_ADDR_MAX);
     if (q->nranks != m->nranks)
       return sc_err(SCHEDC_EINVAL, "net: the ranks disagree on their count: rank %d (host %.*s) was started with %u "
                     "ranks, rank %d with %u", r, SC_NET_HOSTNAME, q->hostname, q->nranks, c->rank, m->nranks);
@@ -92,7 +99,7 @@ static schedc_status join(schedc_comm *c, sc_oob **op, schedc_status st, const u
     snprintf(mine.why, sizeof mine.why, "%s", schedc_errmsg());
   }
   schedc_status xs = o->allgather(o, &mine, all, sizeof mine, deadline);
-  if (st != SCHEDC_OK || (st = xs) != SCHEDC_OK || (st = check_records(c, all)) != SCHEDC_OK) {
+  if (st != SCHEDC_OK || (st = xs) != SCHEDC_OK || (st = check_records(c, all, &mine)) != SCHEDC_OK) {
     free(all);
     return st;
   }
@@ -153,6 +160,7 @@ static schedc_status start(int rank, int nranks, const schedc_comm_opts *opts, s
     return sc_err(SCHEDC_ENOMEM, "out of memory");
   }
   n->nranks = nranks;
+  n->pid = (int)getpid();
   n->efd = -1;
   c->be_data = n;
   *out = c;
@@ -221,17 +229,16 @@ schedc_status schedc_comm_init_net(int rank, int nranks, const schedc_uid *id, c
   if (!id) return sc_err(SCHEDC_EINVAL, "id is NULL");
   sc_bootaddr a;
   if (sc_boot_uid_addr(id->bytes, &a) != SCHEDC_OK) return SCHEDC_EINVAL;
-  int lfd = -1;
-  if (rank == 0 && (lfd = sc_boot_take_listener(id->bytes)) < 0)
-    return sc_err(SCHEDC_EINVAL, "net: rank 0 must run in the process that made the id (schedc_uid_net), once: this "
-                  "process holds no listener for it");
   schedc_comm *c;
   ucp_address_t *addr = NULL;
   size_t len = 0;
   schedc_status st = start(rank, nranks, opts, &c, &addr, &len);
-  if (!c) {
-    if (lfd >= 0) close(lfd);
-    return st;
+  if (!c) return st; /* bad arguments: the id's listener is still there for a call with good ones */
+  int lfd = -1;
+  if (rank == 0 && (lfd = sc_boot_take_listener(id->bytes)) < 0) {
+    abandon(c, addr);
+    return sc_err(SCHEDC_EINVAL, "net: rank 0 must run in the process that made the id (schedc_uid_net), once: this "
+                  "process holds no listener for it");
   }
   sc_oob *o = NULL;
   schedc_status bs = rank == 0 ? sc_boot_root(lfd, &a, nranks, &o) : sc_boot_client(&a, rank, nranks, sc_now() + c->timeout_s, &o);

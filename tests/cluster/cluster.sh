@@ -135,7 +135,7 @@ esac
 
 # --- what it needs ------------------------------------------------------------------------------
 [ "$(id -u)" = 0 ] || cannot "not root (network namespaces need CAP_NET_ADMIN and CAP_SYS_ADMIN)"
-for t in ip tc nsenter unshare setpriv mount; do
+for t in ip tc nsenter unshare setpriv setsid mount; do
   command -v "$t" >/dev/null || cannot "no '$t' on PATH (Debian: iproute2, util-linux, mount)"
 done
 
@@ -147,11 +147,13 @@ RUN=$$-$TOKEN
 DIR=$BASE/$RUN
 NS=$PREFIX-$RUN
 BR=$NS-br
-CMDPID=
+CMDPID= CMDPG=
 cleanup() {
   trap - EXIT INT TERM HUP
   [ -n "$CMDPID" ] && kill -TERM "$CMDPID" 2>/dev/null
+  [ -n "$CMDPG" ] && kill -TERM -- "-$CMDPG" 2>/dev/null
   teardown_dir "$DIR"
+  [ -n "$CMDPG" ] && kill -KILL -- "-$CMDPG" 2>/dev/null # what the command left here
 }
 trap 'cleanup' EXIT
 trap 'cleanup; exit 130' INT
@@ -296,14 +298,18 @@ if [ "$MODE" = cmd ] && [ -t 0 ] && [ "$TMO" = 0 ]; then
   "$@" # a shell by hand: in the foreground, with the terminal
   status=$?
 else
-  if [ "$MODE" = cmd ]; then "$@" & else run_all "$@" & fi
+  # the command in a process group of its own (setsid: a background job is no group's leader,
+  # so it execs in place and $! leads the group), which a timeout and the teardown end whole:
+  # its processes outside the hosts too (a `sleep &` of a script)
+  if [ "$MODE" = cmd ]; then setsid -w "$@" & else run_all "$@" & fi
   CMDPID=$!
+  [ "$MODE" = cmd ] && CMDPG=$CMDPID
   if [ "$TMO" != 0 ]; then
     (for ((t = 0; t < TMO * 10; t++)); do sleep 0.1; kill -0 "$CMDPID" 2>/dev/null || exit 0; done
      echo "cluster: the command ran past $TMO s; stopping it" >&2; touch "$DIR/timedout"
-     kill -TERM "$CMDPID" 2>/dev/null
+     kill -TERM "$CMDPID" 2>/dev/null; [ -n "$CMDPG" ] && kill -TERM -- "-$CMDPG" 2>/dev/null
      for ns in $(cat "$DIR/netns"); do ip netns pids "$ns" | xargs -r kill -TERM 2>/dev/null; done
-     sleep 5; kill -KILL "$CMDPID" 2>/dev/null) </dev/null &
+     sleep 5; kill -KILL "$CMDPID" 2>/dev/null; [ -n "$CMDPG" ] && kill -KILL -- "-$CMDPG" 2>/dev/null) </dev/null &
     WATCH=$!
   fi
   wait "$CMDPID"

@@ -112,11 +112,16 @@ done
 
 # --- 5. --timeout: stopped, 124, nothing left ----------------------------------------------------
 t0=$(date +%s.%N)
-out=$("$C" -H 2 -S 1 -t 2 -- bash -c 'echo "dir $CLUSTER_DIR"; $CLUSTER_ON h0 sleep 60 & $CLUSTER_ON h1 sleep 60; wait' 2>&1); rc=$?
+out=$("$C" -H 2 -S 1 -t 2 -- bash -c 'echo "dir $CLUSTER_DIR"; sleep 60.17 >/dev/null 2>&1 & $CLUSTER_ON h0 sleep 60 & $CLUSTER_ON h1 sleep 60; wait' 2>&1); rc=$?
 dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 d=$(sed -n 's/^dir //p' <<<"$out")
 [ $rc = 124 ] && awk -v t="$dt" 'BEGIN { exit !(t < 12) }' && [ -z "$(left "$d")" ] && ok ||
   bad "--timeout 2: exit $rc after $dt s, left: $(left "$d")"
+# the command's own processes outside the hosts end with it: stopped at the timeout, and after a
+# command that returned leaving one behind
+p=$(pgrep -x -f 'sleep 60.17'); [ -z "$p" ] && ok || { bad "--timeout 2 left the command's process $p"; kill $p; }
+"$C" -H 1 -S 1 -- bash -c 'sleep 61.37 >/dev/null 2>&1 &' >/dev/null 2>&1
+p=$(pgrep -x -f 'sleep 61.37'); [ -z "$p" ] && ok || { bad "a run left its command's process $p"; kill $p; }
 
 # --- 6. killed (SIGKILL: no trap runs): the holders die with it, the next run sweeps the rest -----
 "$C" -H 2 -S 1 -- bash -c 'echo "dir $CLUSTER_DIR"; exec $CLUSTER_ON h0 sleep 117.77' >"$work/killed" 2>&1 &

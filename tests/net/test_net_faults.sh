@@ -8,7 +8,8 @@
 #    naming rank 2 (SCHEDC_ETIMEOUT where it waited for it, the notice of that rank elsewhere);
 #  - the bootstrap's bad inputs: one rank's MASTER_PORT wrong, a rank count that disagrees, rank 0
 #    where MASTER_ADDR is not, a name that does not resolve, a port that is no number, a second
-#    job on a port the first holds: a clear error on every rank, within the timeout;
+#    job on a port the first holds: a clear error on every rank, within the timeout; and a name
+#    whose second address has no route is waited at while rank 0 starts;
 #  - and then no listening socket, no process, no /dev/shm file, no System V segment; and (in the
 #    ASan tree) no sanitizer report from any process, the failed ones included.
 # Needs root for the namespaces (skip 77 otherwise).
@@ -83,6 +84,15 @@ wait $first
 grep -q "port $port of host [^ ]* (MASTER_ADDR:MASTER_PORT) is taken: another job's bootstrap" <<<"$out" &&
   grep -q "MASTER_ADDR:MASTER_PORT (127.0.0.1:$port) is the bootstrap of another job (its token differs): rank 1" <<<"$out" && ok ||
   bad "two jobs on one port"
+
+# a name with a reachable and an unreachable address (127.0.0.1, then 10.254.254.254: getaddrinfo's
+# order): rank 1, started before rank 0 listens, waits for it (it gave up at the unreachable one)
+hosts=$(mktemp)
+printf '127.0.0.1 localhost twohomed\n10.254.254.254 twohomed\n' >"$hosts" && mount --bind "$hosts" /etc/hosts
+port=$((port + 1))
+out=$(MASTER_ADDR=twohomed MASTER_PORT=$port SCHEDC_TIMEOUT=10 timeout 60 "$S" launch -n 2 -- bash -c \
+  '[ "$SCHEDC_RANK" = 0 ] && sleep 1; exec "$@"' _ $R --count 10 2>&1) && ok || bad "MASTER_ADDR with an unreachable second address"
+umount /etc/hosts; rm -f "$hosts"
 
 # --- nothing left behind -----------------------------------------------------------------------
 sleep 0.5
