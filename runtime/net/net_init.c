@@ -277,6 +277,13 @@ schedc_status sc_net_init_env(int rank, int nranks, const schedc_comm_opts *opts
   if (snprintf(a.host, sizeof a.host, "%s", host) >= (int)sizeof a.host || snprintf(a.port, sizeof a.port, "%s", port) >= (int)sizeof a.port)
     return sc_err(SCHEDC_EINVAL, "net: MASTER_ADDR or MASTER_PORT is too long");
   a.token = job_token();
+  /* As every schedc_comm_init_env job: never a job named by nothing two running jobs can't share
+   * (two hand-started jobs on one MASTER_PORT could otherwise fill each other's empty ranks).
+   * torchrun's agent store is the job's own; elsewhere a job id must say which job this is. */
+  if (!store && !a.token)
+    return sc_err(SCHEDC_EINVAL, "net: rank %d has no job id: with MASTER_ADDR:MASTER_PORT alone two jobs on one port "
+                  "could mix their ranks; set SCHEDC_JOB (unique per job, the same on its ranks), or start the job "
+                  "with torchrun (its store), srun (SLURM_JOB_ID) or schedc launch", rank);
   a.what = store ? "torchrun's store at MASTER_ADDR:MASTER_PORT" : "MASTER_ADDR:MASTER_PORT";
   schedc_status st = sc_boot_check_port(&a);
   if (st != SCHEDC_OK) return st;

@@ -8,8 +8,8 @@
 #    naming rank 2 (SCHEDC_ETIMEOUT where it waited for it, the notice of that rank elsewhere);
 #  - the bootstrap's bad inputs: one rank's MASTER_PORT wrong, a rank count that disagrees, rank 0
 #    where MASTER_ADDR is not, a name that does not resolve, a port that is no number, a second
-#    job on a port the first holds: a clear error on every rank, within the timeout; and a name
-#    whose second address has no route is waited at while rank 0 starts;
+#    job on a port the first holds, ranks with no job id: a clear error on every rank, within the
+#    timeout; and a name whose second address has no route is waited at while rank 0 starts;
 #  - and then no listening socket, no process, no /dev/shm file, no System V segment; and (in the
 #    ASan tree) no sanitizer report from any process, the failed ones included.
 # Needs root for the namespaces (skip 77 otherwise).
@@ -73,6 +73,13 @@ out=$(MASTER_ADDR=no-such-host.invalid MASTER_PORT=29399 SCHEDC_TIMEOUT=2 timeou
 out=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=http SCHEDC_TIMEOUT=2 timeout 60 "$S" launch -n 2 -- $R --count 10 2>&1)
 [ "$(grep -c "the port of MASTER_ADDR:MASTER_PORT is 'http': a number from 1 to 65535" <<<"$out")" = 2 ] && ok ||
   bad "a MASTER_PORT that is no number"
+# ranks started by hand with torchrun's variables and no job id (no SCHEDC_JOB, SLURM job, torchrun
+# run id or agent store): refused on every rank at once, naming what to set — two such jobs on one
+# port could otherwise fill each other's empty ranks
+port=$((port + 1))
+out=$(for r in 0 1; do env -u SCHEDC_JOB -u TORCHELASTIC_RUN_ID -u SLURM_JOB_ID MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+        RANK=$r WORLD_SIZE=2 LOCAL_WORLD_SIZE=1 SCHEDC_TIMEOUT=4 timeout 60 $R --count 10 2>&1 & done; wait)
+[ "$(grep -c "net: rank [01] has no job id: .*set SCHEDC_JOB" <<<"$out")" = 2 ] && ok || bad "a job without a job id"
 # two jobs on one port: the first's rank 0 holds it (waiting for its rank 1); the second's rank 0
 # finds it taken, its rank 1 reaches the first's bootstrap and is refused as another job's
 port=$((port + 1))
