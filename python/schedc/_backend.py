@@ -91,7 +91,8 @@ class _Prepared:
     def __init__(self, t: torch.Tensor, what: str, arith: bool, op: str = "") -> None:
         # detached: a collective writes the data, as gloo's does, and autograd does not see it; DDP
         # with backward(create_graph=True) hands over buckets that require grad (Comm refuses those)
-        t = t.detach()
+        if t.requires_grad:
+            t = t.detach()
         self.t = t
         self.raw = 0
         if t.is_neg():  # a negative view (torch._neg_view, x.conj().imag): its memory holds -t; finish() writes back
@@ -215,7 +216,7 @@ class _Work(_WorkBase):  # type: ignore[misc, valid-type]
         in C++ too, so the reducer throws it from backward(); its value is the outputs otherwise.
         Callbacks registered on it take their place in the group's order (_order.py)."""
         if self._cfut is None:
-            self._cfut = _order.track(_order.orig_then(self._op.fut, _outputs), self._order, self._op)
+            self._cfut = _order.track(_order.orig_then(self._order.future(self._op), _outputs), self._order, self._op)
         return self._cfut
 
     def result(self) -> Any:
@@ -365,14 +366,12 @@ class ProcessGroupSchedc(dist.ProcessGroup):
         opts.asyncOp False) that is next in the order runs in the caller's thread: the same order,
         without the hand-off (docs/performance.md); the bits are the same on any thread (the
         library fixes the floating-point environment of each call)."""
-        cuda = [t for t in tensors if t.is_cuda]
-        if cuda:
-            dev = cuda[0].device
-            fut = torch.futures.Future(devices=[dev])
-            stream = torch.cuda.current_stream(dev)
-        else:
-            fut, stream = torch.futures.Future(), None
-        op = _order._Op(fn, fut, result, stream, what)
+        stream = None
+        for t in tensors:
+            if t.is_cuda:  # CUDA: enqueued on the issuer's stream; the future records it there
+                stream = torch.cuda.current_stream(t.device)
+                break
+        op = _order._Op(fn, result, stream, what)
         self._order.issue(op, stream is None and getattr(opts, "asyncOp", True) is False)
         return _Work(self._order, op)
 
@@ -465,8 +464,7 @@ class ProcessGroupSchedc(dist.ProcessGroup):
         ex, plan = self.exact, self._plan("reduce_scatter")
 
         def run() -> None:
-            self._rs(output, inp.reshape(-1) if inp.is_contiguous() else inp.contiguous().reshape(-1), op,
-                     "reduce_scatter_tensor", ex, plan)
+            self._rs(output, inp, op, "reduce_scatter_tensor", ex, plan)  # any shape: _Prepared takes its elements
         return self._submit(run, [output], [output], opts, "reduce_scatter_tensor")  # a list, as gloo's
 
     reduce_scatter_single = _reduce_scatter_base  # torch >= 2.12's name
@@ -481,7 +479,7 @@ class ProcessGroupSchedc(dist.ProcessGroup):
 
         def run() -> None:
             for o, i in zip(outputs, inputs):
-                self._rs(o, i.contiguous().reshape(-1), op, "reduce_scatter_tensor_coalesced", ex, plan)
+                self._rs(o, i, op, "reduce_scatter_tensor_coalesced", ex, plan)
         return self._submit(run, outputs, outputs, opts, "reduce_scatter_tensor_coalesced")
 
     reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced

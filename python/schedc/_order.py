@@ -78,15 +78,16 @@ class _Seq:
 
 
 class _Op:
-    """One op: ``fn`` runs it; ``fut`` (a torch future) gets ``result`` or ``exc``. ``done``: it
-    ran (or failed without running); ``claimer``: the thread completing ``fut``; ``completed``:
-    ``fut`` is completed and the callbacks it ran have returned."""
+    """One op: ``fn`` runs it; ``fut`` (a torch future, made when first asked for: most ops'
+    never are) gets ``result`` or ``exc``. ``done``: it ran (or failed without running);
+    ``claimer``: the thread completing it; ``completed``: ``fut``, if any, is completed and the
+    callbacks it ran have returned."""
     __slots__ = ("fn", "fut", "result", "stream", "what", "num", "path", "done", "exc", "claimer", "completed",
                  "__weakref__")
 
-    def __init__(self, fn: Callable[[], Any], fut: Any, result: Any, stream: Any, what: str) -> None:
+    def __init__(self, fn: Callable[[], Any], result: Any, stream: Any, what: str) -> None:
         self.fn: Optional[Callable[[], Any]] = fn
-        self.fut = fut
+        self.fut: Any = None
         self.result = result
         self.stream = stream
         self.what = what
@@ -170,7 +171,10 @@ class Order:
         self.name = name
         self.timeout = timeout if timeout > 0 else 1800.0
         self._translate = translate
-        self.cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)  # the executor waits here: work, a slot closing
+        self._done = threading.Condition(self._lock)  # Work.wait waits here: an op done, a future completed
+        self._exec_on_busy = False                    # the executor waits for an op run inline to end
         self.root = _Seq(())
         self._stack: List[_Seq] = [self.root]  # the executor's place: the sequences it is inside
         self._count = 0                         # ops issued (their numbers, for messages)
@@ -199,7 +203,7 @@ class Order:
 
     def issue(self, op: _Op, inline: bool) -> None:
         """Give ``op`` its place; ``inline``: run it now in this thread if it is next and nothing runs."""
-        with self.cond:
+        with self._lock:
             seq = self._seq_for_issue(op.what)
             self._count += 1
             op.num = self._count
@@ -218,7 +222,7 @@ class Order:
                     self._busy = True
                 else:
                     self._start()
-                    self.cond.notify_all()
+                    self._work.notify()
                     return
         if op.done:  # failed at once
             self.complete(op)
@@ -234,7 +238,7 @@ class Order:
     def reserve(self, anchor: Any, what: str) -> _Seq:
         """A slot for a callback registered now on a future that completes with ``anchor`` (an op,
         or the slot of the callback whose return completes it)."""
-        with self.cond:
+        with self._lock:
             s = _slot_of(self)
             cross = s is None and bool(getattr(_tls, "ctx", None))
             seq = self.root if s is None else s
@@ -247,15 +251,15 @@ class Order:
             slot = _Seq(path, "the callback registered on %s" % _name(anchor), cross or (s is not None and s.cross))
             if self._failed is None:
                 seq.items.append(slot)
-                self.cond.notify_all()
+                self._work.notify()
             else:
                 slot.closed = True
             return slot
 
     def close(self, slot: _Seq) -> None:
-        with self.cond:
+        with self._lock:
             slot.closed = True
-            self.cond.notify_all()
+            self._work.notify()
 
     # ---- the executor ---------------------------------------------------------------------------
     def _next_is(self, op: _Op) -> bool:
@@ -286,14 +290,20 @@ class Order:
         _tls.executor = True
         try:
             while True:
-                with o.cond:
+                with o._lock:
                     op = o._next_wait()
                     if op is None:
                         return
                 o._run(op)
-                with o.cond:
+                with o._lock:
                     o._ran_one = True
-                o.pool.post(lambda op=op: o.complete(op))
+                    quick = op.fut is None and op.claimer is None  # no future yet: nothing to run
+                    if quick:
+                        op.claimer = threading.get_ident()
+                        op.completed = True
+                        o._done.notify_all()
+                if not quick:
+                    o.pool.post(lambda op=op: o.complete(op))
                 del op
         finally:
             for f in o._after:
@@ -303,7 +313,7 @@ class Order:
                     traceback.print_exc()
 
     def _next_wait(self) -> Optional[_Op]:
-        """The next op to run (taken, busy set), or None when the executor ends. Holds cond."""
+        """The next op to run (taken, busy set), or None when the executor ends. Holds the lock."""
         slot_since: Optional[float] = None
         while True:
             if not self._busy:
@@ -316,7 +326,9 @@ class Order:
                 return None
             if self._busy or top is self.root:
                 slot_since = None
-                self.cond.wait()
+                self._exec_on_busy = self._busy
+                self._work.wait()
+                self._exec_on_busy = False
                 continue
             # an open slot with nothing in it yet: its callback has not returned
             now = time.monotonic()
@@ -328,7 +340,7 @@ class Order:
                     "after %.0f s the group's op order still waits for %s to return (it waits for something that "
                     "waits for the group, or never returns): the group's later ops cannot run" % (self.timeout, top.what)))
                 continue
-            self.cond.wait(left)
+            self._work.wait(left)
 
     def _run(self, op: _Op) -> None:
         """Run ``op`` in this thread (busy is set): its result or exception, then done."""
@@ -342,12 +354,14 @@ class Order:
                     op.fn()  # type: ignore[misc]
         except BaseException as e:  # noqa: B902 — every failure goes to wait() and the future, on every rank
             exc = self._translate(e)
-        with self.cond:
+        with self._lock:
             op.exc = exc
             op.done = True
             op.fn = None
             self._busy = False
-            self.cond.notify_all()
+            self._done.notify_all()
+            if self._exec_on_busy:
+                self._work.notify()
 
     def _fail_locked(self, exc: BaseException) -> None:
         """Every op not yet run fails with ``exc``, and so will every op issued from now on."""
@@ -366,7 +380,8 @@ class Order:
         for seq in self._stack:
             drain(seq)
         self._stack = [self.root]
-        self.cond.notify_all()
+        self._work.notify_all()
+        self._done.notify_all()
         for op in failed:
             self.pool.post(lambda op=op: self.complete(op))
 
@@ -381,8 +396,8 @@ class Order:
                              % (s.what, _name(op)))
 
     def wait_done(self, op: _Op, timeout: Optional[float]) -> bool:
-        with self.cond:
-            return self.cond.wait_for(lambda: op.done, timeout)
+        with self._lock:
+            return self._done.wait_for(lambda: op.done, timeout)
 
     def settle(self, op: _Op) -> None:
         """Work.wait's end (``op`` is done): its future completed and the callbacks registered so
@@ -391,30 +406,49 @@ class Order:
         this one's slot open until they return, and they may wait for ops ordered after it."""
         if getattr(_tls, "completer", False) or getattr(_tls, "ctx", None):
             return
-        with self.cond:
+        with self._lock:
             if op.claimer is not None:
-                if op.claimer != threading.get_ident() and not self.cond.wait_for(lambda: op.completed, self.timeout):
+                if op.claimer != threading.get_ident() and not self._done.wait_for(lambda: op.completed, self.timeout):
                     raise _timed_out("%s: its future's callbacks have not returned after %.0f s"
                                      % (_name(op), self.timeout))
                 return
         self.complete(op)
 
+    def future(self, op: _Op) -> Any:
+        """``op``'s torch future, made now if it was not; completed here if the op was already."""
+        with self._lock:
+            if op.fut is not None:
+                return op.fut
+            op.fut = torch.futures.Future(devices=[op.stream.device]) if op.stream is not None else torch.futures.Future()
+            late = op.completed
+        if late:
+            self._set_in_stream(op)
+        return op.fut
+
     def complete(self, op: _Op) -> None:
         """Complete ``op``'s future in this thread (its callbacks run here) unless a thread has."""
-        with self.cond:
+        with self._lock:
             if op.claimer is not None:
                 return
             op.claimer = threading.get_ident()
-        try:
-            if op.stream is not None:
-                with torch.cuda.stream(op.stream):  # set_result records the future's event on this stream
-                    self._set(op)
-            else:
-                self._set(op)
-        finally:
-            with self.cond:
+            if op.fut is None:  # nobody asked for it: future() completes it when someone does
                 op.completed = True
-                self.cond.notify_all()
+                self._done.notify_all()
+                return
+        try:
+            self._set_in_stream(op)
+        finally:
+            with self._lock:
+                op.completed = True
+                self._done.notify_all()
+
+    @staticmethod
+    def _set_in_stream(op: _Op) -> None:
+        if op.stream is not None:
+            with torch.cuda.stream(op.stream):  # set_result records the future's event on this stream
+                Order._set(op)
+        else:
+            Order._set(op)
 
     @staticmethod
     def _set(op: _Op) -> None:
@@ -427,12 +461,12 @@ class Order:
     def stop(self, timeout: Optional[float], abort: Optional[BaseException] = None) -> None:
         """Run the ops issued (or, ``abort``, fail those not yet running with it), then end the
         executor and the completing threads; ``timeout`` bounds the joins (None: do not wait)."""
-        with self.cond:
+        with self._lock:
             self._stopping = True
             if abort is not None and self._failed is None:
                 self._fail_locked(abort)
             t = self._thread
-            self.cond.notify_all()
+            self._work.notify_all()
         if timeout is None:
             return
         if t is not None and t is not threading.current_thread():
@@ -441,7 +475,7 @@ class Order:
 
     def after_stop(self, f: Callable[[], Any]) -> bool:
         """Run ``f`` when the executor ends (now if it has or never started); False: ran now."""
-        with self.cond:
+        with self._lock:
             if self._thread is not None and self._thread.is_alive():
                 self._after.append(f)
                 return True
