@@ -569,6 +569,10 @@ class ProcessGroupSchedc(dist.ProcessGroup):
     supports_coalescing = False  # batch_isend_irecv: one isend/irecv at a time (on the inner gloo group)
     supports_splitting = False
 
+    def supports_tensor_alloc(self, device: Any) -> bool:
+        """FSDP2's allocation from the process group (opt-in): schedc takes any tensor; torch allocates."""
+        return False
+
     @property
     def options(self) -> Any:
         return self.gloo.options

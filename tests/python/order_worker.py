@@ -19,7 +19,6 @@ import zlib
 import torch
 import torch.distributed as dist
 
-import schedc
 import schedc.torch as st
 
 mode, out = sys.argv[1], sys.argv[2]
