@@ -529,31 +529,28 @@ def _in_slot(order: Order, slot: _Seq, cb: Callable[[Any], Any]) -> Callable[[An
     return run
 
 
-def _then(self: Any, callback: Callable[[Any], Any]) -> Any:
-    ent = _lookup(self)
+def _register(name: str, fut: Any, callback: Callable[[Any], Any]) -> Tuple[Any, Optional[Tuple[Order, _Seq]]]:
+    """torch's own ``name`` (then, add_done_callback) on ``fut``; for a group's future, with the
+    callback given its slot in the group's order: (what torch returned, (order, slot) or None)."""
+    ent = _lookup(fut)
     if ent is None:
-        return _orig["then"](self, callback)
+        return _orig[name](fut, callback), None
     order, anchor = ent
-    slot = order.reserve(anchor, "then")
+    slot = order.reserve(anchor, name)
     try:
-        child = _orig["then"](self, _in_slot(order, slot, callback))
+        return _orig[name](fut, _in_slot(order, slot, callback)), (order, slot)
     except BaseException:
         order.close(slot)
         raise
-    return track(child, order, slot)
+
+
+def _then(self: Any, callback: Callable[[Any], Any]) -> Any:
+    child, placed = _register("then", self, callback)
+    return child if placed is None else track(child, placed[0], placed[1])  # its callbacks: after this one's
 
 
 def _add_done_callback(self: Any, callback: Callable[[Any], Any]) -> None:
-    ent = _lookup(self)
-    if ent is None:
-        return _orig["add_done_callback"](self, callback)
-    order, anchor = ent
-    slot = order.reserve(anchor, "add_done_callback")
-    try:
-        return _orig["add_done_callback"](self, _in_slot(order, slot, callback))
-    except BaseException:
-        order.close(slot)
-        raise
+    return _register("add_done_callback", self, callback)[0]
 
 
 def install() -> None:
