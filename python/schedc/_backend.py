@@ -6,16 +6,14 @@
 import atexit
 import datetime
 import os
-import queue
 import socket
-import threading
 import weakref
 from typing import Any, Callable, Dict, List, Optional
 
 import torch
 import torch.distributed as dist
 
-from . import Comm, Error, Plan, canonical_plan, unique_id
+from . import Comm, Error, Plan, _order, canonical_plan, unique_id
 
 __all__ = ["ProcessGroupSchedc", "Options", "set_order", "set_exact", "register"]
 
@@ -93,9 +91,12 @@ class _Prepared:
     def __init__(self, t: torch.Tensor, what: str, arith: bool, op: str = "") -> None:
         # detached: a collective writes the data, as gloo's does, and autograd does not see it; DDP
         # with backward(create_graph=True) hands over buckets that require grad (Comm refuses those)
-        t = t.detach()
+        if t.requires_grad:
+            t = t.detach()
         self.t = t
         self.raw = 0
+        if t.is_neg():  # a negative view (torch._neg_view, x.conj().imag): its memory holds -t; finish() writes back
+            t = t.resolve_neg()
         if t.dtype in _NATIVE:
             self.buf = t if t.is_contiguous() else t.contiguous()
         elif arith:
@@ -119,109 +120,20 @@ class _Prepared:
             self.t.copy_(self.buf.reshape(self.t.shape))  # int64 -> narrow type: wraps; -> bool: nonzero
 
 
+def _same_length(outputs: List[torch.Tensor], inputs: List[torch.Tensor], what: str) -> None:
+    if len(outputs) != len(inputs):
+        raise RuntimeError("schedc backend: %s requires input/output tensor lists to have the same length (got %d "
+                           "outputs, %d inputs)" % (what, len(outputs), len(inputs)))
+
+
 def _one(tensors: List[torch.Tensor], what: str) -> torch.Tensor:
     if len(tensors) != 1:
         raise RuntimeError("schedc backend: %s takes one tensor per process, got %d" % (what, len(tensors)))
     return tensors[0]
 
 
-# ---- the worker: one thread per group, its schedc ops in issue order ---------------------------
-_workers: "weakref.WeakSet[_Worker]" = weakref.WeakSet()
-
-
-class _Worker:
-    """Runs a group's schedc operations one at a time in the order they were issued (the same on
-    every rank, as for any collective), completing each op's future with its result or its
-    exception. A daemon thread, stopped at interpreter exit before any communicator is freed.
-    A synchronous call (torch 2.x passes opts.asyncOp False) with nothing pending runs in the
-    caller's thread instead: the same order, without the hand-off (docs/performance.md).
-    An op issued from inside a running op (a future's callback: completing a future runs its
-    callbacks in the completing thread, and PowerSGD's callbacks issue an all-reduce and wait for
-    it) runs at once, nested, in that thread: queued, it would wait behind the op whose callback
-    waits for it — a deadlock. Its place is the same on every rank: right after that op."""
-
-    def __init__(self, name: str) -> None:
-        self._q: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
-        self._name = name
-        self._thread: Optional[threading.Thread] = None
-        self._lock = threading.Lock()
-        # _st: what the thread shares (not the group, which it must not keep alive):
-        # [pending op count, lock of that count, lock held while an op runs, the ident of the
-        # thread running an op (None between ops)]
-        self._st = [0, threading.Lock(), threading.Lock(), None]
-        _workers.add(self)
-
-    def put(self, fn: Callable[[], Any], fut: Any, result: Any, stream: Any) -> None:
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=_Worker._run, args=(self._q, self._st), name=self._name,
-                                                daemon=True)
-                self._thread.start()
-        with self._st[1]:
-            self._st[0] += 1
-        self._q.put((fn, fut, result, stream))
-
-    def run_inline(self, fn: Callable[[], Any], fut: Any, result: Any) -> bool:
-        """Run the op now in this thread if nothing issued before it is pending; False otherwise."""
-        st = self._st
-        with st[1]:
-            if st[0]:
-                return False
-            st[0] += 1
-            st[2].acquire()  # free: nothing pending means the thread is not running an op
-        st[3] = threading.get_ident()
-        try:
-            _Worker._run_one(fn, fut, result, None)
-        finally:
-            st[3] = None
-            st[2].release()
-            with st[1]:
-                st[0] -= 1
-        return True
-
-    @staticmethod
-    def _run(q: "queue.SimpleQueue[Any]", st: List[Any]) -> None:
-        while True:
-            item = q.get()
-            if item is None:
-                return
-            with st[2]:
-                st[3] = threading.get_ident()
-                try:
-                    _Worker._run_one(*item)
-                finally:
-                    st[3] = None
-            with st[1]:
-                st[0] -= 1
-            del item
-
-    def nested(self) -> bool:
-        """Whether the calling thread is inside one of this worker's ops (a future's callback)."""
-        return self._st[3] == threading.get_ident()
-
-    @staticmethod
-    def _run_one(fn: Callable[[], Any], fut: Any, result: Any, stream: Any) -> None:
-        try:
-            # no autograd: the ops copy into tensors that may require grad (DDP's buckets under
-            # backward(create_graph=True)); gloo's C++ writes them untracked, and so do these copies
-            with torch.no_grad():
-                if stream is not None:  # CUDA: enqueue on the issuer's stream; the future records it there
-                    with torch.cuda.stream(stream):
-                        fn()
-                        fut.set_result(result)
-                else:
-                    fn()
-                    fut.set_result(result)
-        except BaseException as e:  # noqa: B902 — every failure goes to wait(), on every rank
-            if not fut.done():
-                fut.set_exception(_in_torch_words(e))
-
-    def stop(self, timeout: Optional[float] = None) -> None:
-        with self._lock:
-            t, self._thread = self._thread, None
-        if t is not None:
-            self._q.put(None)
-            t.join(timeout)
+# ---- the order: one executor per group, its ops in the program's order (_order.py) -------------
+_orders: "weakref.WeakSet[_order.Order]" = weakref.WeakSet()
 
 
 def _in_torch_words(e: BaseException) -> BaseException:
@@ -240,12 +152,12 @@ def _in_torch_words(e: BaseException) -> BaseException:
 
 
 @atexit.register
-def _stop_workers() -> None:
+def _stop_orders() -> None:
     # Before the interpreter finalises: a daemon thread still completing a future (its C++ code
     # released the GIL) would be killed when it takes the GIL back, inside C++ — "terminate called
     # without an active exception". Registered after schedc's own at-exit close, so it runs first.
-    for w in list(_workers):
-        w.stop(timeout=30.0)
+    for o in list(_orders):
+        o.stop(timeout=30.0)
 
 
 _WorkBase = getattr(dist, "_Work", None) or dist.Work
@@ -255,38 +167,45 @@ def _outputs(fut: Any) -> Any:
     return fut.value()  # raises the op's exception: the chained future fails in C++ (see get_future)
 
 
-class _Work(_WorkBase):  # type: ignore[misc, valid-type]
-    """gloo-like Work over a torch future: ``wait()`` raises the op's failure, ``get_future()``."""
+def _secs(timeout: Any) -> Optional[float]:
+    """Work.wait's timeout in seconds; None: none (torch's default, a zero timedelta)."""
+    if timeout is None:
+        return None
+    s = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else float(timeout)
+    return s if s > 0 else None
 
-    def __init__(self, fut: Any) -> None:
+
+class _Work(_WorkBase):  # type: ignore[misc, valid-type]
+    """gloo-like Work over one op of a group's order: ``wait(timeout)`` returns once the op ran and
+    its future's callbacks returned (gloo's), raises the op's failure, and after ``timeout`` raises
+    "Operation timed out!" as gloo does (the op goes on); ``get_future()``."""
+
+    def __init__(self, order: _order.Order, op: _order._Op) -> None:
         super().__init__()
-        self._fut = fut  # completed by the worker: the outputs, or set_exception's Python exception
+        self._order = order
+        self._op = op
         self._cfut: Any = None
 
     def wait(self, timeout: Any = None) -> bool:
-        self._fut.wait()  # raises the op's exception
+        op, o = self._op, self._order
+        o.check_wait(op)  # a callback waiting for an op ordered after its own: refused, not a hang
+        s = _secs(timeout)
+        if not o.wait_done(op, s):
+            raise RuntimeError("Operation timed out! (schedc backend: %s not done after %g s; it stays in the group's "
+                               "order: wait() again)" % (_order._name(op), s))
+        o.settle(op)
+        if op.exc is not None:
+            raise op.exc
         return True
 
     def is_completed(self) -> bool:
-        return self._fut.done()
+        return self._op.done and self._op.completed
 
     def is_success(self) -> bool:
-        if not self._fut.done():
-            return False
-        try:
-            self._fut.wait()
-        except Exception:
-            return False
-        return True
+        return self._op.done and self._op.exc is None
 
     def exception(self) -> Any:
-        if not self._fut.done():
-            return None
-        try:
-            self._fut.wait()
-        except Exception as e:
-            return e
-        return None
+        return self._op.exc if self._op.done else None
 
     def get_future(self) -> Any:
         """The op's future as torch's C++ needs it. A Python future's set_exception stores the
@@ -294,13 +213,15 @@ class _Work(_WorkBase):  # type: ignore[misc, valid-type]
         completed future: DDP's reducer took the exception object for the output tensor list and
         crashed (SIGSEGV in parseCppCommHookResult, e.g. under backward(create_graph=True)). The
         future handed out is a then() of the op's: a failure raised in the callback marks it failed
-        in C++ too, so the reducer throws it from backward(); its value is the outputs otherwise."""
+        in C++ too, so the reducer throws it from backward(); its value is the outputs otherwise.
+        Callbacks registered on it take their place in the group's order (_order.py)."""
         if self._cfut is None:
-            self._cfut = self._fut.then(_outputs)
+            self._cfut = _order.track(_order.orig_then(self._order.future(self._op), _outputs), self._order, self._op)
         return self._cfut
 
     def result(self) -> Any:
-        return self._fut.wait()
+        self.wait()
+        return self._op.result
 
     def synchronize(self) -> None:
         self.wait()
@@ -406,7 +327,10 @@ class ProcessGroupSchedc(dist.ProcessGroup):
         except Exception:
             self.comm.close()
             raise
-        self._worker = _Worker("schedc-pg-%d" % id(self))
+        self._order = _order.Order("schedc-pg-%d" % id(self), _timeout_s(timeout), _in_torch_words)
+        _orders.add(self._order)
+        # a group nobody references (torch 1.13's destroy_process_group drops it) ends its threads
+        weakref.finalize(self, _order.Order.stop, self._order, 10.0)
         self._plans: Dict[Any, Optional[Plan]] = {}
 
     # -- identity
@@ -454,21 +378,20 @@ class ProcessGroupSchedc(dist.ProcessGroup):
         """Whether this op runs in exact mode: the group's option, for SUM/AVG of f32/f16/bf16."""
         return self.exact and op in ("sum", "avg") and dtype in _EXACT_TORCH
 
-    def _submit(self, fn: Callable[[], Any], result: Any, tensors: List[torch.Tensor], opts: Any = None) -> _Work:
-        cuda = [t for t in tensors if t.is_cuda]
-        if cuda:
-            dev = cuda[0].device
-            fut = torch.futures.Future(devices=[dev])
-            stream = torch.cuda.current_stream(dev)
-        else:
-            fut, stream = torch.futures.Future(), None
-        if self._worker.nested():  # issued by a callback of the op running in this thread: now
-            _Worker._run_one(fn, fut, result, stream)
-            return _Work(fut)
-        if stream is None and getattr(opts, "asyncOp", True) is False and self._worker.run_inline(fn, fut, result):
-            return _Work(fut)
-        self._worker.put(fn, fut, result, stream)
-        return _Work(fut)
+    def _submit(self, fn: Callable[[], Any], result: Any, tensors: List[torch.Tensor], opts: Any = None,
+                what: str = "") -> _Work:
+        """Place the op in the group's order (_order.py). A synchronous call (torch 2.x passes
+        opts.asyncOp False) that is next in the order runs in the caller's thread: the same order,
+        without the hand-off (docs/performance.md); the bits are the same on any thread (the
+        library fixes the floating-point environment of each call)."""
+        stream = None
+        for t in tensors:
+            if t.is_cuda:  # CUDA: enqueued on the issuer's stream; the future records it there
+                stream = torch.cuda.current_stream(t.device)
+                break
+        op = _order._Op(fn, result, stream, what)
+        self._order.issue(op, stream is None and getattr(opts, "asyncOp", True) is False)
+        return _Work(self._order, op)
 
     def _reduce_into(self, t: torch.Tensor, op: str, what: str, call: Callable[[torch.Tensor], Any]) -> None:
         p = _Prepared(t, what, True, op)
@@ -487,7 +410,7 @@ class ProcessGroupSchedc(dist.ProcessGroup):
 
         def run() -> None:
             self._reduce_into(t, op, "allreduce", lambda b: self.comm.allreduce(b, op=op, plan=plan, exact=ex))
-        return self._submit(run, tensors, tensors, opts)
+        return self._submit(run, tensors, tensors, opts, "allreduce")
 
     def allreduce_coalesced(self, tensors: List[torch.Tensor], opts: Any = None) -> _Work:
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
@@ -512,7 +435,7 @@ class ProcessGroupSchedc(dist.ProcessGroup):
                 k = t.numel()
                 t.copy_(flat[off:off + k].view(t.shape))
                 off += k
-        return self._submit(run, tensors, tensors, opts)
+        return self._submit(run, tensors, tensors, opts, "allreduce_coalesced")
 
     def reduce(self, tensors: List[torch.Tensor], opts: Any = None) -> _Work:
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
@@ -524,17 +447,17 @@ class ProcessGroupSchedc(dist.ProcessGroup):
 
         def run() -> None:
             self._reduce_into(t, op, "reduce", lambda b: self.comm.reduce(b, root=root, op=op, plan=plan, exact=ex))
-        return self._submit(run, tensors, tensors, opts)
+        return self._submit(run, tensors, tensors, opts, "reduce")
 
-    def _rs(self, out: torch.Tensor, inp: torch.Tensor, op: str, what: str, exact: bool) -> None:
-        """reduce_scatter of the flat ``inp`` (n blocks) into ``out`` (one block); ``exact``: the
-        group's exact mode when the op was issued."""
+    def _rs(self, out: torch.Tensor, inp: torch.Tensor, op: str, what: str, exact: bool, plan: Optional[Plan]) -> None:
+        """reduce_scatter of the flat ``inp`` (n blocks) into ``out`` (one block); ``exact`` and
+        ``plan``: the group's exact mode and order when the op was issued."""
         if inp.numel() != out.numel() * self._n or inp.dtype != out.dtype:
             raise RuntimeError("schedc backend: %s: the input must hold %d x the output's %d elements of its dtype "
                                "(got %d of %s)" % (what, self._n, out.numel(), inp.numel(), inp.dtype))
         pi = _Prepared(inp, what, True, op)
         po = _Prepared(out, what, True, op)
-        self.comm.reduce_scatter(pi.buf, po.buf, op=op, plan=self._plan("reduce_scatter"),
+        self.comm.reduce_scatter(pi.buf, po.buf, op=op, plan=plan,
                                  exact=exact and op in ("sum", "avg") and out.dtype in _EXACT_TORCH)
         po.finish()
 
@@ -547,33 +470,35 @@ class ProcessGroupSchedc(dist.ProcessGroup):
             raise RuntimeError("schedc backend: reduce_scatter: %d input tensors of the output's size and dtype needed"
                                % self._n)
         _check_dtype(out.dtype, "reduce_scatter", op)
-        ex = self.exact
+        ex, plan = self.exact, self._plan("reduce_scatter")  # set_exact / set_order as issued
 
         def run() -> None:
-            self._rs(out, torch.cat([x.reshape(-1) for x in ins]), op, "reduce_scatter", ex)
-        return self._submit(run, output_tensors, [out], opts)
+            self._rs(out, torch.cat([x.reshape(-1) for x in ins]), op, "reduce_scatter", ex, plan)
+        return self._submit(run, output_tensors, [out], opts, "reduce_scatter")
 
     def _reduce_scatter_base(self, output: torch.Tensor, inp: torch.Tensor, opts: Any = None) -> _Work:
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         _check_dtype(output.dtype, "reduce_scatter_tensor", op)
-        ex = self.exact
+        ex, plan = self.exact, self._plan("reduce_scatter")
 
         def run() -> None:
-            self._rs(output, inp.reshape(-1) if inp.is_contiguous() else inp.contiguous().reshape(-1), op,
-                     "reduce_scatter_tensor", ex)
-        return self._submit(run, output, [output], opts)
+            self._rs(output, inp, op, "reduce_scatter_tensor", ex, plan)  # any shape: _Prepared takes its elements
+        return self._submit(run, [output], [output], opts, "reduce_scatter_tensor")  # a list, as gloo's
 
     reduce_scatter_single = _reduce_scatter_base  # torch >= 2.12's name
 
     def reduce_scatter_tensor_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor],
                                         opts: Any = None) -> _Work:
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
-        ex = self.exact
+        _same_length(outputs, inputs, "reduce_scatter_tensor_coalesced")
+        for o in outputs:
+            _check_dtype(o.dtype, "reduce_scatter_tensor_coalesced", op)
+        ex, plan = self.exact, self._plan("reduce_scatter")
 
         def run() -> None:
             for o, i in zip(outputs, inputs):
-                self._rs(o, i.contiguous().reshape(-1), op, "reduce_scatter_tensor_coalesced", ex)
-        return self._submit(run, outputs, outputs, opts)
+                self._rs(o, i, op, "reduce_scatter_tensor_coalesced", ex, plan)
+        return self._submit(run, outputs, outputs, opts, "reduce_scatter_tensor_coalesced")
 
     reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
 
@@ -588,7 +513,7 @@ class ProcessGroupSchedc(dist.ProcessGroup):
             p = _Prepared(t, "broadcast", False)
             self.comm.broadcast(p.buf, root=root)
             p.finish()
-        return self._submit(run, tensors, tensors, opts)
+        return self._submit(run, tensors, tensors, opts, "broadcast")
 
     def _ag(self, out: torch.Tensor, inp: torch.Tensor, what: str) -> None:
         if out.numel() != inp.numel() * self._n or out.dtype != inp.dtype:
@@ -605,7 +530,7 @@ class ProcessGroupSchedc(dist.ProcessGroup):
         w = (kb + 3) // 4
         ib = torch.zeros(w * 4, dtype=torch.uint8, device=inp.device)
         if kb:
-            ib[:kb].copy_(inp.contiguous().reshape(-1).view(torch.uint8))
+            ib[:kb].copy_(inp.resolve_neg().contiguous().reshape(-1).view(torch.uint8))
         ob = torch.empty(self._n * w * 4, dtype=torch.uint8, device=inp.device)
         self.comm.allgather(ib.view(torch.int32), ob.view(torch.int32))
         if kb:
@@ -625,21 +550,23 @@ class ProcessGroupSchedc(dist.ProcessGroup):
             k = inp.numel()
             for r, o in enumerate(outs):
                 o.copy_(flat[r * k:(r + 1) * k].view(o.shape))
-        return self._submit(run, output_tensors, [inp], opts)
+        return self._submit(run, output_tensors, [inp], opts, "allgather")
 
     def _allgather_base(self, output: torch.Tensor, inp: torch.Tensor, opts: Any = None) -> _Work:
         def run() -> None:
             self._ag(output, inp, "all_gather_into_tensor")
-        return self._submit(run, output, [output], opts)
+        return self._submit(run, [output], [output], opts, "all_gather_into_tensor")  # a list, as gloo's
 
     all_gather_single = _allgather_base  # torch >= 2.12's name
 
     def allgather_into_tensor_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor],
                                         opts: Any = None) -> _Work:
+        _same_length(outputs, inputs, "allgather_into_tensor_coalesced")
+
         def run() -> None:
             for o, i in zip(outputs, inputs):
                 self._ag(o, i, "allgather_into_tensor_coalesced")
-        return self._submit(run, outputs, outputs, opts)
+        return self._submit(run, outputs, outputs, opts, "allgather_into_tensor_coalesced")
 
     all_gather_single_coalesced = allgather_into_tensor_coalesced
 
@@ -648,17 +575,43 @@ class ProcessGroupSchedc(dist.ProcessGroup):
 
         def run() -> None:
             self.comm.allreduce(t)
-        return self._submit(run, [], [], opts)
+        return self._submit(run, [], [], opts, "barrier")
 
-    # -- no arithmetic, not on schedc: gloo over the same store (see _GLOO_OPS)
+    # -- what torch asks of a backend
+    def _get_backend(self, device: Any) -> "ProcessGroupSchedc":
+        """The group is its own backend for every device (torch asks it for ``supports_coalescing``
+        in batch_isend_irecv, for ``options`` in pipelining); torch's C++ method raised "No backend
+        type associated with device type cpu" for a Python group."""
+        return self
+
+    supports_coalescing = False  # batch_isend_irecv: one isend/irecv at a time (on the inner gloo group)
+    supports_splitting = False
+
+    def supports_tensor_alloc(self, device: Any) -> bool:
+        """FSDP2's allocation from the process group (opt-in): schedc takes any tensor; torch allocates."""
+        return False
+
+    @property
+    def options(self) -> Any:
+        return self.gloo.options
+
     def shutdown(self) -> None:
-        """Stop the worker (after the ops issued) and free the communicator; destroy_process_group
-        calls it on torch 2.x."""
-        self._worker.stop(timeout=_timeout_s(self._timeout) + 10.0)
+        """Run the ops issued, stop the group's threads and free the communicator; torch 2.x's
+        destroy_process_group calls it (on 1.13, schedc.torch's wrapper of it does)."""
+        self._order.stop(timeout=_timeout_s(self._timeout) + 10.0)
         self.comm.close(wait=10.0)
 
     def abort(self) -> None:
-        self.shutdown()
+        """Fail every op not yet running at once (their wait() raises), and free the communicator
+        once the op running now, if any, has ended (a C call cannot be interrupted: it ends by
+        itself or by the group's timeout). Returns at once; later ops raise."""
+        self._order.stop(None, abort=getattr(dist, "DistBackendError", RuntimeError)(
+            "schedc backend: the process group was aborted (ProcessGroup.abort()) before this op ran"))
+        comm = self.comm
+        self._order.after_stop(lambda: comm.close(wait=10.0))
+        abort = getattr(self.gloo, "abort", None)
+        if abort is not None:
+            abort()
 
 
 # send/recv, all_to_all, gather, scatter, ...: data movement schedc does not implement. They
@@ -736,10 +689,35 @@ def _refuse_ddp_on_torch1() -> None:
     ddp_mod._verify_param_shape_across_processes = verify
 
 
+def _shutdown_on_destroy_torch1() -> None:
+    """torch 1.13's destroy_process_group only forgets its groups (2.x calls shutdown()): a schedc
+    group's threads and communicator lived on while anything referenced it. The wrapper shuts
+    down the schedc groups it destroys."""
+    c10d = dist.distributed_c10d
+    orig = c10d.destroy_process_group
+    if getattr(orig, "_schedc", False):
+        return
+
+    def destroy_process_group(group: Any = None) -> None:
+        world = group is None or group == c10d.GroupMember.WORLD
+        pgs = list(c10d._pg_map) if world else [group]  # type: ignore[attr-defined]
+        orig(group)
+        for pg in pgs:
+            if isinstance(pg, ProcessGroupSchedc):
+                pg.shutdown()
+    destroy_process_group.__doc__ = orig.__doc__
+    destroy_process_group._schedc = True  # type: ignore[attr-defined]
+    c10d.destroy_process_group = destroy_process_group
+    dist.destroy_process_group = destroy_process_group
+
+
 def register() -> None:
-    """Register the name "schedc" with torch.distributed (idempotent; done by ``import schedc.torch``)."""
+    """Register the name "schedc" with torch.distributed (idempotent; done by ``import schedc.torch``),
+    and route callbacks on torch futures through the groups' op orders (_order.install)."""
+    _order.install()
     if int(torch.__version__.split(".")[0]) < 2:
         _refuse_ddp_on_torch1()
+        _shutdown_on_destroy_torch1()
     if "SCHEDC" in dist.Backend._plugins:  # type: ignore[attr-defined]
         return
     try:

@@ -11,6 +11,7 @@
 #include "comm.h"
 #include "err.h"
 #include "exact.h"
+#include "fpenv.h"
 #include "integrity.h"
 #include "kernels.h"
 #include "opreg.h"
@@ -111,7 +112,10 @@ schedc_status schedc_accumulate(schedc_accum *a, int leaf, const void *data) {
   size_t bytes = a->count * a->esz;
   if (!(a->val[node] = malloc(bytes + 1))) return sc_err(SCHEDC_ENOMEM, "out of memory");
   memcpy(a->val[node], data, bytes);
-  /* Combine upwards while the sibling is in: parent = left (+) right, into the left's buffer. */
+  /* Combine upwards while the sibling is in: parent = left (+) right, into the left's buffer, in
+   * the library's floating-point environment (fpenv.h). */
+  sc_fpenv env;
+  sc_fpenv_enter(&env);
   for (int p; (p = a->parent[node]) >= 0 && a->val[a->left[p]] && a->val[a->right[p]]; node = p) {
     int l = a->left[p], r = a->right[p];
     const void *rv = a->val[r];
@@ -122,6 +126,7 @@ schedc_status schedc_accumulate(schedc_accum *a, int leaf, const void *data) {
     a->val[r] = NULL;
     a->used[l] = a->used[r] = 1;
   }
+  sc_fpenv_leave(&env);
   return SCHEDC_OK;
 }
 
@@ -178,6 +183,10 @@ schedc_status schedc_accum_allreduce(schedc_accum *a, void *recv, schedc_comm *c
   schedc_status st = sc_call_make(comm, SCHEDC_ALLREDUCE, a->leaves, recv, a->count, a->dtype, a->op, 0, plan, 0, &k);
   if (st != SCHEDC_OK) return st;
   k.ex.nleaves = a->n;
-  if ((st = sc_call_run(comm, &k, &res)) != SCHEDC_OK || !(comm->be->caps & SC_CAP_HOST_RESULT)) return st;
-  return sc_integrity_check(comm, &k, &res);
+  sc_fpenv env;
+  sc_fpenv_enter(&env);
+  if ((st = sc_call_run(comm, &k, &res)) == SCHEDC_OK && (comm->be->caps & SC_CAP_HOST_RESULT))
+    st = sc_integrity_check(comm, &k, &res);
+  sc_fpenv_leave(&env);
+  return st;
 }

@@ -1,19 +1,24 @@
 /*
  * api.c — the public collectives: a call dispatched (dispatch.c), then, when its result is in
  * host memory as the backend returns (SC_CAP_HOST_RESULT), verified across the ranks
- * (integrity.c). A stream-ordered backend verifies inside its own collective.
+ * (integrity.c). A stream-ordered backend verifies inside its own collective. The whole call
+ * computes in the library's floating-point environment, not the calling thread's (fpenv.h).
  */
 #include "comm.h"
+#include "fpenv.h"
 
 schedc_status sc_coll_verified(schedc_comm *c, int coll, const void *send, void *recv, size_t count, schedc_dtype dtype,
                                schedc_op op, int root, const schedc_plan *plan, sc_result *res) {
   sc_call k;
   sc_result mine;
+  sc_fpenv env;
   if (!res) res = &mine;
+  sc_fpenv_enter(&env);
   schedc_status st = sc_call_make(c, coll, send, recv, count, dtype, op, root, plan, 0, &k);
   if (st == SCHEDC_OK) st = sc_call_run(c, &k, res);
-  if (st != SCHEDC_OK || !(c->be->caps & SC_CAP_HOST_RESULT)) return st;
-  return sc_integrity_check(c, &k, res);
+  if (st == SCHEDC_OK && (c->be->caps & SC_CAP_HOST_RESULT)) st = sc_integrity_check(c, &k, res);
+  sc_fpenv_leave(&env);
+  return st;
 }
 
 schedc_status schedc_allreduce(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype, schedc_op op,

@@ -26,9 +26,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-def launch(n, args, out, env=None, port=None):
+def launch(n, args, out, env=None, port=None, worker="pg_worker.py"):
     port = port or free_port()
-    return [subprocess.Popen([sys.executable, os.path.join(HERE, "pg_worker.py"), args[0], str(out)] + args[1:],
+    return [subprocess.Popen([sys.executable, os.path.join(HERE, worker), args[0], str(out)] + args[1:],
                              env=dict(os.environ, RANK=str(r), WORLD_SIZE=str(n), MASTER_ADDR="127.0.0.1",
                                       MASTER_PORT=str(port), **(env or {})),
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(n)]
