@@ -422,6 +422,35 @@ SCHEDC_API schedc_status schedc_comm_init_mpi(const void *mpi_comm, const schedc
 SCHEDC_API schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, schedc_comm **out);
 /* Destroy; NULL is a no-op. Safe after any error, including a dead peer. */
 SCHEDC_API void schedc_comm_free(schedc_comm *comm);
+/* Go on without the ranks that died (docs/recovery.md), like ULFM's MPIX_Comm_shrink or
+ * ncclCommShrink, but with an agreement: after a call failed with SCHEDC_EPEER (or
+ * SCHEDC_ETIMEOUT), every rank still alive calls schedc_comm_shrink on its broken communicator;
+ * they agree on who is still there and each gets *newcomm, a communicator of exactly those ranks,
+ * renumbered in their old order (the lowest surviving old rank is rank 0; schedc_comm_parent_rank
+ * maps back). The agreement cannot split: every rank that gets a communicator gets one with the
+ * same members, and a rank left out gets an error, never a communicator of its own. A rank is left
+ * out when it is dead (its process gone; on threads, killed by SCHEDC_INJECT), when it freed its
+ * communicator, or when it has not called schedc_comm_shrink within the old communicator's timeout
+ * while the others waited for it; each live rank is waited for until it calls it too, so a rank
+ * that was computing when its peer died joins when its next call fails. The ranks need not be in
+ * the same call of the old communicator when it broke (one may have finished a call another failed
+ * in): agree on where to go on from over the new communicator (docs/recovery.md shows how).
+ * opts: the new communicator's options; NULL: the old one's timeout, slice, verification and
+ * repair (the tuning table as at init, for the new rank count). Faults to inject (SCHEDC_INJECT)
+ * carry over by process: one named for an old rank applies to its new number; those of ranks that
+ * are gone are dropped. Once per communicator. The old communicator stays broken, and its
+ * schedc_mem_alloc buffers stay its own: free it once the new one is made (or not).
+ * Statuses: SCHEDC_OK; SCHEDC_EINVAL (NULL arguments; shrink called again on one communicator);
+ * SCHEDC_EPEER (this rank was left out, or is itself the rank that was killed; or a member died
+ * while the new communicator was being made: those members whose new communicator could not be
+ * made get this, the others a communicator whose next call reports the death — shrink that one);
+ * SCHEDC_ETIMEOUT (the new communicator's rendezvous); SCHEDC_EUNAVAIL (a backend that cannot:
+ * mpi, since Open MPI 4.1 has no ULFM and a dead process ends the MPI job; cuda); SCHEDC_ENOMEM;
+ * SCHEDC_EIO (shm segments). Backends: threads, shm. *newcomm is NULL on failure. */
+SCHEDC_API schedc_status schedc_comm_shrink(schedc_comm *comm, const schedc_comm_opts *opts, schedc_comm **newcomm);
+/* The rank that `rank` of comm had in the communicator comm was shrunk from (schedc_comm_shrink);
+ * rank itself for a communicator made otherwise; -1 when comm is NULL or rank out of range. */
+SCHEDC_API int schedc_comm_parent_rank(const schedc_comm *comm, int rank);
 /* The plan a call with plan NULL would use for `bytes` of whole buffer (the tuning table's
  * choice; else, when the ranks span hosts in equal consecutive blocks — an mpi communicator
  * learns its hosts at init — the shipped hierarchical schedule with one node per host for
@@ -503,6 +532,11 @@ SCHEDC_API schedc_status schedc_replicas_resync(schedc_comm *comm, void *buf, si
 
 /* 64-bit digest of a buffer (what `schedc run` prints per rank; equal bits, equal digest). */
 SCHEDC_API uint64_t schedc_digest(const void *buf, size_t bytes);
+/* CRC32C (Castagnoli, as iSCSI and ext4 use it) of `bytes` at buf, continuing crc — the CRC32C of
+ * the bytes before them, 0 to start — like zlib's crc32(crc, buf, len): schedc_crc32c(0, "123456789",
+ * 9) is 0xe3069283. SSE4.2 where the CPU has it. What checkpoints carry per tensor and over the
+ * whole file (docs/recovery.md). Any thread. */
+SCHEDC_API uint32_t schedc_crc32c(uint32_t crc, const void *buf, size_t bytes);
 
 /* ---- CUDA code generation (works without a GPU) --------------------------------------------
  * NVRTC and the CUDA driver are loaded with dlopen: a build without CUDA works, and these

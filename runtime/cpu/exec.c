@@ -26,17 +26,27 @@ static void sleep_us(unsigned us) {
   nanosleep(&ts, NULL);
 }
 
+/* kill:RANK:STEP: this rank dies at `step` (a thread rank returns, marked dead). */
+static schedc_status die(schedc_comm *c, uint32_t step, const char *coll) {
+  if (sc_cpu_of(c)->tr->in_process) {
+    sc_fail(c, SC_DEAD, "rank %d was killed by fault injection at step %u", c->rank, step);
+    return sc_err(SCHEDC_EPEER, "%s: rank %d killed by fault injection (SCHEDC_INJECT) at step %u", coll, c->rank, step);
+  }
+  raise(SIGKILL); /* a process: die for real, as a crash would */
+  return SCHEDC_EPEER;
+}
+
+schedc_status sc_exec_die_failed(schedc_comm *c, const char *coll, schedc_status st) {
+  if (c->inj.kill_rank < 0 || sc_inject_kill_step(&c->inj, c->rank) < 0) return st;
+  if (atomic_load(&sc_cpu_of(c)->sh->slots[c->rank].state) == SC_DEAD) return st; /* died already */
+  return die(c, 0, coll);
+}
+
 /* Fault injection at the start of a step of this rank's program. */
 static schedc_status inject_step(schedc_comm *c, uint32_t step, const char *coll) {
   const sc_inject *in = &c->inj;
-  if (in->kill_rank == c->rank && (int)step >= in->kill_step) {
-    if (sc_cpu_of(c)->tr->in_process) {
-      sc_fail(c, SC_DEAD, "rank %d was killed by fault injection at step %u", c->rank, step);
-      return sc_err(SCHEDC_EPEER, "%s: rank %d killed by fault injection (SCHEDC_INJECT) at step %u", coll,
-                    c->rank, step);
-    }
-    raise(SIGKILL); /* a process: die for real, as a crash would */
-  }
+  int kill_at = in->kill_rank >= 0 ? sc_inject_kill_step(in, c->rank) : -1;
+  if (kill_at >= 0 && (int)step >= kill_at) return die(c, step, coll);
   if (in->delay_rank == c->rank && in->delay_us) sleep_us((unsigned)in->delay_us);
   if (in->jitter_us) {
     uint64_t h = (uint64_t)in->jitter_seed * 0x9e3779b97f4a7c15ull ^ ((uint64_t)c->rank << 32) ^ step ^ c->seq * 31;
