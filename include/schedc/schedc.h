@@ -537,6 +537,9 @@ SCHEDC_API uint64_t schedc_digest(const void *buf, size_t bytes);
  * 9) is 0xe3069283. SSE4.2 where the CPU has it. What checkpoints carry per tensor and over the
  * whole file (docs/recovery.md). Any thread. */
 SCHEDC_API uint32_t schedc_crc32c(uint32_t crc, const void *buf, size_t bytes);
+/* The CRC32C of A||B from crc_a = CRC32C(A), crc_b = CRC32C(B) and B's length (zlib's
+ * crc32_combine): a file's CRC from its parts' without a second pass over them. Any thread. */
+SCHEDC_API uint32_t schedc_crc32c_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b);
 
 /* ---- CUDA code generation (works without a GPU) --------------------------------------------
  * NVRTC and the CUDA driver are loaded with dlopen: a build without CUDA works, and these

@@ -168,6 +168,9 @@ uint32_t schedc_crc32c(uint32_t crc, const void *buf, size_t bytes) {
   if (!bytes) return crc;
   return sc_crc32c_combine(crc, sc_crc32c(buf, bytes), bytes);
 }
+uint32_t schedc_crc32c_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b) {
+  return len_b ? sc_crc32c_combine(crc_a, crc_b, len_b) : crc_a;
+}
 
 const char *sc_checks_name(uint32_t checks, char *buf, size_t cap) {
   const char *v = (checks & 3) == 3 ? "full" : checks & SC_V_DIGEST ? "digest" : checks & SC_V_CHECKSUM ? "checksum"

@@ -318,6 +318,10 @@ static schedc_status shm_init(int rank, int nranks, const char *job, const uint8
    * they are all alive (one fd per peer). */
   for (int r = 0; r < nranks; r++)
     if (r != rank && (st = sc_shm_open_peer(c, r)) != SCHEDC_OK) goto fail;
+  /* ...and no rank returns before every rank holds its handles: a rank that returned at once and
+   * exited (a job with nothing to do, an argument refused after init) failed a slower peer's init
+   * ("died before rank 0 could map its buffer"). */
+  if (nranks > 1 && (st = sc_barrier(c, "communicator init", sc_now() + c->timeout_s)) != SCHEDC_OK) goto fail;
   *out = c;
   return SCHEDC_OK;
 fail:
