@@ -380,6 +380,8 @@ int main(int argc, char **argv) {
                                       : calloc(MAXR, sizeof(rk));
   sweep(backend, full, ranks);
   if (!strcmp(backend, "threads")) left_out();
+  if (!strcmp(backend, "shm")) munmap(ranks, bytes);
+  else free(ranks);
   for (int s = 0; s < STEPS; s++)
     for (int j = 0; j < NL; j++) free(g_leaf[s][j]);
   return DONE();
