@@ -9,8 +9,10 @@
 # (default 20000: a short run fits inside one scheduler slice and hides preemption entirely;
 # BUSY_ITERS4, default 2000, when the ranks outnumber the cores; BUSY_SIZES, default 8,64,512,4K);
 # each row gives the mean, p50, p99 and max per call of one system.
-# Writes bench/results.md, bench/busbw.svg, and the table into docs/performance.md between the
-# compare markers. BUSY_ONLY=1: only the busy-neighbour run, its table on stdout, nothing written.
+# Writes bench/results.md (every table) and bench/results/cpu_compare.tsv (the times and busBW
+# of each system, with the date and machine), then runs bench/report.sh, which makes the CPU
+# table of docs/performance.md's current figures and bench/plots/cpu.svg from it.
+# BUSY_ONLY=1: only the busy-neighbour run, its table on stdout, nothing written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build}
@@ -125,45 +127,25 @@ date=$(date -u +%Y-%m-%d)
     busy_table $n
   done
   echo
-  echo "Plot: [busbw.svg](../bench/busbw.svg) (busBW vs size, log-log, per system and rank count)."
+  echo "Plot: [cpu.svg](plots/cpu.svg) (busBW vs size, log-log, per system and rank count; bench/report.sh)."
   echo "<!-- compare:end -->"
 } >"$tmp/table.md"
 cp "$tmp/table.md" bench/results.md
-# docs/performance.md: replace the marked section (or append it)
-if grep -q '<!-- compare:begin' docs/performance.md; then
-  awk -v f="$tmp/table.md" '/<!-- compare:begin/ { while ((getline l < f) > 0) print l; skip = 1; next }
-                             /<!-- compare:end/ { skip = 0; next } !skip' docs/performance.md >"$tmp/perf.md"
-  cp "$tmp/perf.md" docs/performance.md
-else
-  { echo; cat "$tmp/table.md"; } >>docs/performance.md
-fi
-# SVG: busBW (GB/s, log) vs size (log), one polyline per system x rank count
-for n in 2 4; do for sys in ring tuned mpi gloo roof; do awk -v s=$sys -v n=$n '$3 > 0 { print s, n, $1, $3 }' "$tmp/$sys$n"; done; done | awk '
-  BEGIN { W = 760; H = 460; L = 70; R = 170; T = 30; Bm = 50
-    col["ring"] = "#1f77b4"; col["tuned"] = "#2ca02c"; col["mpi"] = "#d62728"; col["gloo"] = "#9467bd"; col["roof"] = "#7f7f7f" }
-  { sys[NR] = $1; nn[NR] = $2; x[NR] = log($3) / log(2); y[NR] = log($4) / log(10); N = NR
-    if (NR == 1 || x[NR] < x0) x0 = x[NR]; if (NR == 1 || x[NR] > x1) x1 = x[NR]
-    if (NR == 1 || y[NR] < y0) y0 = y[NR]; if (NR == 1 || y[NR] > y1) y1 = y[NR] }
-  END {
-    y0 = int(y0) - (y0 < 0 ? 1 : 0); y1 = int(y1) + 1
-    printf "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"11\">\n", W, H
-    printf "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-    printf "<text x=\"%d\" y=\"18\" font-size=\"13\">allreduce busBW vs size, one host (solid: 2 ranks, dashed: 4 ranks)</text>\n", L
-    for (d = y0; d <= y1; d++) { py = T + (H - T - Bm) * (1 - (d - y0) / (y1 - y0))
-      printf "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", L, W - R, py, py, L - 5, py + 4, 10 ^ d }
-    for (e = x0; e <= x1; e += 3) { px = L + (W - L - R) * (e - x0) / (x1 - x0)
-      lab = e >= 20 ? sprintf("%gM", 2 ^ (e - 20)) : e >= 10 ? sprintf("%gK", 2 ^ (e - 10)) : sprintf("%g", 2 ^ e)
-      printf "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#ddd\"/><text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", px, px, T, H - Bm, px, H - Bm + 15, lab }
-    printf "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">size (bytes)</text>\n", (L + W - R) / 2, H - 12
-    printf "<text x=\"15\" y=\"%d\" transform=\"rotate(-90 15 %d)\" text-anchor=\"middle\">busBW (GB/s)</text>\n", H / 2, H / 2
-    k = 0
-    for (i = 1; i <= N; i++) { key = sys[i] " " nn[i]; if (!(key in pts)) order[++k] = key
-      px = L + (W - L - R) * (x[i] - x0) / (x1 - x0); py = T + (H - T - Bm) * (1 - (y[i] - y0) / (y1 - y0))
-      pts[key] = pts[key] sprintf("%.1f,%.1f ", px, py) }
-    for (j = 1; j <= k; j++) { split(order[j], a, " ")
-      printf "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"%s\"/>\n", col[a[1]], (a[2] == 4 ? " stroke-dasharray=\"5,3\"" : ""), pts[order[j]]
-      name = a[1] == "roof" ? "roofline" : (a[1] == "mpi" ? "MPI" : (a[1] == "gloo" ? "Gloo" : "schedc " a[1]))
-      dash = a[2] == 4 ? " stroke-dasharray=\"5,3\"" : ""
-      printf "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"%s/><text x=\"%d\" y=\"%d\">%s, %s ranks</text>\n", W - R + 10, W - R + 35, T + 16 * j, T + 16 * j, col[a[1]], dash, W - R + 40, T + 16 * j + 4, name, a[2] }
-    print "</svg>" }' >bench/busbw.svg
+# the raw figures for bench/report.sh (bench/results/README.md: the format)
+{
+  echo "# cpu_compare.tsv — schedc beside Open MPI and Gloo: f32 sum allreduce, processes on one host (bench/compare.sh)"
+  echo "# date: $date"
+  echo "# machine: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(nproc) cores (one run; load average before the tables: $(cut -d' ' -f1-3 /proc/loadavg))"
+  echo "# command: bench/compare.sh (its tables: bench/results.md), schedc $("$S" --version | sed 's/^schedc //')"
+  for n in 2 4; do echo "# memcpy_gbps: $n $(cat "$tmp/g$n")"; done
+  echo "# columns: ranks system size_bytes time_us busbw_gbps plan"
+  for n in 2 4; do
+    for sys in ring plain tuned mpi gloo roof; do
+      name=$([ $sys = roof ] && echo roofline || echo $sys)
+      awk -v n=$n -v s=$name -v p="$tmp/plans$n" 'BEGIN { while ((getline l < p) > 0) { split(l, a, " "); sub(/^[^ ]* /, "", l); gsub(/ /, "_", l); plan[a[1]] = l } }
+        { print n, s, $1, $2, $3, (s == "tuned" ? plan[$1] : s == "ring" || s == "plain" ? "ring" : "-") }' "$tmp/$sys$n"
+    done
+  done
+} >bench/results/cpu_compare.tsv
+bench/report.sh
 cat bench/results.md

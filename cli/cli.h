@@ -21,6 +21,9 @@ int cli_bench(int argc, char **argv);  /* bench.c */
 int cli_cost(int argc, char **argv);   /* cost.c */
 int cli_tune(int argc, char **argv);   /* tune.c */
 int cli_topo(int argc, char **argv);   /* topo.c */
+int cli_info(int argc, char **argv);   /* info.c */
+/* info.c: `schedc --version` (-V): the library's version and revision. */
+int cli_version(void);
 /* cost.c helpers shared with tune.c and bench.c. */
 void cli_print_model(const schedc_cost_model *m, const char *from);
 double cli_busbw_factor(schedc_collective coll, int n);

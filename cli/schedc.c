@@ -27,6 +27,7 @@ static const char *prog = "schedc";
 static void usage_main(FILE *f) {
   fprintf(f,
           "usage: schedc COMMAND [ARGS]\n"
+          "       schedc --version\n"
           "\n"
           "commands:\n"
           "  check FILE    verify a schedule and print a one-line summary\n"
@@ -41,8 +42,10 @@ static void usage_main(FILE *f) {
           "  cost FILE     the cost model's predicted time per size (--topology T or --links F)\n"
           "  tune          measure this host, choose the fastest plan per size, write a tuning table\n"
           "  topo          describe this machine (hwloc, NVML) or NCCL/hwloc XML; write a topology file\n"
+          "  info          what this build contains and finds here, for a bug report (--json)\n"
           "\n"
-          "'schedc COMMAND --help' describes a command. FILE is a schedule (.lua) or a plan file.\n");
+          "'schedc COMMAND --help' describes a command. FILE is a schedule (.lua) or a plan file.\n"
+          "-V, --version prints the version and git revision.\n");
 }
 
 static const char *const common_help =
@@ -381,6 +384,13 @@ int main(int argc, char **argv) {
     usage_main(stdout);
     return EXIT_OK;
   }
+  if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
+    if (argc > 2) {
+      fprintf(stderr, "schedc: unexpected argument '%s' after %s\n", argv[2], cmd);
+      return EXIT_USAGE;
+    }
+    return cli_version();
+  }
   if (!strcmp(cmd, "check") || !strcmp(cmd, "show") || !strcmp(cmd, "compile") || !strcmp(cmd, "viz") ||
       !strcmp(cmd, "emit-cuda"))
     return cmd_plan(cmd, argc - 1, argv + 1);
@@ -392,7 +402,8 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "cost")) return cli_cost(argc - 1, argv + 1);
   if (!strcmp(cmd, "tune")) return cli_tune(argc - 1, argv + 1);
   if (!strcmp(cmd, "topo")) return cli_topo(argc - 1, argv + 1);
+  if (!strcmp(cmd, "info")) return cli_info(argc - 1, argv + 1);
   fprintf(stderr, "schedc: unknown command '%s' (commands: check, show, compile, viz, emit-cuda, run, launch, bench, "
-          "cost, tune, topo, check-op)\n", cmd);
+          "cost, tune, topo, info, check-op; or --version)\n", cmd);
   return EXIT_USAGE;
 }

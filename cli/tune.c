@@ -31,7 +31,12 @@ static double now_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* A bar redrawn in place with carriage returns: only when stderr is a terminal (a log or a pipe
+ * would keep every redraw), as git and pip do. */
 static void progress(const char *what, int done, int total) {
+  static int tty = -1;
+  if (tty < 0) tty = isatty(STDERR_FILENO);
+  if (!tty) return;
   int w = 30, k = total ? done * w / total : w;
   fprintf(stderr, "\r  %-28s [%.*s%*s] %d/%d", what, k, "##############################", w - k, "", done, total);
   if (done == total) fputc('\n', stderr);

@@ -25,6 +25,19 @@ const char *sc_param_raw(sc_param p) {
   return v && *v ? v : NULL; /* empty is unset, as NCCL reads its variables */
 }
 
+extern char **environ;
+
+const char *sc_param_stray(int i) {
+  for (char **e = environ; e && *e; e++) {
+    if (strncmp(*e, "SCHEDC_", 7)) continue;
+    size_t n = strcspn(*e, "=");
+    int known = 0;
+    for (int p = 0; p < SC_P_COUNT_ && !known; p++) known = strlen(sc_params[p].name) == n && !strncmp(sc_params[p].name, *e, n);
+    if (!known && i-- == 0) return *e;
+  }
+  return NULL;
+}
+
 /* Bounds as people write them: 2^k for the large powers of two (2^30, not 1073741824). */
 static void fmt_bound(double x, char *buf, size_t cap) {
   unsigned long long v = x >= 0 && x < 0x1p63 ? (unsigned long long)x : 0;

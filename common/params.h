@@ -152,6 +152,11 @@ schedc_status sc_param_parse_size(sc_param p, const char *v, size_t *out);
 schedc_status sc_param_parse_double(sc_param p, const char *v, double *out);
 schedc_status sc_param_parse_enum(sc_param p, const char *v, int *out);
 
+/* The environment's SCHEDC_* variables that the list lacks (a misspelt name, or another program's
+ * such as the Python package's SCHEDC_LIBRARY), as "NAME=value": the i-th (from 0), NULL past the
+ * last. For `schedc info`; reads the environment, so not while another thread changes it. */
+const char *sc_param_stray(int i);
+
 /* p's legal values as messages and docs/env.md say them ("a node count from 1 to 64"). */
 void sc_param_legal(sc_param p, char *buf, size_t cap);
 

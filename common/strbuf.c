@@ -53,6 +53,32 @@ void sc_strbuf_printf(sc_strbuf *b, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* The length of the valid UTF-8 sequence at s (shortest form, no surrogates, at most U+10FFFF),
+ * or 0. */
+static size_t utf8_len(const unsigned char *s) {
+  unsigned c = s[0], n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c <= 0xdf ? 2 : 0;
+  if (!n || c > 0xf4) return 0;
+  for (unsigned i = 1; i < n; i++)
+    if ((s[i] & 0xc0) != 0x80) return 0;
+  if (n == 3 && ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0))) return 0; /* overlong; surrogate */
+  if (n == 4 && ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))) return 0; /* overlong; > U+10FFFF */
+  return n;
+}
+
+void sc_strbuf_json(sc_strbuf *b, const char *s) {
+  const unsigned char *u = (const unsigned char *)s;
+  sc_strbuf_add(b, "\"", 1);
+  while (*u) {
+    size_t n;
+    if (*u == '"' || *u == '\\') sc_strbuf_printf(b, "\\%c", *u++);
+    else if (*u < 0x20) sc_strbuf_printf(b, "\\u%04x", *u++);
+    else if (*u < 0x80) sc_strbuf_add(b, (const char *)u++, 1);
+    else if ((n = utf8_len(u))) { sc_strbuf_add(b, (const char *)u, n); u += n; }
+    else { sc_strbuf_puts(b, "\\ufffd"); u++; }
+  }
+  sc_strbuf_add(b, "\"", 1);
+}
+
 void sc_strbuf_free(sc_strbuf *b) {
   free(b->p);
   *b = (sc_strbuf)SC_STRBUF_INIT;

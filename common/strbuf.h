@@ -27,6 +27,10 @@ void sc_strbuf_puts(sc_strbuf *b, const char *s);
 /* Append printf(fmt, ...); a formatting error sets oom too (the text would be incomplete). */
 void sc_strbuf_printf(sc_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sc_strbuf_vprintf(sc_strbuf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+/* Append s as a JSON string, quotes included: '"', '\\' and control characters escaped, valid
+ * UTF-8 kept, any other byte (not UTF-8: a path or a variable's value may hold one) as U+FFFD, so
+ * the result is always valid JSON. */
+void sc_strbuf_json(sc_strbuf *b, const char *s);
 /* Free p and start over (oom cleared). */
 void sc_strbuf_free(sc_strbuf *b);
 

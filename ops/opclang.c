@@ -11,6 +11,7 @@
 #include "params.h"
 
 sc_clang sc_ops_cl;
+static void *cl_lib; /* the library loaded (kept open: its functions are in sc_ops_cl) */
 static int cl_ok;
 static char cl_why[1024];
 static pthread_once_t cl_once = PTHREAD_ONCE_INIT;
@@ -43,10 +44,26 @@ static void cl_load(void) {
              "libclang1-16) or set SCHEDC_LIBCLANG to a newer libclang", tried, miss);
     return;
   }
+  cl_lib = lib;
   cl_ok = 1;
 }
 
 const char *sc_ops_clang_load(void) {
   pthread_once(&cl_once, cl_load);
   return cl_ok ? NULL : cl_why;
+}
+
+void sc_ops_clang_probe(sc_probe *p) {
+  const char *why = sc_ops_clang_load();
+  p->built = 1;
+  p->found = !why;
+  if (why) {
+    snprintf(p->why, sizeof p->why, "%s", why);
+    return;
+  }
+  sc_dl_handle_path(cl_lib, p->path, sizeof p->path);
+  CXString v = CL.getClangVersion();
+  const char *t = CL.getCString(v);
+  snprintf(p->version, sizeof p->version, "%s", t ? t : "");
+  CL.disposeString(v);
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "probe.h"
 #include "schedc/schedc.h"
 
 typedef struct sc_opsrc {
@@ -37,5 +38,8 @@ typedef struct sc_opso {
 /* Compile (or find in the cache) cpu_source. SCHEDC_EUNAVAIL: no C compiler; SCHEDC_EINVAL: it
  * failed (errmsg has its output); SCHEDC_EIO. */
 schedc_status sc_ops_compile(const char *cpu_source, sc_opso *out);
+
+/* `schedc info` (runtime/info.c, probe.h): libclang loaded (its file and version) or why not. */
+void sc_ops_clang_probe(sc_probe *p);
 
 #endif

@@ -6,11 +6,13 @@
  * GPUs (NVIDIA, class 0x0300/0x0302) and NICs (class 0x0200/0x0207) with their switch and bridge.
  */
 #define _GNU_SOURCE /* pipe2 */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "dl.h"
 #include "err.h"
 #include "fileio.h"
 #include "topology.h"
@@ -25,6 +27,10 @@ static schedc_status none(void) {
 schedc_status sc_tp_discover(sc_tp *t) { (void)t; return none(); }
 schedc_status sc_tp_import_hwloc_xml(sc_tp *t, const char *path) { (void)t; (void)path; return none(); }
 schedc_status sc_tp_synthetic(sc_tp *t, const char *desc) { (void)t; (void)desc; return none(); }
+void sc_tp_hwloc_probe(sc_probe *p) {
+  snprintf(p->why, sizeof p->why, "this build of schedc has no hwloc (install libhwloc-dev and rebuild): no "
+           "`schedc topo` discovery");
+}
 
 #else
 
@@ -331,6 +337,18 @@ schedc_status sc_tp_import_hwloc_xml(sc_tp *t, const char *path) {
     return sc_err(SCHEDC_EINVAL, "%s: hwloc could not load it as hwloc XML (lstopo --whole-io --output-format xml)", path);
   schedc_status st = load(t, path, NULL, "hwloc XML (lstopo --whole-io --output-format xml)");
   return st != SCHEDC_OK ? st : sc_tp_finish(t);
+}
+
+/* Linked, not loaded: the file is the one that holds its functions; the version is the API
+ * version of the library running (hwloc_get_api_version), and of the headers schedc was built
+ * with when they differ. */
+void sc_tp_hwloc_probe(sc_probe *p) {
+  unsigned v = hwloc_get_api_version(), h = HWLOC_API_VERSION;
+  p->built = p->found = 1;
+  sc_dl_addr_path((const void *)(uintptr_t)hwloc_get_api_version, p->path, sizeof p->path);
+  int n = snprintf(p->version, sizeof p->version, "API %u.%u.%u", v >> 16, v >> 8 & 0xff, v & 0xff);
+  if (v != h && n > 0 && (size_t)n < sizeof p->version)
+    snprintf(p->version + n, sizeof p->version - (size_t)n, " (built with %u.%u.%u)", h >> 16, h >> 8 & 0xff, h & 0xff);
 }
 
 #endif

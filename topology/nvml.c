@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dl.h"
 #include "topology.h"
 
 typedef int nvml_ret;                 /* nvmlReturn_t: 0 is NVML_SUCCESS */
@@ -18,9 +19,10 @@ typedef struct nvml_pci {             /* nvmlPciInfo_t (v3 layout) */
   char busId[32];
 } nvml_pci;
 enum { NVML_MAX_LINKS = 18, NVML_TYPE_GPU = 0, NVML_TYPE_SWITCH = 2 };
+static const char nvml_lib[] = "libnvidia-ml.so.1";
 
 int sc_tp_nvml_links(sc_tp *t) {
-  void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  void *lib = dlopen(nvml_lib, RTLD_NOW | RTLD_LOCAL);
   if (!lib) return 0;
   nvml_ret (*init)(void) = (nvml_ret(*)(void))dlsym(lib, "nvmlInit_v2");
   nvml_ret (*shutdown)(void) = (nvml_ret(*)(void))dlsym(lib, "nvmlShutdown");
@@ -60,4 +62,26 @@ int sc_tp_nvml_links(sc_tp *t) {
   shutdown();
   dlclose(lib);
   return added;
+}
+
+void sc_tp_nvml_probe(sc_probe *p) {
+  p->built = 1;
+  void *lib = dlopen(nvml_lib, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char *e = dlerror();
+    snprintf(p->why, sizeof p->why, "%s (comes with the NVIDIA driver; topo then leaves NVLink unknown)",
+             e ? e : nvml_lib);
+    return;
+  }
+  p->found = 1;
+  sc_dl_handle_path(lib, p->path, sizeof p->path);
+  nvml_ret (*init)(void) = (nvml_ret(*)(void))dlsym(lib, "nvmlInit_v2");
+  nvml_ret (*shutdown)(void) = (nvml_ret(*)(void))dlsym(lib, "nvmlShutdown");
+  nvml_ret (*version)(char *, unsigned) = (nvml_ret(*)(char *, unsigned))dlsym(lib, "nvmlSystemGetDriverVersion");
+  char v[80] = "";
+  if (init && shutdown && version && init() == 0) {
+    if (version(v, sizeof v) == 0) snprintf(p->version, sizeof p->version, "driver %s", v);
+    shutdown();
+  }
+  dlclose(lib);
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "probe.h"
 #include "schedc/schedc.h"
 
 #define SC_TP_BUSID 16 /* "dddd:bb:dd.f" + NUL */
@@ -116,5 +117,9 @@ schedc_status sc_tp_synthetic(sc_tp *t, const char *desc);
 /* NVML (nvml.c): add the NVLink links of this machine's GPUs of host 0 (dlopen'd; nothing is
  * added and 0 returned without a driver). The number of links added. */
 int sc_tp_nvml_links(sc_tp *t);
+/* `schedc info` (runtime/info.c, probe.h): hwloc as this build has it (built in or not; the
+ * library's file and API version) and NVML (loaded or why not). */
+void sc_tp_hwloc_probe(sc_probe *p);
+void sc_tp_nvml_probe(sc_probe *p);
 
 #endif

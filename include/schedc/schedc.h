@@ -27,6 +27,7 @@ extern "C" {
 
 #define SCHEDC_VERSION_MAJOR 0
 #define SCHEDC_VERSION_MINOR 1
+#define SCHEDC_VERSION_PATCH 0
 
 /* ---- statuses: the single list (name, value, message) ------------------------------------ */
 #define SCHEDC_STATUS_LIST(X)                                                  \
@@ -139,6 +140,32 @@ SCHEDC_API schedc_status schedc_dtype_parse(const char *s, schedc_dtype *out);
 SCHEDC_API schedc_status schedc_op_parse(const char *s, schedc_op *out);
 /* Bytes per element of a dtype (0 if out of range). */
 SCHEDC_API size_t schedc_dtype_size(schedc_dtype t);
+
+/* ---- version and build (docs/c-api.md "Version and build info") -------------------------------
+ * The library's version, "MAJOR.MINOR.PATCH": the SCHEDC_VERSION_* of the header it was built with
+ * (a program built against another header compares them). Static; never NULL. Any thread. */
+SCHEDC_API const char *schedc_version(void);
+/* The source revision the library was built from: `git describe --always --dirty` of the checkout
+ * at build time ("a5f705f0c1d2", "a5f705f0c1d2-dirty"), or "unknown" when built outside a git
+ * checkout. Static; never NULL. Any thread. */
+SCHEDC_API const char *schedc_revision(void);
+
+typedef enum schedc_info_format {
+  SCHEDC_INFO_TEXT = 0, /* "key: value" lines, to paste into a bug report (`schedc info`) */
+  SCHEDC_INFO_JSON = 1  /* one JSON object with the same facts (`schedc info --json`; docs/cli.md its keys) */
+} schedc_info_format;
+/* What this build contains and what it finds on this machine (`schedc info`, docs/cli.md): the
+ * version and revision, the library's file, compiler and build type; every backend (built in, and
+ * usable here or why not: threads and shm by making a one-rank communicator, cuda by counting
+ * devices); each optional library (NVRTC, the CUDA driver, NCCL, NVML, libclang, hwloc, MPI) found
+ * or not, with its file and version or the reason and what to install; the vector path the CPU
+ * loops take; the CPUs online and usable, the NUMA nodes; the CUDA devices the cuda backend sees;
+ * the kernel cache directory (created if missing, as its first use would); /dev/shm's free space;
+ * every variable of docs/env.md that is set, with the reason a malformed one is refused, and any
+ * other SCHEDC_* variable (misspelt?). It loads the optional libraries with dlopen, as their first
+ * use would, and initialises no MPI. *text is malloc'd (schedc_free). SCHEDC_EINVAL (text NULL, an
+ * unknown format), SCHEDC_ENOMEM. Any thread, but not while another changes the environment. */
+SCHEDC_API schedc_status schedc_info(schedc_info_format fmt, char **text);
 
 /* ---- parameters: the environment variables schedc reads (docs/env.md) ----------------------
  * Parameter `name` as schedc reads it: *value is the variable's value (unset or empty: the

@@ -127,6 +127,24 @@ class AbiError(ImportError):
     """The package's copy of a C table or struct disagrees with the loaded libschedc.so."""
 
 
+def _declare_info() -> None:
+    """The version and build report (schedc_version, schedc_revision, schedc_info): a library too old
+    to have them is refused like any other mismatch."""
+    try:
+        _proto("schedc_version", c_char_p)
+        _proto("schedc_revision", c_char_p)
+        _proto("schedc_info", c_int, c_int, ctypes.POINTER(c_void_p))
+        _proto("schedc_free", None, c_void_p)
+    except AttributeError as e:
+        raise AbiError("schedc: %s has no %s (a library older than this binding: reinstall the package and the "
+                       "library from one checkout)" % (getattr(lib, "_name", "libschedc.so"), e)) from None
+
+
+def version() -> str:
+    """schedc_version(): the library's "MAJOR.MINOR.PATCH" (the package's __version__)."""
+    return lib.schedc_version().decode()
+
+
 def check_abi() -> None:
     """Compare the hand-copied tables and PlanInfoC with the loaded library (at import): a library
     of another version, or a copy that drifted from schedc.h, is refused with the first
@@ -186,6 +204,7 @@ def errmsg() -> str:
     return m.decode(errors="replace") if m else ""
 
 
+_declare_info()
 check_abi()
 
 # Library log messages to Python's logging (logger "schedc"), where the library can route them

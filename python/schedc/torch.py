@@ -15,7 +15,9 @@ from typing import Any, Iterable, List, Optional
 import torch
 import torch.distributed as dist
 
-from . import Comm, Plan, _check, _parse_op, canonical_plan, unique_id
+from . import Comm, Plan, canonical_plan, unique_id
+from .errors import _check
+from .names import _parse_op
 from ._backend import _MPI_LAUNCHER_VARS, Options, ProcessGroupSchedc, _host_id, register, set_exact, set_order
 from ._lib import lib
 

@@ -1,7 +1,7 @@
 /*
  * cpufeat.c — the CPU's features (cpufeat.h), detected once before main: AVX2 and SSE4.2 as the
  * compiler's runtime reports them (and AVX-512 F/DQ/VL/BW), F16C from cpuid (leaf 1, ecx bit 29; clang's
- * __builtin_cpu_supports does not know "f16c").
+ * __builtin_cpu_supports does not know "f16c"); and the paths the loops take with them (`schedc info`).
  */
 #include "cpufeat.h"
 
@@ -28,3 +28,18 @@ int sc_cpu_avx2(void) { return have_avx2; }
 int sc_cpu_sse42(void) { return have_sse42; }
 int sc_cpu_f16c(void) { return have_f16c; }
 int sc_cpu_avx512(void) { return have_avx512; }
+
+void sc_simd_paths_get(sc_simd_paths *p) {
+#if defined(__x86_64__)
+  const char *base = "sse2";
+#else
+  const char *base = "generic";
+#endif
+  const char *clone = SC_CLONES_ON && have_avx2 ? "avx2" : base; /* the resolver picks avx2 where the CPU has it */
+  p->reduce = clone;
+  p->bf16 = clone;
+  p->checksum = have_avx2 && have_sse42 ? "avx2+sse4.2" : "two passes";
+  p->f16 = have_f16c ? "f16c" : "scalar";
+  p->exact = have_avx512 ? "avx512" : have_avx2 ? "avx2 (f32)" : "scalar";
+  p->best = have_avx512 ? "avx512" : have_avx2 ? "avx2" : base;
+}

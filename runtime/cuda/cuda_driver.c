@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends.h"
 #include "cuda_dev.h"
 #include "dl.h"
 #include "dl_abi.h"
@@ -228,3 +229,20 @@ const sc_cudev sc_cudev_driver = {"CUDA driver", drv_init, drv_info, drv_select,
                                   drv_copy, drv_load, drv_unload, drv_kernel, drv_launch, drv_stream_new,
                                   drv_stream_free, drv_sync, drv_query, drv_join, drv_ident, drv_ipc_get, drv_ipc_open,
                                   drv_ipc_close};
+
+void sc_cudrv_probe(sc_probe *p) {
+  pthread_once(&d_once, load);
+  p->built = 1;
+  p->found = D.lib != NULL;
+  if (!D.lib) {
+    snprintf(p->why, sizeof p->why, "%s; install the NVIDIA driver or set SCHEDC_LIBCUDA", D.why);
+    return;
+  }
+  sc_dl_handle_path(D.lib, p->path, sizeof p->path);
+  /* not one of the backend's entry points (dl_abi.h): asked here only */
+  CUres (*get_version)(int *) = (CUres(*)(int *))dlsym(D.lib, "cuDriverGetVersion");
+  int v = 0;
+  if (get_version && get_version(&v) == 0 && v > 0)
+    snprintf(p->version, sizeof p->version, "CUDA %d.%d", v / 1000, v % 1000 / 10);
+  if (!D.ndev) snprintf(p->why, sizeof p->why, "%s", D.why);
+}

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends.h"
 #include "cuda_net.h"
 #include "dl.h"
 #include "dl_abi.h"
@@ -106,3 +107,18 @@ static void nccl_destroy(void *comm, int abort) {
 
 const sc_cunet sc_cunet_nccl = {"nccl", nccl_load, nccl_unique_id, nccl_init, nccl_group_start, nccl_send,
                                 nccl_recv, nccl_group_end, nccl_health, nccl_destroy};
+
+void sc_nccl_probe(sc_probe *p) {
+  pthread_once(&l_once, load_lib);
+  p->built = 1;
+  p->found = L.lib != NULL;
+  if (!L.lib) {
+    snprintf(p->why, sizeof p->why, "%s%s; install NCCL or set SCHEDC_LIBNCCL",
+             strncmp(L.why, "NCCL found", 10) ? "looked for " : "", L.why);
+    return;
+  }
+  sc_dl_handle_path(L.lib, p->path, sizeof p->path);
+  int v = L.version; /* NCCL_VERSION_CODE: 2.9 and later MAJOR*10000 + MINOR*100 + PATCH, before MAJOR*1000 + ... */
+  if (v >= 10000) snprintf(p->version, sizeof p->version, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+  else if (v > 0) snprintf(p->version, sizeof p->version, "%d.%d.%d", v / 1000, v / 100 % 10, v % 100);
+}

@@ -2,14 +2,16 @@
  * cuda_plugin.c — which device and network tables the cuda backend uses: the CUDA driver and
  * NCCL, or those of the shared object SCHEDC_CUDA_PLUGIN names (cuda_plugin.h; internal, for
  * the tests' emulated GPU), loaded once per process with dlopen; and schedc_cuda_device_count,
- * the devices of the table in use.
+ * the devices of the table in use, with what `schedc info` says of them (sc_cuda_probe).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "backends.h"
 #include "cuda_plugin.h"
 #include "dl.h"
 #include "err.h"
@@ -99,4 +101,26 @@ int schedc_cuda_device_count(void) {
   int n = 0;
   const sc_cudev *dv = sc_cudev_get();
   return dv->init(&n) == SCHEDC_OK ? n : 0;
+}
+
+void sc_cuda_probe(sc_probe *p) {
+  int n = 0;
+  const sc_cudev *dv = sc_cudev_get();
+  p->built = 1;
+  p->found = dv->init(&n) == SCHEDC_OK && n > 0;
+  if (!p->found) snprintf(p->why, sizeof p->why, "%s", schedc_errmsg());
+  else if (plugin()) snprintf(p->why, sizeof p->why, "the devices of the test plugin SCHEDC_CUDA_PLUGIN=%s", P.path);
+}
+
+int sc_cuda_gpus(sc_gpu_seen *out, int cap) {
+  int n = 0, k = 0;
+  const sc_cudev *dv = sc_cudev_get();
+  if (dv->init(&n) != SCHEDC_OK) return 0;
+  for (int d = 0; d < n && k < cap; d++, k++) {
+    double ticks;
+    int coop, threads;
+    memset(&out[k], 0, sizeof out[k]);
+    if (dv->info(d, out[k].arch, &out[k].sms, &ticks, &coop, &threads) != SCHEDC_OK) snprintf(out[k].arch, sizeof out[k].arch, "?");
+  }
+  return n;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends.h"
 #include "dl.h"
 #include "dl_abi.h"
 #include "err.h"
@@ -17,6 +18,7 @@
 
 static struct {
   void *lib;
+  int lacks;       /* found, but without an entry point schedc uses: where says which */
   char where[1024];
   SC_ABI_NVRTC(SC_ABI_FIELD)
 } N;
@@ -37,6 +39,7 @@ static void load(void) {
   const char *missing = sc_dl_syms(N.lib, syms, sizeof syms / sizeof syms[0]);
   if (missing) {
     N.lib = NULL;
+    N.lacks = 1;
     snprintf(N.where, sizeof N.where, "NVRTC found but lacks %s, which schedc uses", missing);
   }
 }
@@ -85,4 +88,18 @@ schedc_status sc_nvrtc_compile(const char *src, const char *const *opts, int nop
     return sc_err(r ? SCHEDC_EINTERNAL : SCHEDC_ENOMEM, "NVRTC: cannot fetch the %s", ptx ? "PTX" : "cubin");
   }
   return SCHEDC_OK;
+}
+
+void sc_nvrtc_probe(sc_probe *p) {
+  pthread_once(&n_once, load);
+  p->built = 1;
+  p->found = N.lib != NULL;
+  if (!N.lib) {
+    snprintf(p->why, sizeof p->why, "%s%.900s; install the CUDA toolkit or set SCHEDC_NVRTC", N.lacks ? "" : "looked for ",
+             N.where);
+    return;
+  }
+  sc_dl_handle_path(N.lib, p->path, sizeof p->path);
+  int major = -1, minor = -1;
+  if (N.Version(&major, &minor) == 0) snprintf(p->version, sizeof p->version, "%d.%d", major, minor);
 }

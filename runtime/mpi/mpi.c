@@ -9,6 +9,7 @@
  * initialised is the caller's to finalise.
  */
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "backends.h"
 #include "comm.h"
 #include "crc.h"
+#include "dl.h"
 #include "err.h"
 #include "hosts.h"
 #include "kernels.h"
@@ -57,6 +59,25 @@ static void finalize_at_exit(void) {
 }
 
 int sc_mpi_built(void) { return 1; }
+
+void sc_mpi_backend_probe(sc_probe *p) {
+  p->built = p->found = 1;
+  snprintf(p->why, sizeof p->why, "any MPI launcher (mpirun), or a singleton");
+}
+
+/* MPI_Get_library_version may be called before MPI_Init (MPI 3.0): nothing is initialised. */
+void sc_mpi_probe(sc_probe *p) {
+  char v[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  p->built = 1;
+  p->found = sc_dl_addr_path((const void *)(uintptr_t)MPI_Get_library_version, p->path, sizeof p->path);
+  if (MPI_Get_library_version(v, &len) == MPI_SUCCESS && len > 0) {
+    v[len < (int)sizeof v ? len : (int)sizeof v - 1] = 0;
+    size_t n = strcspn(v, ",\n"); /* "Open MPI v4.1.4, package: ...": its first clause */
+    snprintf(p->version, sizeof p->version, "%.*s", (int)n, v);
+    p->found = 1;
+  }
+}
 
 /* Wait for n requests with the deadline; names the step and the peers still pending. */
 static schedc_status wait_all(schedc_comm *c, MPI_Request *r, int n, const int *peer, const char *coll,

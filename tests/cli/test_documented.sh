@@ -3,7 +3,9 @@
 # scripts/demo.sh and bench/compare.sh show still work as written (options after FILE, FILE by
 # name, -D k=v, launch's -- CMD with the command's own options after it), and the spellings
 # getopt_long adds (options before FILE, --opt=V, -Dk=v, -- before FILE) mean the same. Sizes
-# and iteration counts are cut where the documented ones only take longer.
+# and iteration counts are cut where the documented ones only take longer. README.md's commands
+# are read from the README itself and run exactly as written (from a folder with the build and
+# the schedules where the README expects them), except the few named below with where they run.
 set -u
 S=$(realpath "$1"); D=$(realpath "$2")
 R=$D/ring.lua
@@ -64,7 +66,7 @@ P=$!
 for _ in $(seq 100); do [ -e up.0 ] && [ -e up.1 ] && break; sleep 0.05; done
 kill -INT $P; wait $P; rc=$?
 [ $rc = 130 ] && [ -e term.0 ] && [ -e term.1 ] && pass=$((pass + 1)) || bad "launch SIGINT: exit $rc, $(ls)"
-for c in check show compile viz emit-cuda run launch bench cost tune check-op; do
+for c in check show compile viz emit-cuda run launch bench cost tune topo info check-op; do
   ok "help-$c" 0 "usage: schedc $c" "$S" $c --help
   ok "help-h-$c" 0 "usage: schedc $c" "$S" $c -h
 done
@@ -85,6 +87,48 @@ ok dash-file 0 "--ranks: ok: allreduce 'ring', 2 ranks" "$S" check --ranks 2 -- 
 a=$("$S" run "$R" --ranks 4 --count 1000 | grep '^rank'); b=$("$S" run --backend shm --count 1000 --ranks 4 "$R" | grep '^rank')
 [ -n "$a" ] && [ "$a" = "$b" ] && pass=$((pass + 1)) || bad "threads and shm digests differ" "$a
 $b"
+
+# ---- README.md: every command it shows, read from it and run as written ----------------------
+# Commands: the lines of its ```sh blocks (a trailing "  # comment" dropped) and the `code spans`
+# that start with build/, ./scripts/ or schedc (the installed command: the build's, on PATH),
+# after any VAR=value assignments, and hold an argument.
+SRC=$(dirname "$D"); BUILD=$(dirname "$S")
+readme_cmds() {
+  /usr/bin/python3 - "$SRC/README.md" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+cmds = []
+for block in re.findall(r"```sh\n(.*?)```", text, re.S):
+    cmds += [re.sub(r"\s+#\s.*$", "", l).strip() for l in block.splitlines() if l.strip()]
+for span in re.findall(r"`([^`\n]+)`", text):
+    if re.match(r"^([A-Z_][A-Z0-9_]*=\S+ )*(build/\S+|\./scripts/\S+|schedc) \S", span):
+        cmds.append(span)
+print("\n".join(cmds))
+PY
+}
+# Not run here, each with where it runs: the quick start runs this suite itself; installing is
+# what the install tests do into a scratch prefix; pip would change the system's Python (the
+# python tests import the package from the source tree).
+readme_elsewhere=(
+  "./scripts/demo.sh" "./scripts/test.sh"
+  "cmake --install build --prefix /usr/local" 'cc app.c $(pkg-config --cflags --libs schedc)'
+  "pip install --no-build-isolation ./python"
+)
+cmds=$(readme_cmds)
+mkdir -p "$tmp/readme" && ln -s "$BUILD" "$tmp/readme/build" && ln -s "$SRC/schedules" "$tmp/readme/schedules"
+nr=0
+while IFS= read -r c; do
+  [ -n "$c" ] || continue
+  nr=$((nr + 1))
+  skip=0; for e in "${readme_elsewhere[@]}"; do [ "$c" = "$e" ] && skip=1; done
+  [ $skip = 1 ] && continue
+  out=$(cd "$tmp/readme" && PATH="$BUILD:$PATH" timeout 120 bash -c "$c" 2>&1); rc=$?
+  if [ $rc = 0 ]; then pass=$((pass + 1)); else bad "README.md: exit $rc: $c" "$(tail -5 <<<"$out")"; fi
+done <<<"$cmds"
+for e in "${readme_elsewhere[@]}"; do # an exemption the README no longer has is stale
+  grep -qxF -- "$e" <<<"$cmds" && pass=$((pass + 1)) || bad "README.md no longer shows '$e': drop it from readme_elsewhere"
+done
+[ "$nr" -ge 10 ] && pass=$((pass + 1)) || bad "read only $nr commands from README.md"
 
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

@@ -26,7 +26,7 @@ allowed() {
     runtime/cpu) echo "common codegen runtime/core" ;;
     runtime/mpi) echo "common codegen runtime/core runtime" ;;
     runtime/cuda) echo "common codegen runtime/core runtime" ;;
-    runtime) echo "common codegen runtime/core" ;;
+    runtime) echo "common codegen runtime/core topology ops" ;;
     cli) echo "" ;;
   esac
 }

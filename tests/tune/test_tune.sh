@@ -40,6 +40,14 @@ chk "[ $rc != 0 ] && grep -q 'bad2.txt:2: plan .*missing.plan' <<<\"\$out\"" "a 
 # schedc tune on this host, then bench and cost with what it wrote
 out=$("$S" tune --ranks 2 --sizes 8,64K --keep 2 -o "$tmp/tuned" --schedules "$D" 2>&1); rc=$?
 chk "[ $rc = 0 ] && [ -s '$tmp/tuned/tuning.txt' ] && [ -s '$tmp/tuned/host.lua' ] && grep -q 'model error' <<<\"\$out\"" "schedc tune did not measure and write its table"
+# stderr is no terminal here (a log): no progress bar, no carriage return in it
+chk "! grep -q \$'\\r' <<<\"\$out\" && ! grep -q 'memory bandwidth' <<<\"\$out\"" "tune draws its progress bar into a log"
+# on a terminal (script(1) gives it one) the bar is drawn in place
+if command -v script >/dev/null; then
+  script -qec "'$S' tune --ranks 2 --sizes 8 --keep 1 -o '$tmp/tuned_tty' --schedules '$D'" /dev/null >"$tmp/tty.out" 2>&1; rc=$?
+  chk "[ $rc = 0 ] && grep -q \$'\\r  memory bandwidth' '$tmp/tty.out' && grep -q 'timing survivors' '$tmp/tty.out'" \
+    "tune on a terminal draws no progress bar"
+fi
 chosen=$(awk '$1 == "entry" { print $7 }' "$tmp/tuned/tuning.txt" | head -1)
 out=$("$S" bench --ranks 2 --sizes 8 --tuning "$tmp/tuned/tuning.txt" --iters 3 --warmup 1 2>&1); rc=$?
 chk "[ $rc = 0 ] && [ -s '$tmp/tuned/$chosen' ] && grep -q '^# size 8: plan' <<<\"\$out\"" "bench does not run with the tuned table"

@@ -1,0 +1,318 @@
+# communicators.py — schedc.Comm, one rank's communicator (shm, mpi, threads, from the environment,
+# and the cuda communicator a device buffer brings), its collectives, unique_id() for the shm
+# rendezvous, and the exit hook that frees the communicators still open.
+"""Communicators: ``Comm`` and ``unique_id``."""
+from __future__ import annotations
+
+import atexit
+import ctypes
+import threading
+import weakref
+from typing import Any, Dict, Optional
+
+from . import _lib
+from ._lib import lib
+from .buffers import _ESIZE, _Buf, _block, _same_memory
+from .errors import _check
+from .names import _exact_op, _parse_op
+from .plans import Plan
+
+
+def unique_id() -> bytes:
+    """16 random bytes from schedc_unique_id (getrandom): a job id for Comm.shm(uid=...)."""
+    u = _lib.Uid()
+    _check(lib.schedc_unique_id(ctypes.byref(u)), "unique_id")
+    return bytes(u.bytes)
+
+
+_open_comms: "weakref.WeakSet[Comm]" = weakref.WeakSet()
+_open_lock = threading.Lock()
+
+
+def _comm_opts(timeout: Optional[float], plan: Optional[Plan]) -> _lib.CommOpts:
+    o = _lib.CommOpts()
+    o.size = ctypes.sizeof(_lib.CommOpts)
+    o.timeout_s = float(timeout or 0.0)
+    o.plan = plan._h().value if plan is not None else None
+    return o
+
+
+class Comm:
+    """One rank's communicator (schedc_comm). Make it with ``schedc.torch.init_comm()``,
+    ``Comm.from_env()``, ``Comm.shm(rank, nranks, uid=...)`` or ``Comm.mpi()``.
+
+    Collectives work in place on a contiguous CPU torch tensor (float32, float64, float16,
+    bfloat16, int32, int64) or a writable buffer-protocol object (numpy array, array.array), or on
+    device memory: a CUDA tensor (on torch's current stream) or a ``__cuda_array_interface__``
+    object, through a cuda communicator over this one made at the first such call. They
+    must be called by every rank in the same order with matching arguments: a mismatch (another
+    size, dtype, op, plan) raises schedc.Error SCHEDC_EMISMATCH on every rank instead of hanging.
+    A dead peer raises SCHEDC_EPEER / SCHEDC_ETIMEOUT (the communicator is then broken).
+    Calls from several threads are serialised by a lock (each C call holds it), so a DDP hook's
+    background thread and the main thread may share one communicator; the *order* of the calls
+    must still be the same on every rank. ``close()`` (or ``with``) frees it (after the call in
+    flight, if any); any still open are closed at interpreter exit, which removes their
+    shared-memory segments.
+    """
+
+    def __init__(self, handle: ctypes.c_void_p, plans: Optional[list] = None, backend: str = "",
+                 timeout: Optional[float] = None) -> None:
+        self._c = handle
+        #: how it was made: "shm", "mpi", "threads" or "env" (Comm.from_env: SCHEDC_BACKEND decides)
+        self.backend = backend
+        self._timeout = timeout
+        # The cuda communicator over this one (schedc_comm_init_cuda_over), made by the first call
+        # with a device buffer, on that buffer's device; freed before this one (it borrows it).
+        self._cuda = ctypes.c_void_p()
+        self._cuda_dev: Optional[int] = None
+        #: the CUDA device of device buffers that do not carry theirs (a __cuda_array_interface__
+        #: object without ``device.id``); torch tensors carry theirs
+        self.cuda_device: Optional[int] = None
+        self._plans = plans or []  # plans referenced by opts must outlive the communicator
+        self._default: Dict[str, Plan] = {}
+        # held by every C call on this communicator and by close(): the library allows one thread
+        # at a time per communicator, and close() must not free it under a call in flight
+        self._lock = threading.RLock()
+        with _open_lock:
+            _open_comms.add(self)
+
+    @classmethod
+    def shm(cls, rank: int, nranks: int, uid: Optional[bytes] = None, job: Optional[str] = None,
+            timeout: Optional[float] = None, plan: Optional[Plan] = None) -> "Comm":
+        """Processes on one host: ``uid`` (16 bytes from schedc.unique_id() on one rank, handed to
+        the others; schedc_comm_init_shm_uid) or ``job`` (a name unique among running jobs)."""
+        h = ctypes.c_void_p()
+        o = _comm_opts(timeout, plan)
+        if (uid is None) == (job is None):
+            raise ValueError("schedc.Comm.shm: give exactly one of uid= and job=")
+        if uid is not None:
+            if len(uid) != 16:
+                raise ValueError("schedc.Comm.shm: uid must be 16 bytes (schedc.unique_id()), got %d" % len(uid))
+            u = _lib.Uid()
+            ctypes.memmove(u.bytes, bytes(uid), 16)
+            _check(lib.schedc_comm_init_shm_uid(int(rank), int(nranks), ctypes.byref(u), ctypes.byref(o),
+                                                ctypes.byref(h)), "Comm.shm")
+        else:
+            _check(lib.schedc_comm_init_shm(int(rank), int(nranks), str(job).encode(), ctypes.byref(o),
+                                            ctypes.byref(h)), "Comm.shm")
+        return cls(h, [plan] if plan else None, "shm", timeout)
+
+    @classmethod
+    def mpi(cls, timeout: Optional[float] = None, plan: Optional[Plan] = None) -> "Comm":
+        """Every process of MPI_COMM_WORLD, in its MPI rank order, on any number of hosts
+        (schedc_comm_init_mpi; collective over the world). schedc calls MPI_Init if nobody has, and
+        then finalizes MPI at exit. Raises schedc.Error SCHEDC_EUNAVAIL when the library was built
+        without MPI, SCHEDC_EINVAL when SCHEDC_NRANKS / WORLD_SIZE disagree with the world's size."""
+        h = ctypes.c_void_p()
+        o = _comm_opts(timeout, plan)
+        _check(lib.schedc_comm_init_mpi(None, ctypes.byref(o), ctypes.byref(h)), "Comm.mpi")
+        return cls(h, [plan] if plan else None, "mpi", timeout)
+
+    @classmethod
+    def from_env(cls, timeout: Optional[float] = None) -> "Comm":
+        """schedc_comm_init_env: SCHEDC_RANK/SCHEDC_NRANKS/SCHEDC_JOB (see docs/c-api.md). Inside a
+        torch job prefer schedc.torch.init_comm(), which never derives the job from the
+        environment (TORCHELASTIC_RUN_ID may be the literal 'none' for every job, and is then
+        refused here)."""
+        h = ctypes.c_void_p()
+        o = _comm_opts(timeout, None)
+        _check(lib.schedc_comm_init_env(ctypes.byref(o), ctypes.byref(h)), "Comm.from_env")
+        return cls(h, backend="env", timeout=timeout)
+
+    @classmethod
+    def threads(cls, nranks: int, timeout: Optional[float] = None) -> "list[Comm]":
+        """nranks communicators whose ranks are threads of this process (one thread per comm)."""
+        arr = (ctypes.c_void_p * int(nranks))()
+        o = _comm_opts(timeout, None)
+        _check(lib.schedc_comm_init_threads(int(nranks), ctypes.byref(o), arr), "Comm.threads")
+        return [cls(ctypes.c_void_p(arr[i]), backend="threads", timeout=timeout) for i in range(int(nranks))]
+
+    def _h(self) -> ctypes.c_void_p:
+        if not self._c:
+            raise ValueError("schedc.Comm: communicator is closed")
+        return self._c
+
+    @property
+    def rank(self) -> int:
+        return int(lib.schedc_comm_rank(self._h()))
+
+    @property
+    def nranks(self) -> int:
+        return int(lib.schedc_comm_nranks(self._h()))
+
+    def _handle_for(self, b: _Buf, what: str) -> ctypes.c_void_p:
+        """The communicator a call on ``b`` goes to: this one for host memory; for device memory the
+        cuda communicator over this one (made at the first such call: collective, like every call),
+        its next work put on the buffer's stream."""
+        if b.kind != "cuda":
+            return self._h()
+        dev = b.device if b.device is not None else self.cuda_device
+        if dev is None:
+            raise ValueError("schedc.%s: the device buffer does not say its CUDA device: set comm.cuda_device" % what)
+        if not self._cuda:
+            if self.backend not in ("shm", "mpi"):
+                raise TypeError("schedc.%s: device buffers need a communicator from schedc.torch.init_comm, Comm.shm "
+                                "or Comm.mpi (its ranks carry the CUDA rendezvous); this one is %r"
+                                % (what, self.backend))
+            h = ctypes.c_void_p()
+            o = _comm_opts(self._timeout, None)
+            _check(lib.schedc_comm_init_cuda_over(self._h(), int(dev), ctypes.byref(o), ctypes.byref(h)),
+                   what + " (cuda communicator)")
+            self._cuda, self._cuda_dev = h, int(dev)
+        elif int(dev) != self._cuda_dev:
+            raise ValueError("schedc.%s: this rank's device buffers are on CUDA device %d, this one on device %d"
+                             % (what, self._cuda_dev, dev))
+        _check(lib.schedc_cuda_set_stream(self._cuda, ctypes.c_void_p(b.stream) if b.stream else None), what)
+        return self._cuda
+
+    def synchronize(self) -> None:
+        """Wait for this rank's collectives on device buffers (they are stream-ordered: a call returns
+        once its work is enqueued on the buffer's stream, torch's current stream for a CUDA tensor);
+        raises schedc.Error if a kernel failed (schedc_cuda_sync). No-op without device calls."""
+        self._h()  # closed: say so (close() freed the cuda communicator too; nothing left to wait for)
+        with self._lock:
+            if self._cuda:
+                _check(lib.schedc_cuda_sync(self._cuda), "synchronize")
+
+    @staticmethod
+    def _plan(plan: Optional[Plan]) -> Optional[int]:
+        if plan is None:
+            return None
+        if not isinstance(plan, Plan):
+            raise TypeError("schedc: plan must be a schedc.Plan, not %s" % type(plan).__name__)
+        return plan._h().value  # a closed plan's NULL would silently mean "the default plan"
+
+    def allreduce(self, tensor: Any, op: str = "sum", plan: Optional[Plan] = None, exact: bool = False) -> Any:
+        """Reduce ``tensor`` across ranks in place (op: sum, prod, min, max, avg = sum then one
+        division); every rank gets the plan's proven bits. ``exact=True`` (sum, avg of float32,
+        float16, bfloat16): exact mode, the same bits for every plan and rank layout (the exact sum
+        of the inputs on one grid, rounded once: docs/determinism.md). Returns ``tensor``."""
+        b = _Buf(tensor, "allreduce")
+        o = _exact_op(op, b.dtype, "allreduce") if exact else _parse_op(op)
+        with self._lock:
+            h = self._handle_for(b, "allreduce")
+            _check(lib.schedc_allreduce(b.ptr, b.ptr, b.count, b.dtype, o, h, self._plan(plan)), "allreduce")
+        return tensor
+
+    def reduce(self, tensor: Any, root: int = 0, op: str = "sum", plan: Optional[Plan] = None,
+               exact: bool = False) -> Any:
+        """Reduce ``tensor`` across ranks into ``root``'s tensor, in place (schedc_reduce); the other
+        ranks' tensors are left as they were. A plan must be a reduce plan for this root
+        (``canonical_plan(n, "reduce", root)``). ``exact=True``: as for allreduce. Returns ``tensor``."""
+        b = _Buf(tensor, "reduce")
+        o = _exact_op(op, b.dtype, "reduce") if exact else _parse_op(op)
+        with self._lock:
+            h = self._handle_for(b, "reduce")
+            _check(lib.schedc_reduce(b.ptr, b.ptr, b.count, b.dtype, o, int(root), h, self._plan(plan)), "reduce")
+        return tensor
+
+    def reduce_scatter(self, tensor: Any, output: Any = None, op: str = "sum", plan: Optional[Plan] = None,
+                       exact: bool = False) -> Any:
+        """``tensor`` holds nranks equal blocks; block ``rank`` of the reduction goes to ``output``
+        (count/nranks elements, same dtype) or, without one, into ``tensor``'s own block in place.
+        ``exact=True``: as for allreduce (the grid is the whole input's). Returns the output (or that
+        block's view)."""
+        b = _Buf(tensor, "reduce_scatter")
+        n = self.nranks
+        if b.count % n:
+            raise ValueError("schedc.reduce_scatter: %d elements do not split into %d equal blocks" % (b.count, n))
+        k = b.count // n
+        o = _exact_op(op, b.dtype, "reduce_scatter") if exact else _parse_op(op)
+        out = _Buf(output, "reduce_scatter") if output is not None else b.new(k, "reduce_scatter")
+        if out.dtype != b.dtype or out.count != k:
+            raise ValueError("schedc.reduce_scatter: output must have %d elements of the input's dtype" % k)
+        _same_memory(b, out, "reduce_scatter")
+        with self._lock:
+            _check(lib.schedc_reduce_scatter(b.ptr, out.ptr, k, b.dtype, o, self._handle_for(b, "reduce_scatter"),
+                                             self._plan(plan)), "reduce_scatter")
+        if output is not None:
+            return output
+        if b.kind == "cuda":  # a torch tensor: the copy is stream-ordered after the collective
+            _block(tensor, self.rank, k, b.dtype).copy_(out.obj)
+            return _block(tensor, self.rank, k, b.dtype)
+        es = _ESIZE[b.dtype]
+        if k:
+            ctypes.memmove(b.ptr + self.rank * k * es, out.ptr, k * es)
+        return _block(tensor, self.rank, k, b.dtype)
+
+    def allgather(self, tensor: Any, output: Any = None, plan: Optional[Plan] = None) -> Any:
+        """Without ``output``: ``tensor`` holds nranks equal blocks, this rank's filled; in place every
+        block r becomes rank r's. With ``output`` (nranks times tensor's size): tensor is this rank's
+        block. Returns the gathered buffer."""
+        b = _Buf(tensor, "allgather")
+        n = self.nranks
+        if output is None:
+            if b.count % n:
+                raise ValueError("schedc.allgather: %d elements do not split into %d equal blocks" % (b.count, n))
+            k = b.count // n
+            es = _ESIZE[b.dtype]
+            with self._lock:
+                _check(lib.schedc_allgather((b.ptr + self.rank * k * es) if k else b.ptr, b.ptr, k, b.dtype,
+                                            self._handle_for(b, "allgather"), self._plan(plan)), "allgather")
+            return tensor
+        out = _Buf(output, "allgather")
+        if out.dtype != b.dtype or out.count != b.count * n:
+            raise ValueError("schedc.allgather: output must have %d elements of the input's dtype" % (b.count * n))
+        _same_memory(b, out, "allgather")
+        with self._lock:
+            _check(lib.schedc_allgather(b.ptr, out.ptr, b.count, b.dtype, self._handle_for(b, "allgather"),
+                                        self._plan(plan)), "allgather")
+        return output
+
+    def broadcast(self, tensor: Any, root: int = 0, plan: Optional[Plan] = None) -> Any:
+        """``root``'s tensor to every rank's, in place. Returns ``tensor``."""
+        b = _Buf(tensor, "broadcast")
+        with self._lock:
+            _check(lib.schedc_broadcast(b.ptr, b.ptr, b.count, b.dtype, int(root), self._handle_for(b, "broadcast"),
+                                        self._plan(plan)), "broadcast")
+        return tensor
+
+    def close(self, wait: Optional[float] = None) -> None:
+        """Free the communicator (removes its shared-memory segments); idempotent. Waits for a call
+        another thread has in flight on it; ``wait`` (seconds) bounds that wait: past it the
+        communicator is left open (returns False) rather than freed under the call."""
+        if not self._lock.acquire(timeout=-1 if wait is None else max(0.0, wait)):
+            return False
+        try:
+            if self._cuda:  # it borrows this one: first
+                lib.schedc_comm_free(self._cuda)
+                self._cuda = ctypes.c_void_p()
+            if self._c:
+                lib.schedc_comm_free(self._c)
+                self._c = ctypes.c_void_p()
+        finally:
+            self._lock.release()
+        return True
+
+    def __enter__(self) -> "Comm":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        if not self._c:
+            return "schedc.Comm(closed)"
+        return "schedc.Comm(rank=%d, nranks=%d, backend=%r)" % (self.rank, self.nranks, self.backend)
+
+
+@atexit.register
+def _close_all() -> None:
+    # Shared-memory segments outlive a process that does not free its communicator.
+    with _open_lock:
+        comms = list(_open_comms)
+    for c in comms:
+        try:
+            # a daemon thread may still be inside a call on it (a DDP hook's worker, a process
+            # group's): freeing it under that call would be a use after free. Wait for the call
+            # (bounded by its timeout anyway), and past 10 s leave it: the process is
+            # ending, and the shm rendezvous segment was already unlinked at init.
+            c.close(wait=10.0)
+        except Exception:
+            pass
