@@ -724,10 +724,15 @@ SCHEDC_API void schedc_accum_free(schedc_accum *acc);
  * condition), and schedc_accum_allreduce sums every leaf of every rank on one grid (its scale from
  * the largest input of any leaf of any rank, headroom ceil(log2 L) bits for L leaves in all; each
  * leaf rounded onto it on its own; avg divides by L) through `plan` (NULL: the communicator's),
- * into recv (count elements) on every rank: the same bits for every rank count that divides the
- * leaves, every plan and backend. Every rank must hold as many leaves (else SCHEDC_EMISMATCH) and
- * every leaf must be in (else SCHEDC_EINVAL naming it). schedc_accum_result refuses an exact
- * accumulator (its sum needs every rank's leaves). Reuse after schedc_accum_reset. */
+ * into recv (count elements) on every rank: the same bits for every rank count and every way the
+ * leaves are spread over the ranks, every plan and backend. The ranks' blocks [first, first + n)
+ * may differ in size (12 leaves on 5 ranks: 3, 3, 2, 2, 2 — so a job that lost a rank goes on with
+ * the same sums) but must together be the leaves 0..L-1, each on one rank: the grid exchange
+ * carries every rank's block, and blocks that overlap or leave a gap are SCHEDC_EMISMATCH on every
+ * rank, naming them. (Before issue 38 every rank had to hold as many leaves, with any first: blocks
+ * of equal size that do not tile 0..L-1 are now refused.) Every leaf of the block must be in (else
+ * SCHEDC_EINVAL naming it). schedc_accum_result refuses an exact accumulator (its sum needs every
+ * rank's leaves). Reuse after schedc_accum_reset. */
 SCHEDC_API schedc_status schedc_accum_allreduce(schedc_accum *acc, void *recv, schedc_comm *comm,
                                                 const schedc_plan *plan);
 
