@@ -29,6 +29,7 @@ import argparse
 import os
 import signal
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -76,6 +77,8 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=30.0, help="schedc's timeout of every wait (seconds)")
     ap.add_argument("--die", action="append", default=[], metavar="RANK:STEP[:ckpt|:node][@ATTEMPT]")
     ap.add_argument("--inject", default="", metavar="SPEC")
+    ap.add_argument("--timing", action="store_true", help="print when a rank dies, fails, resumes and steps (for "
+                    "docs/performance.md's restart times)")
     a = ap.parse_args(argv)
     if a.microbatches is None:
         a.microbatches = 12 if a.order == "exact" else 8
@@ -101,8 +104,14 @@ def main(argv=None):
     if got and rank == 0:
         print("elastic_train: %d ranks resume from %s (step %d)" % (world, got["path"], start), file=sys.stderr,
               flush=True)
+    def mark(what):
+        if a.timing:
+            print("elastic_train: t=%.6f rank %d %s" % (time.time(), rank, what), file=sys.stderr, flush=True)
+
     try:
         for step in range(start, a.steps):
+            if step in die_at or step in die_node:
+                mark("dies before step %d" % step)
             if step in die_at:
                 os.kill(os.getpid(), signal.SIGKILL)
             if step in die_node:  # the node: its torchrun agent (whose other workers then fail on their own) and this
@@ -117,13 +126,17 @@ def main(argv=None):
             opt.step()
             opt.zero_grad(set_to_none=True)
             done = step + 1
+            if done == start + 1 and got:
+                mark("finished step %d, its first after resuming" % step)
             if done % a.every == 0 or done == a.steps:
-                half = (lambda: os.kill(os.getpid(), signal.SIGKILL)) if done in die_ckpt else None
+                half = (lambda: (mark("dies writing a checkpoint"), os.kill(os.getpid(), signal.SIGKILL))) \
+                    if done in die_ckpt else None
                 checkpoint.save(a.checkpoint_dir, done, dict(state, data={"next_step": done,
                                                                           "samples": done * a.microbatches * a.mb_size}),
                                 keep=a.keep, halfway=half)
     except (schedc.Error, RuntimeError) as e:  # a dead peer: SCHEDC_EPEER / SCHEDC_ETIMEOUT named (or gloo's
-        print("elastic_train: rank %d: %s" % (rank, e), file=sys.stderr, flush=True)  # in a checkpoint's barrier)
+        mark("failed")                                                        # in a checkpoint's barrier)
+        print("elastic_train: rank %d: %s" % (rank, e), file=sys.stderr, flush=True)
         comm.close()
         os._exit(1)  # torchrun restarts the group; the torch process group is broken with it
     flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])

@@ -133,48 +133,88 @@ def write_container(path: str, blobs: Sequence[Tuple[str, Any]], step: int,
     _fsync_dir(folder)
 
 
+def _buffer(n: int) -> memoryview:
+    """n writable bytes, not zeroed (a torch or numpy buffer: allocating a zeroed bytearray of a
+    checkpoint's size cost more than reading it)."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        return memoryview(torch.empty(n, dtype=torch.uint8).numpy()) if n else memoryview(bytearray())
+    np = sys.modules.get("numpy")
+    if np is not None:
+        return memoryview(np.empty(n, dtype=np.uint8))
+    return memoryview(bytearray(n))
+
+
+def _readinto(f: Any, mv: memoryview) -> int:
+    got = 0
+    while got < len(mv):
+        n = f.readinto(mv[got:])
+        if not n:
+            break
+        got += n
+    return got
+
+
 def read_container(path: str) -> Tuple[int, Dict[str, memoryview]]:
-    """Read and verify a checkpoint file: every blob's CRC32C and the whole file's. Returns (step,
-    {name: bytes}); raises CheckpointError naming the file and what failed."""
+    """Read and verify a checkpoint file: every blob's CRC32C and the whole file's (combined from the
+    parts' as the writer did: each byte is read once and hashed once). Returns (step, {name: bytes,
+    each blob read straight into a buffer of its own}); raises CheckpointError naming the file and
+    what failed."""
     try:
-        with open(path, "rb") as f:
-            buf = bytearray(os.fstat(f.fileno()).st_size)
-            got = f.readinto(buf)
+        f = open(path, "rb")
     except OSError as e:
         raise CheckpointError(path, "cannot read it: %s" % e.strerror) from None
-    size = len(buf)
-    if got != size or size < _HEAD.size + _TAIL.size:
-        raise CheckpointError(path, "truncated: %d bytes, less than a header and a trailer" % size)
-    magic, version, nblobs, step, _ = _HEAD.unpack_from(buf, 0)
-    length, want, _, end = _TAIL.unpack_from(buf, size - _TAIL.size)
-    if magic != MAGIC:
-        raise CheckpointError(path, "not a schedc checkpoint (no %s magic)" % MAGIC.decode())
-    if end != END or length != size:
-        raise CheckpointError(path, "truncated or cut: %d bytes and no trailer at its end (a write that did not "
-                                    "finish)" % size)
-    if version != VERSION:
-        raise CheckpointError(path, "format version %d, this schedc reads %d" % (version, VERSION))
-    if nblobs > 1 << 20 or _HEAD.size + nblobs * _ENTRY.size > size - _TAIL.size:
-        raise CheckpointError(path, "its table (%d entries) does not fit in its %d bytes" % (nblobs, size))
-    base = ctypes.addressof((ctypes.c_char * size).from_buffer(buf))
-    out: Dict[str, memoryview] = {}
-    mv = memoryview(buf)
-    limit = size - _TAIL.size
-    for i in range(nblobs):
-        enc, off, n, crc, _, _ = _ENTRY.unpack_from(buf, _HEAD.size + i * _ENTRY.size)
-        name = enc.split(b"\0", 1)[0].decode("utf-8", "replace")
-        if off > limit or n > limit - off:
-            raise CheckpointError(path, "tensor '%s' lies outside the file" % name)
-        c = int(lib.schedc_crc32c(0, base + off, n))
-        if c != crc:
-            raise CheckpointError(path, "tensor '%s' fails its CRC32C (stored %08x, computed %08x): corrupt"
-                                  % (name, crc, c))
-        out[name] = mv[off:off + n]
-    whole = int(lib.schedc_crc32c(0, base, limit))
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        if size < _HEAD.size + _TAIL.size:
+            raise CheckpointError(path, "truncated: %d bytes, less than a header and a trailer" % size)
+        head = f.read(_HEAD.size)
+        magic, version, nblobs, step, _ = _HEAD.unpack_from(head, 0)
+        f.seek(size - _TAIL.size)
+        length, want, _, end = _TAIL.unpack(f.read(_TAIL.size))
+        if magic != MAGIC:
+            raise CheckpointError(path, "not a schedc checkpoint (no %s magic)" % MAGIC.decode())
+        if end != END or length != size:
+            raise CheckpointError(path, "truncated or cut: %d bytes and no trailer at its end (a write that did not "
+                                        "finish)" % size)
+        if version != VERSION:
+            raise CheckpointError(path, "format version %d, this schedc reads %d" % (version, VERSION))
+        limit = size - _TAIL.size
+        if nblobs > 1 << 20 or _HEAD.size + nblobs * _ENTRY.size > limit:
+            raise CheckpointError(path, "its table (%d entries) does not fit in its %d bytes" % (nblobs, size))
+        f.seek(_HEAD.size)
+        table = f.read(nblobs * _ENTRY.size)
+        whole = crc32c(table, crc32c(head))
+        at = len(head) + len(table)
+        out: Dict[str, memoryview] = {}
+        for i in range(nblobs):
+            enc, off, n, crc, _, _ = _ENTRY.unpack_from(table, i * _ENTRY.size)
+            name = enc.split(b"\0", 1)[0].decode("utf-8", "replace")
+            if off < at or off > limit or n > limit - off:
+                raise CheckpointError(path, "tensor '%s' lies outside the file or over another" % name)
+            gap = _gap(f, at, off)
+            whole = crc32c(gap, whole)
+            mv = _buffer(n)
+            if _readinto(f, mv) != n:
+                raise CheckpointError(path, "tensor '%s' is cut short" % name)
+            c = crc32c(mv)
+            if c != crc:
+                raise CheckpointError(path, "tensor '%s' fails its CRC32C (stored %08x, computed %08x): corrupt"
+                                      % (name, crc, c))
+            whole = int(lib.schedc_crc32c_combine(whole, c, n))
+            out[name] = mv
+            at = off + n
+        whole = crc32c(_gap(f, at, limit), whole)
     if whole != want:
-        raise CheckpointError(path, "the file fails its CRC32C (stored %08x, computed %08x): its header or table "
-                                    "is corrupt" % (want, whole))
+        raise CheckpointError(path, "the file fails its CRC32C (stored %08x, computed %08x): its header or table is "
+                                    "corrupt" % (want, whole))
     return int(step), out
+
+
+def _gap(f: Any, at: int, to: int) -> bytes:
+    """The bytes between two parts (the writer's zeros, or whatever is there: the file's CRC covers it)."""
+    f.seek(at)
+    return f.read(to - at)
 
 
 # ---- the state tree: tensors into blobs, the rest into a JSON index -----------------------------
@@ -248,11 +288,12 @@ class _Enc:
 def _tensor_from(data: memoryview, dtype: str, shape: List[int]) -> Any:
     torch = _torch()
     dt = getattr(torch, dtype)
-    n = len(data)
-    if not n:
+    if not len(data):
         return torch.empty(shape, dtype=dt)
-    t = torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dt)  # one copy, owned by the tensor
-    return t.reshape(shape)
+    if data.readonly:
+        data = memoryview(bytearray(data))
+    t = torch.frombuffer(data, dtype=torch.uint8)  # the blob's own buffer (read_container): no copy
+    return t.view(dt).reshape(shape)
 
 
 def _decode(v: Any, blobs: Dict[str, memoryview], path: str, shards: Optional[List[Dict[str, memoryview]]] = None,
@@ -580,14 +621,17 @@ def load(directory: str, state: Dict[str, Any], group: Any = None, rng: bool = T
     cands = checkpoints(directory)
     bad: Dict[int, str] = {}
 
+    read: Dict[int, Any] = {}  # the one checkpoint read and verified last, kept for loading it
+
     def first_good(limit: Optional[int]) -> Optional[int]:
         for s, p in cands:
             if limit is not None and s > limit:
                 continue
             if s in bad:
                 continue
+            read.clear()
             try:
-                _read_one(p)
+                read[s] = _read_one(p)
                 return s
             except CheckpointError as e:
                 bad[s] = str(e)
@@ -612,7 +656,7 @@ def load(directory: str, state: Dict[str, Any], group: Any = None, rng: bool = T
             raise CheckpointError(directory, "no good checkpoint: " + "; ".join(bad[s] for s, _ in cands if s in bad))
         return None
     path = dict(cands)[target]
-    idx, blobs, shards, idxs = _read_one(path)
+    idx, blobs, shards, idxs = read.pop(target) if target in read else _read_one(path)
     out: Dict[str, Any] = {"step": idx["step"], "path": path}
     tree = idx["state"]
     for name, enc in tree.items():

@@ -292,12 +292,20 @@ static void bench_rank(rk *k) {
   float out[COUNT];
   for (;;) {
     schedc_status st = step_call(c, 0, out);
-    if (st == SCHEDC_OK) continue;
+    if (st == SCHEDC_OK) {
+      k->done = 1; /* it stepped: the parent kills only once every rank has */
+      continue;
+    }
     k->t_err = now_s();
     schedc_comm *nc = NULL;
-    if (schedc_comm_shrink(c, NULL, &nc) != SCHEDC_OK) break;
+    if (schedc_comm_shrink(c, NULL, &nc) != SCHEDC_OK) {
+      snprintf(k->err, sizeof k->err, "shrink: %s", schedc_errmsg());
+      break;
+    }
     k->t_shrunk = now_s();
-    if (step_call(nc, 0, out) == SCHEDC_OK && !memcmp(out, g_want[0], sizeof out)) k->t_step = now_s();
+    if ((st = step_call(nc, 0, out)) != SCHEDC_OK) snprintf(k->err, sizeof k->err, "step: %s", schedc_errmsg());
+    else if (memcmp(out, g_want[0], sizeof out)) snprintf(k->err, sizeof k->err, "step: other bits");
+    else k->t_step = now_s();
     schedc_comm_free(nc);
     break;
   }
@@ -320,14 +328,16 @@ static int bench(int n, int reps) {
         bench_rank(&B->r[r]);
         _exit(0);
       }
-    usleep(300000);
+    for (int r = 0, waited = 0; r < n && waited < 60000; r += B->r[r].done ? 1 : 0, waited++) /* every rank stepping */
+      if (!B->r[r].done) usleep(1000);
+    usleep(20000);
     B->t_kill = now_s();
     kill(pid[n - 1], SIGKILL);
     for (int r = 0; r < n; r++) waitpid(pid[r], NULL, 0);
     double e = 0, s = 0, t = 0;
     int ok = 1;
     for (int r = 0; r < n - 1; r++) {
-      if (!B->r[r].t_step) ok = 0;
+      if (!B->r[r].t_step) ok = 0, fprintf(stderr, "bench rep %d: rank %d: %s\n", rep, r, B->r[r].err);
       if (B->r[r].t_err - B->t_kill > e) e = B->r[r].t_err - B->t_kill;
       if (B->r[r].t_shrunk - B->t_kill > s) s = B->r[r].t_shrunk - B->t_kill;
       if (B->r[r].t_step - B->t_kill > t) t = B->r[r].t_step - B->t_kill;
