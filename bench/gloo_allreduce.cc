@@ -1,5 +1,5 @@
-// gloo_allreduce.cc — baseline: Gloo's allreduce (Debian's libgloo, TCP transport over loopback,
-// file-store rendezvous), written independently of schedc (no schedc code), printing the columns
+// gloo_allreduce.cc — baseline: Gloo's allreduce (Debian's libgloo, TCP transport over loopback or
+// GLOO_SOCKET_IFNAME's interface, file-store rendezvous in /tmp), written independently of schedc (no schedc code), printing the columns
 // of `schedc bench`: size count type op time_us algbw busbw (busbw = algbw * 2(n-1)/n; time =
 // slowest rank's mean of back-to-back calls after warm-up). Start N processes with the rank in
 // the environment:   schedc launch -n N -- build/gloo_allreduce [--sizes 8,4K,1M,64M] [--iters I]
@@ -83,7 +83,14 @@ int main(int argc, char **argv) {
   const char *job = env2("SCHEDC_JOB", "OMPI_MCA_orte_hnp_uri");
   std::string dir = std::string("/tmp/gloo-bench-") + (job ? std::to_string(std::hash<std::string>()(job)) : "x");
   mkdir(dir.c_str(), 0700);
+  // GLOO_SOCKET_IFNAME (PyTorch's name): the interface to bind, across hosts (the test cluster's
+  // eth0); else loopback
   gloo::transport::tcp::attr attr("127.0.0.1");
+  const char *ifname = getenv("GLOO_SOCKET_IFNAME");
+  if (ifname && *ifname) {
+    attr.hostname.clear();
+    attr.iface = ifname;
+  }
   auto dev = gloo::transport::tcp::CreateDevice(attr);
   gloo::rendezvous::FileStore fs(dir);
   gloo::rendezvous::PrefixStore store("bench", fs);
@@ -94,8 +101,8 @@ int main(int argc, char **argv) {
   std::vector<float> in(mx / 4 + 1), out(mx / 4 + 1);
   for (size_t i = 0; i < in.size(); i++) in[i] = (float)(i % 977) * 0.001f;
   if (rank == 0) {
-    printf("# Gloo allreduce baseline (libgloo %d.%d, tcp loopback), %d ranks, f32 sum, %d iterations after %d warm-up\n",
-           GLOO_VERSION_MAJOR, GLOO_VERSION_MINOR, n, iters, warm);
+    printf("# Gloo allreduce baseline (libgloo %d.%d, tcp %s), %d ranks, f32 sum, %d iterations after %d warm-up\n",
+           GLOO_VERSION_MAJOR, GLOO_VERSION_MINOR, ifname && *ifname ? ifname : "loopback", n, iters, warm);
     printf("#%11s %12s %6s %6s %12s %10s %10s\n", "size", "count", "type", "op", "time_us", "algbw", "busbw");
   }
   auto sum = static_cast<void (*)(void *, const void *, const void *, size_t)>(&gloo::sum<float>);

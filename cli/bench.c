@@ -162,6 +162,15 @@ static void bench_failed_cb(void *ctx, int rank, const char *why) {
   snprintf(b->res[rank].err, sizeof b->res[rank].err, "%s", why);
 }
 
+int cli_bench_measure_comm(const benchopts *o, const schedc_plan *plan, schedc_collective coll, schedc_comm *comm,
+                           benchres *res) {
+  benchres mine = {0};
+  bench_rank(o, plan, coll, comm, &mine);
+  /* every rank's record to every rank (its status too: a failed rank's peers fail the same call) */
+  if (schedc_allgather(&mine, res, sizeof mine / 4, SCHEDC_I32, comm, NULL) != SCHEDC_OK) res[schedc_comm_rank(comm)] = mine;
+  return 0;
+}
+
 int cli_bench_measure(const benchopts *o, const schedc_plan *plan, schedc_collective coll, int backend, benchres *res) {
   benchctx b = {o, plan, coll, res}; /* res is shared memory: forked ranks write into it */
   cli_ranks cb = {&b, bench_rank_cb, bench_failed_cb};
@@ -251,7 +260,7 @@ int cli_bench(int argc, char **argv) {
     long long x;
     switch (c) {
     case 'h':
-      printf("usage: schedc bench [FILE|PLAN] --ranks N [--backend threads|shm|mpi] [--sizes 8,4K,1M,64M |\n"
+      printf("usage: schedc bench [FILE|PLAN] --ranks N [--backend threads|shm|mpi|net] [--sizes 8,4K,1M,64M |\n"
              "                    --min S --max S --factor F] [--dtype T] [--op OP] [--iters I] [--warmup W] [-D k=v]\n"
              "                    [--nodes M] [--tuning TABLE] [--collective C] [--plain] [--inplace] [--exact]\n\n"
              "Prints '#' header lines, then per size: size (bytes of the whole buffer), count, type, op, time_us\n"
@@ -263,7 +272,8 @@ int cli_bench(int argc, char **argv) {
              "Buffers come from schedc_mem_alloc (memory every rank maps: no copy into the shared arena\n"
              "and out); --plain: malloc'd buffers, as most callers have. --inplace: send == recv.\n"
              "--exact: --op sum or avg in exact mode (sum_exact, avg_exact: f32, f16, bf16 summed as 64-bit\n"
-             "integers on a shared grid; docs/determinism.md). With mpi, start under mpirun.\n");
+             "integers on a shared grid; docs/determinism.md). With mpi, start under mpirun; with net, each\n"
+             "rank under torchrun --no-python, srun or schedc launch (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).\n");
       rc = EXIT_OK;
       goto done;
     case O_RANKS: bad = cli_opt_int(&a, v, 1, 65536, "a rank count from 1 to 65536", &o.ranks); break;
@@ -309,13 +319,17 @@ int cli_bench(int argc, char **argv) {
     for (size_t s = mn; s <= mx && o.nsizes < MAXSIZES; s *= factor) o.sizes[o.nsizes++] = s;
   }
   if (!o.nsizes) { size_t d[] = {8, 4096, 1 << 20, 64 << 20}; memcpy(o.sizes, d, sizeof d); o.nsizes = 4; }
-  int is_mpi = !strcmp(backend, "mpi"), is_shm = !strcmp(backend, "shm");
-  if (!is_mpi && !is_shm && strcmp(backend, "threads")) { fprintf(stderr, "schedc bench: --backend '%s' (threads, shm or mpi)\n", backend); goto done; }
-  schedc_comm *mcomm = NULL;
+  int is_net = !strcmp(backend, "net"), is_mpi = !strcmp(backend, "mpi") || is_net, is_shm = !strcmp(backend, "shm");
+  if (!is_mpi && !is_shm && strcmp(backend, "threads")) { fprintf(stderr, "schedc bench: --backend '%s' (threads, shm, mpi or net)\n", backend); goto done; }
+  schedc_comm *mcomm = NULL; /* is_mpi: this process is one rank of a launched job (mpi or net) */
   if (is_mpi) {
     schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
     co.tuning = o.tuning;
-    if (schedc_comm_init_mpi(NULL, &co, &mcomm)) { fprintf(stderr, "schedc bench: %s\n", schedc_errmsg()); goto done; }
+    co.slice_bytes = o.slice;
+    if (cli_comm_launched(is_net ? SCHEDC_BACKEND_NET : SCHEDC_BACKEND_MPI, &co, &mcomm)) {
+      fprintf(stderr, "schedc bench: %s\n", schedc_errmsg());
+      goto done;
+    }
     o.ranks = schedc_comm_nranks(mcomm);
   }
   if (o.ranks < 1) { fprintf(stderr, "schedc bench: --ranks N is required\n"); schedc_comm_free(mcomm); goto done; }
@@ -339,9 +353,7 @@ int cli_bench(int argc, char **argv) {
   int me = 0;
   if (is_mpi) {
     me = schedc_comm_rank(mcomm);
-    benchres mine = {0};
-    bench_rank(&o, plan, coll, mcomm, &mine);
-    if (schedc_allgather(&mine, res, sizeof mine / 4, SCHEDC_I32, mcomm, NULL) != SCHEDC_OK) res[me] = mine;
+    cli_bench_measure_comm(&o, plan, coll, mcomm, res);
     schedc_comm_free(mcomm);
   } else if (cli_bench_measure(&o, plan, coll, is_shm ? SCHEDC_BACKEND_SHM : SCHEDC_BACKEND_THREADS, res)) {
     n = -1; /* the ranks could not start: the reason is on stderr */

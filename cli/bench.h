@@ -38,6 +38,10 @@ typedef struct benchres {
  * (threads or shm). res: o->ranks entries in memory shared with forked ranks (cli_bench_alloc).
  * 0, or -1 when ranks could not be started; per-rank failures are in res[r].status. */
 int cli_bench_measure(const benchopts *o, const schedc_plan *plan, schedc_collective coll, int backend, benchres *res);
+/* The same on this process's communicator (a rank of an MPI launcher's job, every rank calling):
+ * res[nranks] gets every rank's record. 0. */
+int cli_bench_measure_comm(const benchopts *o, const schedc_plan *plan, schedc_collective coll, schedc_comm *comm,
+                           benchres *res);
 benchres *cli_bench_alloc(int n);
 void cli_bench_release(benchres *res, int n);
 /* The automatic call count for a call of about t_us microseconds: at least 1,000 calls and at least

@@ -102,6 +102,10 @@ typedef struct cli_ranks {
   void (*failed)(void *ctx, int rank, const char *why);
 } cli_ranks;
 int cli_spawn(int backend, int n, const schedc_comm_opts *co, const cli_ranks *cb, const char *job_prefix);
+/* This process as one rank of a job a launcher started (ranks.c): mpi (schedc_comm_init_mpi over
+ * MPI_COMM_WORLD) or net (schedc_comm_init_env with SCHEDC_BACKEND=net: torchrun's or srun's
+ * variables, MASTER_ADDR / MASTER_PORT). SCHEDC_OK or the status, schedc_errmsg set. */
+schedc_status cli_comm_launched(int backend, const schedc_comm_opts *co, schedc_comm **out);
 
 /* procs.c: child processes. Remove a job's leftover shared-memory segments. */
 void cli_cleanup_job(const char *job);
@@ -126,6 +130,26 @@ typedef struct cli_supervisor {
 } cli_supervisor;
 int cli_supervise(pid_t *pids, int n, const cli_supervisor *w);
 
+/* hostlist.c: `launch --hosts`. The host list "h1:2,h2,h3:4" (a host without :SLOTS has 1 slot):
+ * 0, or -1 with why[cap] saying what is wrong (h is then empty). */
+typedef struct cli_hosts { int n; char **name; int *slots; } cli_hosts;
+int cli_hosts_parse(const char *v, cli_hosts *h, char *why, size_t cap);
+void cli_hosts_free(cli_hosts *h);
+/* Where rank r goes: host index, its number there, the ranks there, its host's number among the
+ * hosts that got ranks (torchrun's GROUP_RANK) and how many those are. */
+typedef struct cli_place { int host, local, local_n, group, ngroups; } cli_place;
+/* Place n ranks into pl[n]: host by host (slot order), or one per host in turn (by_node, as
+ * mpirun --map-by node). -1: more ranks than slots; -2: out of memory. */
+int cli_hosts_place(const cli_hosts *h, int n, int by_node, cli_place *pl);
+/* How a rank reaches its host: rsh (words; "ssh -o BatchMode=yes") gets HOST and one shell line
+ * `cd CWD && exec env K=V... CMD...` (each word quoted), or prefix (words, %h the host) gets
+ * `env K=V... CMD...` as words. */
+typedef struct cli_hostcmd { const char *rsh, *prefix, *cwd; } cli_hostcmd;
+/* The argv (NULL-terminated, each string owned; cli_hosts_argv_free) that starts cmd[ncmd] on
+ * host with env[nenv] ("K=V"); NULL when out of memory. */
+char **cli_hosts_argv(const cli_hostcmd *hc, const char *host, const char *const *env, int nenv, char *const *cmd,
+                      int ncmd);
+void cli_hosts_argv_free(char **v);
 /* paths.c: before anything is written: the path an option (opt, "-o") of command cmd writes must be a
  * new name or a regular file, and none of the ninputs input paths (NULLs skipped) by inode, so
  * a hard link or symbolic link to the input counts. 0, or -1 after printing why. */

@@ -131,3 +131,9 @@ static int spawn_procs(int backend, int n, const schedc_comm_opts *co, const cli
 int cli_spawn(int backend, int n, const schedc_comm_opts *co, const cli_ranks *cb, const char *job_prefix) {
   return backend == SCHEDC_BACKEND_THREADS ? spawn_threads(n, co, cb) : spawn_procs(backend, n, co, cb, job_prefix);
 }
+
+schedc_status cli_comm_launched(int backend, const schedc_comm_opts *co, schedc_comm **out) {
+  if (backend == SCHEDC_BACKEND_MPI) return schedc_comm_init_mpi(NULL, co, out);
+  setenv("SCHEDC_BACKEND", "net", 1); /* --backend net: the environment's ranks, over net */
+  return schedc_comm_init_env(co, out);
+}

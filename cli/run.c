@@ -427,7 +427,7 @@ static schedc_comm_opts comm_opts(const runctx *x) {
 
 /* ---- report ----------------------------------------------------------------------------- */
 
-static int run_mpi(const runopts *o);
+static int run_launched(const runopts *o);
 static int report(runctx *x) {
   int n = x->info.nranks, failed = 0, agree = 1, consistent = 1;
   schedc_collective c = x->info.collective;
@@ -466,7 +466,7 @@ static int report(runctx *x) {
 static void run_usage(FILE *f) {
   fprintf(f,
           "usage: schedc run FILE|PLAN --ranks N [--nodes M] [--topology T] [--count K] [--dtype T] [--op OP]\n"
-          "                  [--backend threads|shm|mpi|cuda [--virtual|--processes|--mpi]] [--inputs DIR]\n"
+          "                  [--backend threads|shm|mpi|net|cuda [--virtual|--processes|--mpi]] [--inputs DIR]\n"
           "                  [--outputs DIR] [--slice BYTES]\n"
           "                  [--iters I] [--timeout S] [--seed S] [--check] [--verify MODE [--repair]] [-D k=v]...\n\n"
           "Run the plan on N ranks (CPU or GPU) and print each rank's 64-bit digest and whether all ranks agree.\n"
@@ -476,7 +476,9 @@ static void run_usage(FILE *f) {
           "  --exact        exact mode: --op sum or avg as sum_exact / avg_exact (f32, f16, bf16): the same\n"
           "                 bits for every plan and backend (docs/determinism.md)\n"
           "  --backend B    threads (default; ranks are threads), shm (forks N processes), mpi (start\n"
-          "                 with mpirun -np N; N comes from MPI), cuda (a GPU per rank, driven by this process)\n"
+          "                 with mpirun -np N; N comes from MPI), net (start each rank with torchrun --no-python,\n"
+          "                 srun or schedc launch: RANK/WORLD_SIZE or SLURM_PROCID/SLURM_NTASKS and MASTER_ADDR,\n"
+          "                 MASTER_PORT; any hosts, no MPI), cuda (a GPU per rank, driven by this process)\n"
           "  --virtual      with cuda: all N ranks on one GPU\n"
           "  --processes    with cuda: forks a process per GPU (rank r on GPU r; buffers shared by CUDA IPC)\n"
           "  --mpi          with cuda: the processes of an MPI launcher (mpirun -np N), a GPU each\n"
@@ -597,7 +599,8 @@ int cli_run(int argc, char **argv) {
   else if (!strcmp(backend, "shm")) o.backend = SCHEDC_BACKEND_SHM;
   else if (!strcmp(backend, "mpi")) o.backend = SCHEDC_BACKEND_MPI;
   else if (!strcmp(backend, "cuda")) o.backend = SCHEDC_BACKEND_CUDA;
-  else { fprintf(stderr, "schedc run: --backend '%s' (choose threads, shm, mpi or cuda)\n", backend); goto done; }
+  else if (!strcmp(backend, "net")) o.backend = SCHEDC_BACKEND_NET;
+  else { fprintf(stderr, "schedc run: --backend '%s' (choose threads, shm, mpi, net or cuda)\n", backend); goto done; }
   if ((virt || procs || over_mpi) && o.backend != SCHEDC_BACKEND_CUDA) {
     fprintf(stderr, "schedc run: %s needs --backend cuda\n", virt ? "--virtual" : procs ? "--processes" : "--mpi");
     goto done;
@@ -606,8 +609,8 @@ int cli_run(int argc, char **argv) {
     fprintf(stderr, "schedc run: --virtual, --processes and --mpi exclude each other\n");
     goto done;
   }
-  if (o.backend == SCHEDC_BACKEND_MPI || over_mpi) {
-    rc = run_mpi(&o);
+  if (o.backend == SCHEDC_BACKEND_MPI || o.backend == SCHEDC_BACKEND_NET || over_mpi) {
+    rc = run_launched(&o);
     goto done;
   }
   runctx x = {&o, NULL, SCHEDC_PLAN_INFO_INIT, 0, 0, NULL};
@@ -685,18 +688,19 @@ static void run_cuda_over(runctx *x, schedc_comm *host, int me) {
   schedc_comm_free(c);
 }
 
-/* MPI: this process is one rank of the MPI job (schedc initialises MPI itself); with
- * --backend cuda --mpi, a process per GPU over it. Results are gathered to every rank with
- * schedc_allgather, so the CLI needs no MPI header. */
-static int run_mpi(const runopts *o) {
+/* A launcher's processes: this process is one rank of the MPI job (schedc initialises MPI
+ * itself; with --backend cuda --mpi, a process per GPU over it) or of a net job (torchrun's or
+ * srun's variables). Results are gathered to every rank with schedc_allgather, so the CLI needs
+ * no MPI header. */
+static int run_launched(const runopts *o) {
   schedc_comm *comm;
-  int cuda = o->backend == SCHEDC_BACKEND_CUDA;
+  int cuda = o->backend == SCHEDC_BACKEND_CUDA, net = o->backend == SCHEDC_BACKEND_NET;
   schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
   co.timeout_s = o->timeout;
   co.slice_bytes = (size_t)o->slice;
   co.verify = cuda ? SCHEDC_VERIFY_NONE : o->verify; /* with cuda the cuda communicator verifies */
   co.repair = cuda ? 0 : o->repair;
-  schedc_status st = schedc_comm_init_mpi(NULL, &co, &comm);
+  schedc_status st = cli_comm_launched(net ? SCHEDC_BACKEND_NET : SCHEDC_BACKEND_MPI, &co, &comm);
   if (st != SCHEDC_OK) { fprintf(stderr, "schedc run: %s\n", schedc_errmsg()); return EXIT_USAGE; }
   int n = schedc_comm_nranks(comm), me = schedc_comm_rank(comm), rc = EXIT_REJECTED;
   runctx x = {o, NULL, SCHEDC_PLAN_INFO_INIT, (size_t)o->count, schedc_dtype_size(o->dtype), NULL};
@@ -707,7 +711,7 @@ static int run_mpi(const runopts *o) {
   lo.defines = o->defines;
   lo.ndefines = o->ndefines;
   if (o->ranks && o->ranks != n) {
-    if (me == 0) fprintf(stderr, "schedc run: --ranks %d but MPI started %d processes\n", o->ranks, n);
+    if (me == 0) fprintf(stderr, "schedc run: --ranks %d but %s started %d processes\n", o->ranks, net ? "the launcher" : "MPI", n);
     schedc_comm_free(comm);
     return EXIT_USAGE;
   }
@@ -738,7 +742,7 @@ static int run_mpi(const runopts *o) {
   } else if (me == 0) {
     printf("# %s '%s': %s, %d ranks, %d chunks, %lld x %s, op %s, backend %s\n", o->file, x.info.name,
            schedc_collective_name(x.info.collective), n, x.info.nchunks, o->count, schedc_dtype_name(o->dtype),
-           schedc_op_name(o->op), cuda ? "cuda (a process per GPU over MPI)" : "mpi");
+           schedc_op_name(o->op), cuda ? "cuda (a process per GPU over MPI)" : net ? "net" : "mpi");
     rc = report(&x);
   } else {
     rc = EXIT_OK;

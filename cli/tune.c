@@ -2,12 +2,17 @@
  * tune.c — `schedc tune`: measure this host's links (memcpy bandwidth alone and on all ranks at
  * once, a + b bandwidth, per-step latency), predict every candidate schedule x parameters with the cost
  * model, time the best few per size, and write a tuning table (size ranges -> plan file, slice)
- * that communicators load. `--model-only --topology T` predicts without hardware.
+ * that communicators load. `--model-only --topology T` predicts without hardware. With `--backend
+ * mpi` (under an MPI launcher, every rank runs it) the ranks may span hosts: their layout is
+ * learned, the link between hosts measured, the candidates built for the layout, the table written
+ * by rank 0 and bound to the layout (`hosts HEX`).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -31,10 +36,13 @@ static double now_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static int quiet; /* an mpi rank other than 0: no progress, no report */
+
 /* A bar redrawn in place with carriage returns: only when stderr is a terminal (a log or a pipe
  * would keep every redraw), as git and pip do. */
 static void progress(const char *what, int done, int total) {
   static int tty = -1;
+  if (quiet) return;
   if (tty < 0) tty = isatty(STDERR_FILENO);
   if (!tty) return;
   int w = 30, k = total ? done * w / total : w;
@@ -88,10 +96,12 @@ static int measure_bw(int threads, int add, size_t bytes, double *per, double *t
   return 0;
 }
 
-static int time_plan(const benchopts *o, const schedc_plan *plan, schedc_collective coll, int backend, double *us) {
+/* comm: an mpi rank's communicator (every rank times the plan together); NULL: start the ranks */
+static int time_plan(const benchopts *o, const schedc_plan *plan, schedc_collective coll, int backend, schedc_comm *comm,
+                     double *us) {
   benchres *res = cli_bench_alloc(o->ranks);
   if (!res) return -1;
-  int rc = cli_bench_measure(o, plan, coll, backend, res);
+  int rc = comm ? cli_bench_measure_comm(o, plan, coll, comm, res) : cli_bench_measure(o, plan, coll, backend, res);
   for (int i = 0; i < o->nsizes && rc == 0; i++) {
     us[i] = cli_bench_slowest(res, o->ranks, i);
     if (us[i] <= 0) {
@@ -103,8 +113,11 @@ static int time_plan(const benchopts *o, const schedc_plan *plan, schedc_collect
   return rc;
 }
 
+/* The job's hosts (mpi): how many, each rank's (numbered as they first appear), in blocks or not. */
+typedef struct hostlayout { int nhosts, blocks, *node_of; uint64_t fp; } hostlayout;
+
 static schedc_plan *load_cand(const char *dir, const char *file, const char *const *defs, int ranks,
-                              const char *topo, schedc_collective coll) {
+                              const char *topo, const hostlayout *hl, schedc_collective coll) {
   char path[PATH_MAX], cdef[64];
   snprintf(path, sizeof path, "%s/%s", dir, file);
   snprintf(cdef, sizeof cdef, "collective=%s", schedc_collective_name(coll));
@@ -115,6 +128,10 @@ static schedc_plan *load_cand(const char *dir, const char *file, const char *con
   schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
   lo.nranks = topo ? 0 : ranks;
   lo.topology = topo;
+  if (!topo && hl && hl->nhosts > 1) { /* the plans for the job's layout (ring.lua in locality order) */
+    lo.nnodes = hl->nhosts;
+    lo.node_of = hl->blocks ? NULL : hl->node_of;
+  }
   lo.defines = all;
   lo.ndefines = n;
   schedc_plan *p = NULL;
@@ -125,6 +142,44 @@ static schedc_plan *load_cand(const char *dir, const char *file, const char *con
 /* The shipped schedules' folder: where the library finds ring.lua (schedc_schedule_find:
  * $SCHEDC_SCHEDULE_PATH, then the installed share/schedc, in a build tree the source's
  * schedules/), else ./schedules. */
+/* The fingerprint a topology file names (`fingerprint = "HEX"`, written by `schedc topo -o`: the
+ * machine it describes), or 0: a hand-written file names none. */
+static unsigned long long file_fingerprint(const char *path) {
+  FILE *f = fopen(path, "r");
+  char line[512];
+  unsigned long long fp = 0;
+  while (f && !fp && fgets(line, sizeof line, f)) {
+    const char *p = line + strspn(line, " \t");
+    if (sscanf(p, "fingerprint = \"%16llx\"", &fp) != 1) fp = 0;
+  }
+  if (f) fclose(f);
+  return fp;
+}
+
+/* Every rank's host, gathered: the layout the plans are built for and the table is bound to (its
+ * fingerprint: the rank count and each rank's host number, as the runtime computes it). */
+static int learn_hosts(schedc_comm *c, hostlayout *hl) {
+  int n = schedc_comm_nranks(c);
+  int64_t mine = (int64_t)schedc_host_id(), *all = calloc((size_t)n, sizeof *all);
+  hl->node_of = calloc((size_t)n, sizeof *hl->node_of);
+  if (!all || !hl->node_of || schedc_allgather(&mine, all, 1, SCHEDC_I64, c, NULL) != SCHEDC_OK) {
+    fprintf(stderr, "schedc tune: the ranks' hosts: %s\n", all && hl->node_of ? schedc_errmsg() : "out of memory");
+    free(all);
+    return -1;
+  }
+  hl->nhosts = 0;
+  for (int r = 0; r < n; r++) {
+    int q = 0;
+    while (q < r && all[q] != all[r]) q++;
+    hl->node_of[r] = q < r ? hl->node_of[q] : hl->nhosts++;
+  }
+  hl->blocks = n % hl->nhosts == 0;
+  for (int r = 0; r < n && hl->blocks; r++) hl->blocks = hl->node_of[r] == r / (n / hl->nhosts);
+  hl->fp = schedc_hosts_fingerprint(n, hl->node_of);
+  free(all);
+  return 0;
+}
+
 static const char *default_schedules(char *buf, size_t cap) {
   if (schedc_schedule_find("ring.lua", buf, cap) == SCHEDC_OK && strrchr(buf, '/')) {
     *strrchr(buf, '/') = 0;
@@ -133,20 +188,30 @@ static const char *default_schedules(char *buf, size_t cap) {
   return "schedules";
 }
 
+typedef struct tuneargs {
+  const char *out, *topo, *dir, *backend;
+  int ranks, model_only, keep, nsizes, out_given, iters;
+  double margin;
+  schedc_collective coll;
+  schedc_comm *comm;
+  const hostlayout *hl;
+} tuneargs;
+static int cli_tune_run(const tuneargs *ta, size_t *sizes);
+
 int cli_tune(int argc, char **argv) {
   const char *out = "tuning", *topo = NULL, *dir = NULL, *backend = "shm";
-  int ranks = 0, model_only = 0, keep = 2, nsizes = 0, out_given = 0;
+  int ranks = 0, model_only = 0, keep = 2, nsizes = 0, out_given = 0, iters = 10;
   double margin = 1.25;
   size_t sizes[MAXSIZES];
   schedc_collective coll = SCHEDC_ALLREDUCE;
-  char dirbuf[PATH_MAX];
-  enum { O_RANKS = 256, O_TOPOLOGY, O_MODEL_ONLY, O_BACKEND, O_KEEP, O_MARGIN, O_SCHEDULES, O_SIZES };
+  enum { O_RANKS = 256, O_TOPOLOGY, O_MODEL_ONLY, O_BACKEND, O_KEEP, O_MARGIN, O_SCHEDULES, O_SIZES, O_ITERS };
   static const struct option longopts[] = {
     {"help", no_argument, NULL, 'h'},                 {"ranks", required_argument, NULL, O_RANKS},
     {"topology", required_argument, NULL, O_TOPOLOGY}, {"model-only", no_argument, NULL, O_MODEL_ONLY},
     {"backend", required_argument, NULL, O_BACKEND},  {"keep", required_argument, NULL, O_KEEP},
     {"margin", required_argument, NULL, O_MARGIN},    {"schedules", required_argument, NULL, O_SCHEDULES},
-    {"sizes", required_argument, NULL, O_SIZES},      {NULL, 0, NULL, 0},
+    {"sizes", required_argument, NULL, O_SIZES},      {"iters", required_argument, NULL, O_ITERS},
+    {NULL, 0, NULL, 0},
   };
   cli_args a = {.cmd = "tune", .argc = argc, .argv = argv, .shortopts = "ho:", .longopts = longopts};
   const char *v;
@@ -155,17 +220,22 @@ int cli_tune(int argc, char **argv) {
     switch (c) {
     case 'h':
       printf("usage: schedc tune --ranks N [--backend shm|threads] [--sizes 8,4K,...] [--keep K] [--margin M] [-o DIR]\n"
-             "                   [--schedules DIR]\n"
+             "                   [--schedules DIR] [--iters I]\n"
+             "       mpirun ... schedc tune --backend mpi [--sizes ...] [--keep K] [--margin M] [-o DIR] [--schedules DIR]\n"
              "       schedc tune --topology T --model-only [--sizes ...] [-o DIR]\n\n"
              "Measures this host (memcpy bandwidth alone and on all ranks at once, a + b bandwidth, per-step\n"
              "latency), predicts every shipped schedule x parameters with the cost model, times the K best\n"
-             "per size (default 2) and any predicted within M x the best (default 1.25), then slice sizes\n"
+             "per size (default 2) and any predicted within M x the best (default 1.25), I calls each (10)\n"
+             "after 3 warm-up, then slice sizes\n"
              "for the winner at large sizes, and writes DIR/tuning.txt (size\n"
              "ranges -> plan, slice; load it with SCHEDC_TUNING=DIR/tuning.txt or `schedc bench --tuning`),\n"
              "the plan files, and DIR/host.lua (the measured links, for `schedc cost --links`).\n"
              "With --model-only the links come from the topology file and nothing runs (-o DIR writes the\n"
              "predicted table). Allreduce, f32 sum. The candidates come from --schedules DIR, else from the\n"
-             "folder where `schedc check ring` finds the ring (see docs/cli.md, \"Schedules by name\").\n");
+             "folder where `schedc check ring` finds the ring (see docs/cli.md, \"Schedules by name\").\n"
+             "With --backend mpi every rank of an MPI launcher's job runs it: the ranks may span hosts; the\n"
+             "link between hosts is measured, the candidates are built for the ranks' hosts, and rank 0\n"
+             "writes the table, bound to that layout of hosts.\n");
       return EXIT_OK;
     case O_RANKS: bad = cli_opt_int(&a, v, 1, 65536, "a rank count from 1 to 65536", &ranks); break;
     case O_TOPOLOGY: topo = v; break;
@@ -184,14 +254,49 @@ int cli_tune(int argc, char **argv) {
       break;
     case O_SCHEDULES: dir = v; break;
     case O_SIZES: bad = cli_opt_sizes(&a, v, sizes, MAXSIZES, &nsizes); break;
+    case O_ITERS: bad = cli_opt_int(&a, v, 1, 1 << 20, "an iteration count from 1 to 2^20", &iters); break;
     case CLI_ARG: bad = 1; cli_usage_error(&a, "unexpected argument '%s' (see 'schedc tune --help')", v); break;
     default: bad = 1; break; /* CLI_BAD: said why */
     }
     if (bad) return EXIT_USAGE;
   }
   if (model_only && !topo) { fprintf(stderr, "schedc tune: --model-only needs --topology T (with a links table)\n"); return EXIT_USAGE; }
-  if (!model_only && ranks < 1) { fprintf(stderr, "schedc tune: --ranks N is required\n"); return EXIT_USAGE; }
-  if (strcmp(backend, "shm") && strcmp(backend, "threads")) { fprintf(stderr, "schedc tune: --backend '%s' (shm or threads)\n", backend); return EXIT_USAGE; }
+  int is_mpi = !strcmp(backend, "mpi");
+  if (strcmp(backend, "shm") && strcmp(backend, "threads") && !is_mpi) { fprintf(stderr, "schedc tune: --backend '%s' (shm, threads or mpi)\n", backend); return EXIT_USAGE; }
+  if (is_mpi && model_only) { fprintf(stderr, "schedc tune: --model-only runs nothing: no --backend mpi\n"); return EXIT_USAGE; }
+  if (!model_only && !is_mpi && ranks < 1) { fprintf(stderr, "schedc tune: --ranks N is required\n"); return EXIT_USAGE; }
+  /* mpi: this process is one rank of the launcher's job; the layout of hosts is learned here */
+  schedc_comm *comm = NULL;
+  hostlayout hl = {1, 1, NULL, 0};
+  if (is_mpi) {
+    schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+    if (schedc_comm_init_mpi(NULL, &co, &comm) != SCHEDC_OK) { fprintf(stderr, "schedc tune: %s\n", schedc_errmsg()); return EXIT_REJECTED; }
+    if (ranks && ranks != schedc_comm_nranks(comm)) {
+      fprintf(stderr, "schedc tune: --ranks %d, but the MPI job has %d ranks\n", ranks, schedc_comm_nranks(comm));
+      schedc_comm_free(comm);
+      return EXIT_USAGE;
+    }
+    ranks = schedc_comm_nranks(comm);
+    if (learn_hosts(comm, &hl) != 0) { schedc_comm_free(comm); free(hl.node_of); return EXIT_REJECTED; }
+    quiet = schedc_comm_rank(comm) != 0;
+  }
+  int rc = cli_tune_run(&(tuneargs){out, topo, dir, backend, ranks, model_only, keep, nsizes, out_given, iters, margin,
+                                    coll, comm, &hl}, sizes);
+  schedc_comm_free(comm);
+  free(hl.node_of);
+  return rc;
+}
+
+/* The rest of `schedc tune`, its arguments read (and, under mpi, the job's hosts learned). */
+static int cli_tune_run(const tuneargs *ta, size_t *sizes) {
+  const char *out = ta->out, *topo = ta->topo, *dir = ta->dir, *backend = ta->backend;
+  int ranks = ta->ranks, model_only = ta->model_only, keep = ta->keep, nsizes = ta->nsizes, out_given = ta->out_given;
+  double margin = ta->margin;
+  schedc_collective coll = ta->coll;
+  schedc_comm *comm = ta->comm;
+  const hostlayout *hl = ta->hl;
+  char dirbuf[PATH_MAX];
+  if (quiet && !freopen("/dev/null", "w", stdout)) return EXIT_REJECTED; /* rank 0 reports */
   if (keep < 1) keep = 1;
   if (!dir) dir = default_schedules(dirbuf, sizeof dirbuf);
   if (!nsizes) {
@@ -206,19 +311,36 @@ int cli_tune(int argc, char **argv) {
     if (schedc_cost_model_load(topo, &m) != SCHEDC_OK) { fprintf(stderr, "schedc tune: %s\n", schedc_errmsg()); return EXIT_REJECTED; }
   } else {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    fprintf(stderr, "schedc tune: measuring this host (%d ranks, %ld cores, backend %s)\n", ranks, ncpu, backend);
+    if (!quiet && comm) fprintf(stderr, "schedc tune: measuring the job's %d host%s (%d ranks, %ld cores here, backend mpi)\n", hl->nhosts, hl->nhosts > 1 ? "s" : "", ranks, ncpu);
+    else if (!quiet) fprintf(stderr, "schedc tune: measuring this host (%d ranks, %ld cores, backend %s)\n", ranks, ncpu, backend);
     double per, tot;
     progress("memory bandwidth", 0, 3);
     if (measure_bw(1, 0, 64u << 20, &m.copy_gbps, &tot)) { fprintf(stderr, "schedc tune: out of memory\n"); return EXIT_REJECTED; }
     progress("memory bandwidth", 1, 3);
     measure_bw(1, 1, 64u << 20, &m.reduce_gbps, &tot);
     progress("memory bandwidth", 2, 3);
-    int par = ranks < ncpu ? ranks : (int)ncpu;
-    measure_bw(par, 0, 64u << 20, &per, &tot);
+    int local0 = ranks; /* ranks on rank 0's host */
+    if (comm) {
+      /* every rank measured at once: each one's bandwidth beside the others', the slowest rank's
+       * taken, and a host's total as that times its ranks */
+      double mine[2] = {m.copy_gbps, m.reduce_gbps}, all[2];
+      if (schedc_allreduce(mine, all, 2, SCHEDC_F64, SCHEDC_MIN, comm, NULL) != SCHEDC_OK) { fprintf(stderr, "schedc tune: %s\n", schedc_errmsg()); return EXIT_REJECTED; }
+      m.copy_gbps = all[0];
+      m.reduce_gbps = all[1];
+      local0 = 0;
+      for (int r = 0; r < ranks; r++) local0 += hl->node_of[r] == hl->node_of[0];
+      tot = m.copy_gbps * local0;
+      int64_t nc = ncpu, ncmin = ncpu; /* every rank predicts alike, so every rank times the same plans */
+      if (schedc_allreduce(&nc, &ncmin, 1, SCHEDC_I64, SCHEDC_MIN, comm, NULL) == SCHEDC_OK) ncpu = (long)ncmin;
+    } else {
+      int par = ranks < ncpu ? ranks : (int)ncpu;
+      measure_bw(par, 0, 64u << 20, &per, &tot);
+    }
     progress("memory bandwidth", 3, 3);
     m.intra = (schedc_link){SCHEDC_LINK_SHM, 0, m.copy_gbps, tot};
     m.inter = m.intra;
-    m.local_passes = be == SCHEDC_BACKEND_SHM ? 2 : 0.5; /* threads: the in-place receive buffer */
+    /* threads: the in-place receive buffer; mpi: the received temps written out once */
+    m.local_passes = comm ? 1 : be == SCHEDC_BACKEND_SHM ? 2 : 0.5;
     m.cores_per_node = (int)ncpu;
     /* latency: a 1-step broadcast and the 2(n-1)-step ring at 8 bytes give alpha and the call cost */
     benchopts lo = {0};
@@ -229,22 +351,39 @@ int cli_tune(int argc, char **argv) {
     lo.sizes[0] = 8;
     lo.dtype = SCHEDC_F32;
     lo.op = SCHEDC_SUM;
-    double t1 = 0, t2 = 0;
-    progress("per-step latency", 0, 2);
-    schedc_plan *bc = load_cand(dir, "direct.lua", (const char *[]){NULL}, ranks, NULL, SCHEDC_BROADCAST), *ring = NULL;
+    double t1 = 0, t2 = 0, t3 = 0;
+    int multi = comm && hl->nhosts > 1;
+    progress("per-step latency", 0, 2 + multi);
+    schedc_plan *bc = load_cand(dir, "direct.lua", (const char *[]){NULL}, ranks, NULL, hl, SCHEDC_BROADCAST), *ring = NULL;
     schedc_plan_builtin(SCHEDC_ALLREDUCE, ranks, 0, &ring);
-    if (bc && ranks > 1) time_plan(&lo, bc, SCHEDC_BROADCAST, be, &t1);
-    progress("per-step latency", 1, 2);
-    if (ring && ranks > 1) time_plan(&lo, ring, SCHEDC_ALLREDUCE, be, &t2);
-    progress("per-step latency", 2, 2);
+    if (bc && ranks > 1) time_plan(&lo, bc, SCHEDC_BROADCAST, be, comm, &t1);
+    progress("per-step latency", 1, 2 + multi);
+    if (ring && ranks > 1) time_plan(&lo, ring, SCHEDC_ALLREDUCE, be, comm, &t2);
+    progress("per-step latency", 2, 2 + multi);
+    /* between hosts: rank 0 broadcasts 4 MiB to every rank at once, those on other hosts through
+     * its host's one link, so that link's rate is their bytes over the time beyond the 8-byte call */
+    if (multi && bc) {
+      benchopts bo = lo;
+      bo.iters = 5;
+      bo.warmup = 1;
+      bo.sizes[0] = 4u << 20;
+      time_plan(&bo, bc, SCHEDC_BROADCAST, be, comm, &t3);
+      progress("per-step latency", 3, 3);
+    }
     schedc_plan_free(bc);
     schedc_plan_free(ring);
     int steps = 2 * (ranks - 1);
     m.intra.alpha_us = steps > 1 && t2 > t1 ? (t2 - t1) / (steps - 1) : 1.0;
     m.call_us = t1 > m.intra.alpha_us ? t1 - m.intra.alpha_us : 0.5;
     m.inter.alpha_us = m.intra.alpha_us;
+    if (multi && t3 > t1) {
+      double across = (double)(ranks - local0) * (4u << 20);
+      m.inter.kind = SCHEDC_LINK_NET;
+      m.inter.gbps = across / (t3 - t1) / 1e3;
+      m.inter.node_gbps = m.inter.gbps; /* one link per host, whatever its ranks */
+    }
   }
-  cli_print_model(&m, model_only ? topo : "measured here");
+  cli_print_model(&m, model_only ? topo : comm ? "measured on the job's hosts" : "measured here");
 
   /* 2. candidates: shipped schedules x parameters that build for this shape */
   static const struct { const char *file; const char *defs[3]; } C[] = {
@@ -256,7 +395,7 @@ int cli_tune(int argc, char **argv) {
   cand *cs = calloc(MAXC, sizeof *cs);
   int nc = 0;
   for (size_t i = 0; i < sizeof C / sizeof C[0] && nc < MAXC; i++) {
-    schedc_plan *p = load_cand(dir, C[i].file, C[i].defs, ranks, topo, coll);
+    schedc_plan *p = load_cand(dir, C[i].file, C[i].defs, ranks, topo, hl, coll);
     if (!p) continue;
     cand *c = &cs[nc++];
     c->plan = p;
@@ -292,14 +431,14 @@ int cli_tune(int argc, char **argv) {
     o.op = SCHEDC_SUM;
     o.nsizes = nsizes;
     memcpy(o.sizes, sizes, sizeof sizes[0] * (size_t)nsizes);
-    o.iters = 10;
+    o.iters = ta->iters; /* per size and survivor (10) */
     o.warmup = 3;
     int ns = 0, done = 0;
     for (int c = 0; c < nc; c++) ns += survive[c];
     for (int c = 0; c < nc; c++) {
       if (!survive[c]) continue;
       progress("timing survivors", done, ns);
-      if (time_plan(&o, cs[c].plan, coll, be, cs[c].meas)) { free(cs); return EXIT_REJECTED; }
+      if (time_plan(&o, cs[c].plan, coll, be, comm, cs[c].meas)) { free(cs); return EXIT_REJECTED; }
       progress("timing survivors", ++done, ns);
     }
     for (int s = 0; s < nsizes; s++) {
@@ -321,7 +460,7 @@ int cli_tune(int argc, char **argv) {
       for (size_t k = 0; k < sizeof SL / sizeof SL[0]; k++) {
         so.slice = SL[k];
         double t;
-        if (time_plan(&so, cs[best[s]].plan, coll, be, &t) == 0 && t < cs[best[s]].meas[s] * 0.97) {
+        if (time_plan(&so, cs[best[s]].plan, coll, be, comm, &t) == 0 && t < cs[best[s]].meas[s] * 0.97) {
           printf("# size %zu: %s is %.0f%% faster with %zu-byte slices\n", sizes[s], cs[best[s]].label,
                  100 * (1 - t / cs[best[s]].meas[s]), SL[k]);
           cs[best[s]].meas[s] = t;
@@ -358,7 +497,7 @@ int cli_tune(int argc, char **argv) {
 
   /* 5. the table: consecutive sizes with one choice form a range; boundaries halfway (geometric) */
   int rc = EXIT_OK;
-  if (!model_only || out_given) {
+  if (!quiet && (!model_only || out_given)) {
     if (cli_output_dir("tune", "-o", out)) { free(cs); return EXIT_REJECTED; }
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/tuning.txt", out);
@@ -370,9 +509,15 @@ int cli_tune(int argc, char **argv) {
     strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
     fprintf(f, "schedc-tuning 1\n# written by schedc tune on %s: %s, %d ranks, %s, %s\n", date,
             schedc_collective_name(coll), n, model_only ? "model only" : "measured", model_only ? topo : backend);
+    if (comm) /* the layout of hosts it was measured on: a communicator on another is refused */
+      fprintf(f, "# %d host%s, ranks %s\nhosts %016llx\n", hl->nhosts, hl->nhosts > 1 ? "s" : "",
+              hl->nhosts < 2 ? "all on one" : hl->blocks ? "in blocks" : "interleaved", (unsigned long long)hl->fp);
     schedc_topology *here = NULL; /* measured: the machine it was measured on (docs/topology.md) */
+    unsigned long long tfp = 0;
     if (!model_only && schedc_topology_discover(&here) == SCHEDC_OK)
       fprintf(f, "topology %016llx\n", (unsigned long long)schedc_topology_fingerprint(here));
+    else if (model_only && (tfp = file_fingerprint(topo)) != 0) /* predicted for the machine the file describes */
+      fprintf(f, "topology %016llx\n", tfp);
     schedc_topology_free(here);
     size_t lo = 0;
     for (int s = 0; s < nsizes; s++) {
@@ -400,7 +545,8 @@ int cli_tune(int argc, char **argv) {
       if (f) {
         fprintf(f, "-- measured by schedc tune on %s (%s backend); for schedc cost --links\nreturn { links = {\n", date, backend);
         fprintf(f, "  intra = { kind = \"shm\", alpha_us = %.3f, gbps = %.3f, node_gbps = %.3f },\n", m.intra.alpha_us, m.intra.gbps, m.intra.node_gbps);
-        fprintf(f, "  inter = { kind = \"shm\", alpha_us = %.3f, gbps = %.3f, node_gbps = %.3f },\n", m.inter.alpha_us, m.inter.gbps, m.inter.node_gbps);
+        fprintf(f, "  inter = { kind = \"%s\", alpha_us = %.3f, gbps = %.3f, node_gbps = %.3f },\n",
+                m.inter.kind == SCHEDC_LINK_NET ? "net" : "shm", m.inter.alpha_us, m.inter.gbps, m.inter.node_gbps);
         fprintf(f, "  reduce_gbps = %.3f, copy_gbps = %.3f, local_passes = %.1f, call_us = %.3f, cores_per_node = %d,\n} }\n",
                 m.reduce_gbps, m.copy_gbps, m.local_passes, m.call_us, m.cores_per_node);
       }

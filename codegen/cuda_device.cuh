@@ -375,13 +375,18 @@ __device__ __noinline__ sc_u32 sc_xround(const sc_xfmt &f, int neg, sc_u64 m, in
   return (sc_u32)bits | (neg ? f.sign : 0u);
 }
 
-/* avg: the exact quotient |s| / n as m 2^(e - g) plus a sticky bit, with at least 33 significant
- * bits (or all of them), so rounding m with the sticky bit rounds the quotient (exact.c's avg_bits). */
+/* avg: the exact quotient |s| / n (1 <= n < 2^31) as m 2^e plus a sticky bit (the remainder), by
+ * long division in 32-bit digits until m has at least 33 significant bits (every format keeps at
+ * most 24), so rounding m with the sticky bit rounds the quotient (exact.c's avg_bits). */
 __device__ __forceinline__ sc_u32 sc_xavg(const sc_xfmt &f, long long s, long long n, int g) {
-  sc_u64 a = s < 0 ? 0 - (sc_u64)s : (sc_u64)s, un = (sc_u64)n, q = a / un, r = a % un;
-  if (q >= (1ull << 32)) return sc_xround(f, s < 0, q, g, r != 0);
-  sc_u64 t = r << 32, m = (q << 32) | (t / un);
-  return sc_xround(f, s < 0, m, g - 32, t % un != 0);
+  sc_u64 a = s < 0 ? 0 - (sc_u64)s : (sc_u64)s, un = (sc_u64)n, m = a / un, r = a % un;
+  int e = g;
+  if (!a) return 0u;
+  while (m < (1ull << 32)) {
+    sc_u64 t = r << 32;
+    m = (m << 32) | (t / un), r = t % un, e -= 32;
+  }
+  return sc_xround(f, s < 0, m, e, r != 0);
 }
 
 /* The grid's words of a rank's input: the largest finite magnitude's bits (a format orders

@@ -110,3 +110,13 @@ const char *sc_proc_stat_rest(const char *path, char *buf, size_t cap) {
   const char *rp = strrchr(buf, ')'); /* "pid (comm) S ...": the last one closes the name */
   return rp && rp[1] == ' ' ? rp + 2 : NULL;
 }
+
+unsigned long long sc_proc_start(const char *path) {
+  char buf[1024];
+  const char *p = sc_proc_stat_rest(path, buf, sizeof buf); /* at field 3 */
+  if (!p) return 0;
+  int field = 3;
+  for (; *p && field < 22; p++)
+    if (*p == ' ') field++;
+  return field == 22 ? strtoull(p, NULL, 10) : 0;
+}

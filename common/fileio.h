@@ -24,6 +24,10 @@ int sc_write_atomic(const char *path, const void *data, size_t len);
  * after the ") " that closes the command name (which may hold spaces and parentheses), so that
  * field 3, the state, comes first; NULL when the file cannot be read or has no name. */
 const char *sc_proc_stat_rest(const char *path, char *buf, size_t cap);
+/* The start time (clock ticks after boot, field 22) of the process or thread of a /proc stat file:
+ * with its pid it names one process for good (a pid is reused, a start time with it is not); 0
+ * when the file cannot be read (it ended). */
+unsigned long long sc_proc_start(const char *path);
 
 /* The kernel cache directory (SCHEDC_CACHE_DIR, else $XDG_CACHE_HOME/schedc, else
  * ~/.cache/schedc), created if missing, into buf: 1; 0 when caching is off (SCHEDC_CACHE_DIR=off)

@@ -44,6 +44,10 @@
   X(SCHEDC_SMALL, SIZE, 0, 8192, "", "8192", LIB,                                                               \
     "cpu: calls of at most this many bytes (accumulation type) take the small-message path (0: never; above "   \
     "64 ranks at most 512 KiB / ranks, an arrival line's data), performance.md")                                 \
+  X(SCHEDC_SIMD, ENUM, 0, 0, "auto|avx512|avx2|scalar", "auto", LIB,                                          \
+    "cpu: the vector path of the reductions and conversions, chosen once per process: auto the best this CPU "   \
+    "has; avx512, avx2 or scalar force one (never different bits; a path the CPU lacks fails communicator "      \
+    "init), performance.md")                                                                                     \
   X(SCHEDC_INJECT, STR, 0, 0,                                                                                   \
     "comma-separated kill:RANK:STEP, delay:RANK:US, jitter:SEED:US, flip:RANK:STEP[:BIT], "                     \
     "arith:RANK:STEP[:BIT], flipout:RANK", NULL,                                                                 \
@@ -64,9 +68,13 @@
   X(SCHEDC_JOB, STR, 0, 0, "an id, the same on every rank", NULL, LIB,                                          \
     "schedc_comm_init_env: the job, unique among running jobs (the shm segments' secret, reliability.md); "      \
     "unset: TORCHELASTIC_RUN_ID unless 'none', else Open MPI's; else refused")                                   \
-  X(SCHEDC_BACKEND, ENUM, 0, 0, "shm|mpi|cuda", NULL, LIB,                                                      \
-    "schedc_comm_init_env: the backend; unset: shm, or mpi under Open MPI when built with MPI "                  \
-    "(threads: schedc_comm_init_threads)")                                                                       \
+  X(SCHEDC_BACKEND, ENUM, 0, 0, "shm|mpi|cuda|net", NULL, LIB,                                                  \
+    "schedc_comm_init_env: the backend; unset: mpi under Open MPI when built with MPI, net when the ranks span "  \
+    "hosts (torchrun's LOCAL_WORLD_SIZE below WORLD_SIZE, srun's SLURM_STEP_NUM_NODES above 1) when built with " \
+    "UCX, else shm (threads: schedc_comm_init_threads)")                                                         \
+  X(SCHEDC_NET_IFNAME, STR, 0, 0, "an interface name", NULL, LIB,                                                \
+    "net: the interface whose IPv4 address schedc_uid_net puts in the id; unset: the first that is up and not "  \
+    "loopback, else 127.0.0.1")                                                                                  \
   X(SCHEDC_CUDA_DEVICE, INT, 0, 65535, "a device index", NULL, LIB,                                             \
     "schedc_comm_init_env with cuda: the GPU; unset: LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, the rank")          \
   X(SCHEDC_CUDA_BLOCKS, INT, 1, 1024, "a block count", NULL, LIB,                                               \
@@ -98,14 +106,30 @@
   X(RANK, INT, 0, 65535, "a rank", NULL, EXT, "torchrun: the rank (schedc_comm_init_env, with WORLD_SIZE)")     \
   X(WORLD_SIZE, INT, 1, 65536, "a rank count", NULL, EXT, "torchrun: the number of ranks")                      \
   X(LOCAL_RANK, INT, 0, 65535, "a device index", NULL, EXT, "torchrun: the rank on this host (the GPU with cuda)") \
+  X(LOCAL_WORLD_SIZE, INT, 1, 65536, "a rank count", NULL, EXT,                                                 \
+    "torchrun: the ranks on this host; below WORLD_SIZE the ranks span hosts (schedc_comm_init_env: net)")       \
+  X(MASTER_ADDR, STR, 0, 0, "a host name or address", NULL, EXT,                                               \
+    "torchrun, or set for srun: rank 0's host, the net backend's bootstrap (docs/c-api.md)")                     \
+  X(TORCHELASTIC_USE_AGENT_STORE, STR, 0, 0, "True or False", NULL, EXT,                                       \
+    "torchrun: True when MASTER_ADDR:MASTER_PORT is the agent's TCPStore (net bootstraps through it)")           \
+  X(TORCHELASTIC_RESTART_COUNT, STR, 0, 0, "a number", NULL, EXT,                                              \
+    "torchrun: the workers' restart, part of net's bootstrap keys and job token")                                \
   X(TORCHELASTIC_RUN_ID, STR, 0, 0, "any text", NULL, EXT,                                                     \
     "torchrun: the job id (--rdzv-id; random with --standalone); 'none', its default, is never used")            \
-  X(MASTER_PORT, STR, 0, 0, "any text", NULL, EXT,                                                              \
-    "torchrun: never a job id (two jobs can share it); schedc_comm_init_env's refusal names it")                 \
+  X(MASTER_PORT, STR, 0, 0, "a port number", NULL, EXT,                                                         \
+    "torchrun, or set for srun: net's bootstrap port (torchrun's store, else rank 0 listens there); never a job " \
+    "id (two jobs can share it): schedc_comm_init_env's refusal names it")                                       \
   X(OMPI_COMM_WORLD_RANK, INT, 0, 65535, "a rank", NULL, EXT, "Open MPI: the rank")                             \
   X(OMPI_COMM_WORLD_SIZE, INT, 1, 65536, "a rank count", NULL, EXT, "Open MPI: the number of ranks")            \
   X(OMPI_COMM_WORLD_LOCAL_RANK, INT, 0, 65535, "a device index", NULL, EXT,                                     \
     "Open MPI: the rank on this host (the GPU with cuda; schedc run --mpi)")                                     \
+  X(SLURM_PROCID, INT, 0, 65535, "a rank", NULL, EXT, "srun: the rank (schedc_comm_init_env, with SLURM_NTASKS)") \
+  X(SLURM_NTASKS, INT, 1, 65536, "a rank count", NULL, EXT, "srun: the number of ranks")                        \
+  X(SLURM_LOCALID, INT, 0, 65535, "a device index", NULL, EXT, "srun: the rank on this host (the GPU with cuda)") \
+  X(SLURM_STEP_NUM_NODES, INT, 1, 65536, "a node count", NULL, EXT,                                             \
+    "srun: the step's hosts; above 1 the ranks span hosts (schedc_comm_init_env: net)")                          \
+  X(SLURM_JOB_ID, STR, 0, 0, "any text", NULL, EXT, "srun: with SLURM_STEP_ID, the job (shm's job, net's token)") \
+  X(SLURM_STEP_ID, STR, 0, 0, "any text", NULL, EXT, "srun: the job step")                                      \
   X(OMPI_MCA_orte_hnp_uri, STR, 0, 0, "any text", NULL, EXT,                                                    \
     "Open MPI: the job id (its leading number and a hash of the whole uri, which holds mpirun's port) when no " \
     "other is set")                                                                                              \

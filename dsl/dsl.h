@@ -19,6 +19,7 @@ typedef struct sc_dsl_opts {
   uint64_t max_instructions;   /* 0: default */
   size_t max_memory;           /* 0: default */
   double max_seconds;          /* wall-clock limit of the load; 0: default */
+  const int *node_of;          /* with nnodes: rank r's node (checked by the caller); NULL: blocks */
 } sc_dsl_opts;
 
 /* Runs the script at path and fills *ir (initialised here; on success the caller frees it).

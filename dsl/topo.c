@@ -4,7 +4,7 @@
  * The topology comes from a topology file (a Lua chunk run in its own sandbox, returning
  * { levels = {...}, ranks = {...} } as `schedc topo -o` writes, or the older
  * { nodes = {{0,1,..}, ...} } / { nnodes = M, ranks_per_node = P }), from --nodes M (M equal
- * consecutive blocks), or is one node holding every rank.
+ * consecutive blocks, or the caller's node_of), or is one node holding every rank.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -140,9 +140,14 @@ static void build_topo(lua_State *L, sc_loader *ld) {
     uint32_t n = ld->opts.nranks, m = ld->opts.nnodes ? ld->opts.nnodes : 1;
     if (n < 1) luaL_error(L, "the rank count is missing (give --ranks N or a topology file)");
     if (n > SC_IR_MAX_RANKS) luaL_error(L, "--ranks %d exceeds the limit of %d", (int)n, (int)SC_IR_MAX_RANKS);
-    if (m > n || n % m) luaL_error(L, "--nodes %d does not divide %d ranks into equal nodes", (int)m, (int)n);
-    sc_dsl_topo_alloc(L, t, n, m);
-    for (uint32_t r = 0; r < n; r++) t->node_of[r] = r / (n / m);
+    if (ld->opts.node_of) { /* the caller's layout (plan.c checked it: every node used) */
+      sc_dsl_topo_alloc(L, t, n, m);
+      for (uint32_t r = 0; r < n; r++) t->node_of[r] = (uint32_t)ld->opts.node_of[r];
+    } else {
+      if (m > n || n % m) luaL_error(L, "--nodes %d does not divide %d ranks into equal nodes", (int)m, (int)n);
+      sc_dsl_topo_alloc(L, t, n, m);
+      for (uint32_t r = 0; r < n; r++) t->node_of[r] = r / (n / m);
+    }
   }
   topo_index(L, t);
   if (!t->located) sc_dsl_topo_default_levels(L, t);

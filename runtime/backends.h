@@ -13,10 +13,19 @@
 /* runtime/mpi: 1 when this build has the mpi backend (mpi.c), 0 otherwise (mpi_none.c). */
 int sc_mpi_built(void);
 
+/* runtime/net: 1 when this build has the net backend (UCX), 0 otherwise (net_none.c). */
+int sc_net_built(void);
+/* schedc_comm_init_env's net: rank of nranks, bootstrapped at MASTER_ADDR:MASTER_PORT (torchrun's
+ * agent store there when TORCHELASTIC_USE_AGENT_STORE=True, else rank 0 listens on it). */
+schedc_status sc_net_init_env(int rank, int nranks, const schedc_comm_opts *opts, schedc_comm **out);
+
 /* runtime/cuda: schedc_comm_init_env's cuda backend under an MPI launcher: a process per GPU
  * whose host exchanges go over an MPI communicator of its own (freed with it), so the ranks may
  * be on several hosts (schedc_comm_init_cuda_over). */
 schedc_status sc_cu_init_env_mpi(int device, const schedc_comm_opts *opts, schedc_comm **out);
+/* The same over `host`, a CPU communicator made for it (net across hosts), taken: freed with the
+ * cuda communicator, or here on failure. */
+schedc_status sc_cu_init_env_over(schedc_comm *host, int device, const schedc_comm_opts *opts, schedc_comm **out);
 
 /* Every backend, in the order `schedc info` lists them: X(name, probe). The probe (probe.h) says
  * whether this build has the backend (built) and whether it can run here (found), or why not; a
@@ -25,6 +34,7 @@ schedc_status sc_cu_init_env_mpi(int device, const schedc_comm_opts *opts, sched
   X("threads", sc_threads_probe)                                                                  \
   X("shm", sc_shm_probe)                                                                          \
   X("mpi", sc_mpi_backend_probe)                                                                  \
+  X("net", sc_net_backend_probe)                                                                  \
   X("cuda", sc_cuda_probe)
 
 /* runtime/cpu_probe.c: a one-rank communicator of each, made and freed through the public entry
@@ -35,6 +45,9 @@ void sc_shm_probe(sc_probe *p);
  * (the file it runs on, MPI_Get_library_version). */
 void sc_mpi_backend_probe(sc_probe *p);
 void sc_mpi_probe(sc_probe *p);
+/* runtime/net (net_ucx.c, or net_none.c): the backend's row, and the UCX it was linked with. */
+void sc_net_backend_probe(sc_probe *p);
+void sc_ucx_probe(sc_probe *p);
 /* runtime/cuda: the backend's row (devices through the table in use, cuda_plugin.c), and the
  * libraries it loads with dlopen: NVRTC (nvrtc.c), the driver (cuda_driver.c), NCCL (cuda_nccl.c). */
 void sc_cuda_probe(sc_probe *p);

@@ -47,7 +47,8 @@ const char *schedc_revision(void) { return sc_git_revision; }
   X("NVML", sc_tp_nvml_probe)                                                                     \
   X("libclang", sc_ops_clang_probe)                                                               \
   X("hwloc", sc_tp_hwloc_probe)                                                                   \
-  X("MPI", sc_mpi_probe)
+  X("MPI", sc_mpi_probe)                                                                          \
+  X("UCX", sc_ucx_probe)
 
 typedef struct row { const char *name; sc_probe p; } row;
 #define SC_COUNT_(name, fn) +1

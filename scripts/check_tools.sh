@@ -46,6 +46,10 @@ if command -v mpirun >/dev/null; then ok "mpirun"; else miss mpirun "openmpi-bin
 if "$S" run schedules/ring.lua --backend mpi --count 1 2>&1 | grep -q "no MPI support"; then
   miss "MPI in this build" "libopenmpi-dev (Debian), then configure $B again"
 else ok "MPI in this build"; fi
+# UCX: the net backend (net.*, cuda.emu.net, python's test_net.py)
+if env -u MASTER_ADDR SCHEDC_RANK=0 SCHEDC_NRANKS=1 "$S" run schedules/ring.lua --backend net --count 1 2>&1 | grep -q "no net backend"; then
+  miss "UCX in this build" "libucx-dev (Debian), then configure $B again"
+else ok "UCX in this build (the net backend)"; fi
 # torch, numpy, pytest: python.* (the interpreters tests/python/run.sh tries, in its order)
 py=""
 for c in ${SCHEDC_TEST_PYTHON:-/usr/bin/python3 python3}; do
@@ -59,6 +63,9 @@ venv=${SCHEDC_TORCH2_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/schedc/venv-torch2}
 if "$venv/bin/python" -c 'import torch, expecttest, numpy, pytest, sys; sys.exit(int(torch.__version__.split(".")[0]) < 2)' 2>/dev/null; then
   ok "torch 2.x venv ($venv)"
 else miss "torch 2.x venv" "tests/python/venv.sh (PyPI's torch 2.x and expecttest; scripts/setup.sh runs it)" "looked in $venv"; fi
+# the test cluster (cluster.*): root, network namespaces, veth, a bridge, tc's tbf
+if out=$(env -u SCHEDC_REQUIRE_TOOLS tests/cluster/cluster.sh -H 2 -S 1 -t 30 -- true 2>&1); then ok "the test cluster (tests/cluster/cluster.sh)"
+else miss "the test cluster" "iproute2 and util-linux (Debian), run as root, a kernel with netns, veth, bridge and sch_tbf" "$out"; fi
 
 if [ $missing != 0 ]; then
   echo "check_tools: $missing missing: the suite would skip what needs them (SCHEDC_REQUIRE_TOOLS=${SCHEDC_REQUIRE_TOOLS:-unset})"

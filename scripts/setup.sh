@@ -6,8 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # libclang-16-dev: custom operators are checked with libclang (loaded with dlopen; docs/ops.md);
 # python3-torch, -pytest, -numpy, -venv: the Python package's tests (docs/python.md);
-# clang, libclang-rt-14-dev: the libFuzzer targets (tests/fuzz)
-pkgs="build-essential cmake pkg-config liblua5.4-dev openmpi-bin libopenmpi-dev libgloo-dev libclang-16-dev python3-torch python3-pytest python3-numpy python3-venv clang libclang-rt-14-dev libhwloc-dev"
+# clang, libclang-rt-14-dev: the libFuzzer targets (tests/fuzz); iproute2: the test cluster (tests/cluster);
+# libucx-dev: the net backend (runtime/net)
+pkgs="build-essential cmake pkg-config liblua5.4-dev openmpi-bin libopenmpi-dev libgloo-dev libclang-16-dev python3-torch python3-pytest python3-numpy python3-venv clang libclang-rt-14-dev libhwloc-dev iproute2 libucx-dev"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

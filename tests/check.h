@@ -72,4 +72,37 @@ static int tc_pass, tc_fail;
     return SC_SKIP_CODE;                                                    \
   } while (0)
 
+
+/* Does /proc/cpuinfo's first "flags" line list every word of `flags` (space-separated)? */
+static inline int tc_cpu_flags(const char *flags) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[8192];
+  int found = 0, all = 1;
+  while (f && !found && fgets(line, sizeof line, f)) found = !strncmp(line, "flags", 5);
+  if (f) fclose(f);
+  if (!found) return 0;
+  strcat(line, " "); /* words end with a blank */
+  const char *w = flags;
+  while (*w && all) {
+    size_t n = strcspn(w, " ");
+    char word[64];
+    snprintf(word, sizeof word, " %.*s ", (int)n, w);
+    all = strstr(line, word) != NULL;
+    w += n + (w[n] == ' ');
+  }
+  return all;
+}
+/* Return from main skipping when SCHEDC_SIMD forces a vector path this CPU lacks (the library's
+ * communicators would refuse it: cpufeat.h). */
+#define SKIP_NO_SIMD()                                                      \
+  do {                                                                      \
+    const char *v_ = getenv("SCHEDC_SIMD");                                 \
+    int lacks_ = v_ && ((!strcmp(v_, "avx2") && !tc_cpu_flags("avx2 f16c")) || \
+                        (!strcmp(v_, "avx512") && !tc_cpu_flags("avx2 f16c avx512f avx512dq avx512vl avx512bw"))); \
+    if (lacks_) {                                                           \
+      printf("[SKIP] SCHEDC_SIMD=%s: this CPU lacks that path\n", v_);      \
+      return SC_SKIP_CODE;                                                  \
+    }                                                                       \
+  } while (0)
+
 #endif

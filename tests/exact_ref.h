@@ -21,28 +21,31 @@ typedef __int128 i128;
 
 /* ---- the formats, independently of the library ---- */
 typedef struct fmt { int p, emin, bytes; uint32_t maxfin, inf, sign, qnan; } fmt;
-static fmt fmt_of(schedc_dtype dt) {
+static inline fmt fmt_of(schedc_dtype dt) {
   if (dt == SCHEDC_F32) return (fmt){24, -126, 4, 0x7f7fffffu, 0x7f800000u, 0x80000000u, 0x7fc00000u};
   if (dt == SCHEDC_F16) return (fmt){11, -14, 2, 0x7bffu, 0x7c00u, 0x8000u, 0x7e00u};
   return (fmt){8, -126, 2, 0x7f7fu, 0x7f80u, 0x8000u, 0x7fc0u};
 }
 /* a finite magnitude's bits as m * 2^k (m < 2^p) */
-static void decomp(const fmt *f, uint32_t a, uint64_t *m, int *k) {
+static inline void decomp(const fmt *f, uint32_t a, uint64_t *m, int *k) {
   uint32_t ef = a >> (f->p - 1), frac = a & ((1u << (f->p - 1)) - 1);
   *m = ef ? frac | (1u << (f->p - 1)) : frac;
   *k = (ef ? (int)ef : 1) + f->emin - 1 - (f->p - 1);
 }
-static uint32_t get(schedc_dtype dt, const void *x, size_t i) {
+static inline uint32_t get(schedc_dtype dt, const void *x, size_t i) {
   return dt == SCHEDC_F32 ? ((const uint32_t *)x)[i] : ((const uint16_t *)x)[i];
 }
-static void put(schedc_dtype dt, void *x, size_t i, uint32_t v) {
+static inline void put(schedc_dtype dt, void *x, size_t i, uint32_t v) {
   if (dt == SCHEDC_F32) ((uint32_t *)x)[i] = v;
   else ((uint16_t *)x)[i] = (uint16_t)v;
 }
-static int bitlen(unsigned __int128 v) { int l = 0; while (v) { l++; v >>= 1; } return l; }
+static inline int bitlen(unsigned __int128 v) {
+  uint64_t hi = (uint64_t)(v >> 64), lo = (uint64_t)v;
+  return hi ? 128 - __builtin_clzll(hi) : lo ? 64 - __builtin_clzll(lo) : 0;
+}
 
 /* sign of m 2^k n - A 2^b (m, n, A >= 0; A < 2^126) */
-static int cmp(uint64_t m, int k, uint64_t n, unsigned __int128 A, int b) {
+static inline int cmp(uint64_t m, int k, uint64_t n, unsigned __int128 A, int b) {
   unsigned __int128 L = (unsigned __int128)m * n;
   if (!L) return A ? -1 : 0;
   if (!A) return 1;
@@ -55,7 +58,7 @@ static int cmp(uint64_t m, int k, uint64_t n, unsigned __int128 A, int b) {
 }
 
 /* The reference rounding: the dtype value nearest to S 2^b / n, ties to even; exact 0 is +0. */
-static uint32_t ref_round(const fmt *f, i128 S, int b, uint64_t n) {
+static inline uint32_t ref_round(const fmt *f, i128 S, int b, uint64_t n) {
   if (!S) return 0;
   unsigned __int128 A = S < 0 ? (unsigned __int128)(-S) : (unsigned __int128)S;
   uint32_t lo = 0, hi = f->maxfin; /* the largest finite bits whose value <= |V| */
@@ -73,12 +76,44 @@ static uint32_t ref_round(const fmt *f, i128 S, int b, uint64_t n) {
   return r | (S < 0 ? f->sign : 0);
 }
 
+/* Where S 2^b / n lies against the midpoint of its two nearest values of the format: 0 exactly
+ * on it (a tie, which ref_round breaks to even), else 1 (S = 0 gives 1). For the tests that build
+ * ties on purpose: they count how many they made. */
+static inline int ref_off_tie(const fmt *f, i128 S, int b, uint64_t n) {
+  if (!S) return 1;
+  unsigned __int128 A = S < 0 ? (unsigned __int128)(-S) : (unsigned __int128)S;
+  uint32_t r = ref_round(f, (i128)A, b, n) & ~f->sign; /* the nearest; the midpoint is beside it */
+  uint64_t m;
+  int k;
+  if (r >= f->inf) return 1;
+  decomp(f, r, &m, &k);
+  if (cmp(2 * m + 1, k - 1, n, A, b) == 0) return 0; /* the midpoint above r */
+  if (r && m) { /* the midpoint below r: r's predecessor's value + half its unit */
+    decomp(f, r - 1, &m, &k);
+    if (cmp(2 * m + 1, k - 1, n, A, b) == 0) return 0;
+  }
+  return 1;
+}
+
+/* The format's bits of (-1)^neg a 2^e, which must be exact (a < 2^p after removing trailing
+ * zeros, the value within the format's finite range and on its subnormal grid); 0xffffffff if not. */
+static inline uint32_t ref_encode(const fmt *f, int neg, uint64_t a, int e) {
+  if (!a) return neg ? f->sign : 0;
+  while (!(a & 1)) a >>= 1, e++;
+  int top = e + bitlen(a) - 1, mb = f->p - 1, bias = -f->emin + 1;
+  if (bitlen(a) > f->p || top > -f->emin + 1 || e < f->emin - mb) return 0xffffffffu;
+  uint32_t bits;
+  if (top >= f->emin) bits = (uint32_t)(top + bias) << mb | (uint32_t)((a << (mb - (top - e))) & ((1ull << mb) - 1));
+  else bits = (uint32_t)(a << (e - (f->emin - mb))); /* subnormal: a multiple of 2^(emin - mb) */
+  return bits | (neg ? f->sign : 0);
+}
+
 /* ---- inputs ---- */
-static uint64_t mix(uint64_t x) {
+static inline uint64_t mix(uint64_t x) {
   x ^= x >> 31; x *= 0x9e3779b97f4a7c15ull; x ^= x >> 29; x *= 0xbf58476d1ce4e5b9ull; return x ^ (x >> 32);
 }
 /* Element i of rank r of n (seed s): classes by i % 8, element 0 pins the largest exponent. */
-static uint32_t input(const fmt *f, int n, int r, size_t i, int s) {
+static inline uint32_t input(const fmt *f, int n, int r, size_t i, int s) {
   uint64_t h = mix(((uint64_t)s << 48) ^ ((uint64_t)n << 40) ^ ((uint64_t)r << 32) ^ i);
   int mb = f->p - 1, bias = -f->emin + 1, top = f->p == 11 ? 14 : 20; /* the largest exponent */
   uint32_t frac = (uint32_t)(h >> 8) & ((1u << mb) - 1), sign = (h & 1) ? f->sign : 0;
@@ -109,7 +144,7 @@ static uint32_t input(const fmt *f, int n, int r, size_t i, int s) {
 /* The reference for element i: the grid g from every rank's inputs (frexp), each input rounded
  * onto it with integer shifts (ties to even), summed exactly, rounded once. Also the exact real
  * sum at scale 2^-100 where every input is a multiple of it (|x| < 2^21: it fits), for the bound. */
-static int ref_grid(schedc_dtype dt, void *const in[], int n, size_t K) {
+static inline int ref_grid(schedc_dtype dt, void *const in[], int n, size_t K) {
   int E = -100000;
   for (int r = 0; r < n; r++)
     for (size_t i = 0; i < K; i++) {
@@ -131,7 +166,7 @@ static int ref_grid(schedc_dtype dt, void *const in[], int n, size_t K) {
   return E == -100000 ? 0 : E - 61 + h;
 }
 /* x (bits) rounded onto the grid 2^g: ties to even */
-static int64_t ref_q(const fmt *f, uint32_t x, int g) {
+static inline int64_t ref_q(const fmt *f, uint32_t x, int g) {
   uint64_t m; int k;
   decomp(f, x & ~f->sign, &m, &k);
   uint64_t q;
@@ -151,7 +186,7 @@ static int64_t ref_q(const fmt *f, uint32_t x, int g) {
  * value too large for these __int128 sums: m < 2^24 shifted by at most 96, so sums of up to 64
  * stay below 2^126) */
 enum { XS = 100 };
-static int ref_exact(const fmt *f, uint32_t x, i128 *v) {
+static inline int ref_exact(const fmt *f, uint32_t x, i128 *v) {
   uint64_t m; int k;
   decomp(f, x & ~f->sign, &m, &k);
   if (!m) { *v = 0; return 1; } /* ±0: k is no exponent then (a shift by it would be undefined) */
@@ -163,7 +198,7 @@ static int ref_exact(const fmt *f, uint32_t x, i128 *v) {
 
 static long g_checked_exact, g_checked_bound;
 /* The expected result buffer (K elements of every rank's sum) into want; checks the bound. */
-static int reference(schedc_dtype dt, int avg, void *const in[], int n, size_t K, void *want) {
+static inline int reference(schedc_dtype dt, int avg, void *const in[], int n, size_t K, void *want) {
   fmt f = fmt_of(dt);
   int g = ref_grid(dt, in, n, K), bad = 0;
   for (size_t i = 0; i < K; i++) {

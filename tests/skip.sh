@@ -28,3 +28,11 @@ sc_need_mpi() {
     sc_skip_tool MPI "schedc was built without MPI (Debian: apt-get install libopenmpi-dev, then configure again)"
   fi
 }
+
+# sc_need_net SCHEDC SCHEDULES — schedc built with the net backend (UCX), else sc_skip_tool.
+sc_need_net() {
+  if env -u MASTER_ADDR SCHEDC_RANK=0 SCHEDC_NRANKS=1 "$1" run "$2/ring.lua" --backend net --count 1 2>&1 |
+     grep -q "no net backend"; then
+    sc_skip_tool UCX "schedc was built without the net backend (Debian: apt-get install libucx-dev, then configure again)"
+  fi
+}

@@ -210,8 +210,11 @@ typedef struct schedc_load_opts {
   size_t max_memory;         /* memory cap in bytes (Lua's and the transfers'); 0: 1 GiB */
   double max_seconds;        /* wall-clock limit of the script's run; 0: 20 s. No Lua code, pcall
                               * or library call outlasts a limit once hit */
+  const int *node_of;        /* with nranks and nnodes, no topology: rank r's node, node_of[0..nranks)
+                              * in [0, nnodes), every node used (ranks round-robin across hosts, as
+                              * mpirun --map-by node places them); NULL: equal consecutive blocks */
 } schedc_load_opts;
-#define SCHEDC_LOAD_OPTS_INIT {sizeof(schedc_load_opts), 0, 0, NULL, NULL, 0, 0, 0, 0.0}
+#define SCHEDC_LOAD_OPTS_INIT {sizeof(schedc_load_opts), 0, 0, NULL, NULL, 0, 0, 0, 0.0, NULL}
 
 /* Run the schedule script at `path` in the sandbox, verify it and lower it into a plan. A path
  * without a folder may name a shipped or installed schedule ("ring"; schedc_schedule_find below),
@@ -369,8 +372,9 @@ typedef enum schedc_backend {
   SCHEDC_BACKEND_THREADS = 0, /* ranks are threads of one process; peers' buffers read directly */
   SCHEDC_BACKEND_SHM = 1,     /* processes on one host; POSIX shared memory */
   SCHEDC_BACKEND_MPI = 2,     /* any MPI launcher, any number of hosts (if built with MPI) */
-  SCHEDC_BACKEND_CUDA = 3     /* GPUs: one process drives them all (schedc_comm_init_cuda) or
+  SCHEDC_BACKEND_CUDA = 3,    /* GPUs: one process drives them all (schedc_comm_init_cuda) or
                                  one process per GPU (schedc_comm_init_cuda_rank) */
+  SCHEDC_BACKEND_NET = 4      /* processes on any hosts over UCX, no MPI launcher (if built with UCX) */
 } schedc_backend;
 
 typedef struct schedc_comm_opts {
@@ -437,15 +441,50 @@ SCHEDC_API schedc_status schedc_comm_init_shm_uid(int rank, int nranks, const sc
  * initialised), or NULL for MPI_COMM_WORLD: then SCHEDC_NRANKS (else WORLD_SIZE), when set, must
  * be its size, else SCHEDC_EINVAL on every rank. SCHEDC_EUNAVAIL if this build has no MPI. */
 SCHEDC_API schedc_status schedc_comm_init_mpi(const void *mpi_comm, const schedc_comm_opts *opts, schedc_comm **out);
+/* `net`: processes on any hosts over UCX (shared memory within a host, its network transports
+ * between hosts), bootstrapped without an MPI launcher (docs/c-api.md "The net backend"). Rank 0's
+ * process makes the id with schedc_uid_net and hands it to the others by any means (a store, a
+ * file, a broadcast; like ncclGetUniqueId); every rank then calls schedc_comm_init_net with it.
+ * Waits (up to the timeout) for all ranks. SCHEDC_EUNAVAIL if this build has no UCX. */
+/* A net id: 16 plain bytes holding an IPv4 address of this host (SCHEDC_NET_IFNAME's, else the
+ * first interface that is up and not loopback, else 127.0.0.1), a port this process now listens
+ * on (chosen by the kernel) and 64 random bits that tell this job's ranks from any other's. The
+ * listener is closed by the schedc_comm_init_net of rank 0, which must run in this process.
+ * SCHEDC_EINVAL (id NULL, SCHEDC_NET_IFNAME names no such interface), SCHEDC_EIO, SCHEDC_EUNAVAIL
+ * (no UCX; or 64 ids made and not used yet). Thread-safe. */
+SCHEDC_API schedc_status schedc_uid_net(schedc_uid *id);
+/* This process is `rank` of `nranks`; id from schedc_uid_net on rank 0's process, the same on
+ * every rank. Rank 0 gathers every rank's record (host, process, UCX address) at the id's address
+ * and answers all; then every rank connects to every other. SCHEDC_EINVAL (bad arguments; rank 0
+ * not in the id's process; the ranks disagree on nranks, two claim one rank: named on every rank
+ * that connected), SCHEDC_ETIMEOUT (rank 0 unreachable, or a rank never came, named),
+ * SCHEDC_EPEER (a rank failed its set-up, named), SCHEDC_EMISMATCH (opts->plan or
+ * SCHEDC_TOPOLOGY differ), SCHEDC_EIO (UCX could not start), SCHEDC_ENOMEM. Nothing of the
+ * bootstrap (sockets, the listener) is left once it returns. */
+SCHEDC_API schedc_status schedc_comm_init_net(int rank, int nranks, const schedc_uid *id, const schedc_comm_opts *opts,
+                                              schedc_comm **out);
+/* An allgather the caller provides for a bootstrap (UCC's "out-of-band" collective): every rank's
+ * `bytes` of `mine` into all[r * bytes] for every rank r, collectively (each rank passes the same
+ * bytes); 0 on success. Called a few times in a row from the init, on its thread. */
+typedef int (*schedc_oob_allgather)(void *ctx, const void *mine, void *all, size_t bytes);
+/* `net` bootstrapped through the caller's allgather (a torch.distributed store: the Python
+ * binding's way, docs/python.md). Statuses as schedc_comm_init_net, and SCHEDC_EPEER when the
+ * allgather returns nonzero; its own waits are the caller's. */
+SCHEDC_API schedc_status schedc_comm_init_net_oob(int rank, int nranks, schedc_oob_allgather allgather, void *ctx,
+                                                  const schedc_comm_opts *opts, schedc_comm **out);
 /* From the environment: SCHEDC_RANK/SCHEDC_NRANKS/SCHEDC_JOB, else torchrun's RANK/WORLD_SIZE,
- * else Open MPI's OMPI_COMM_WORLD_RANK/SIZE. The job: SCHEDC_JOB, else TORCHELASTIC_RUN_ID unless
- * 'none', else Open MPI's; never one two running jobs can share (MASTER_PORT, 'none'): without
- * one, SCHEDC_EINVAL saying how to give one.
- * SCHEDC_BACKEND=shm|mpi|cuda picks the backend (default shm; mpi under an MPI launcher when
- * built with MPI; cuda: one process per GPU on device SCHEDC_CUDA_DEVICE, else LOCAL_RANK, else
- * OMPI_COMM_WORLD_LOCAL_RANK, else the rank: schedc_comm_init_cuda_rank, or under an MPI
- * launcher when built with MPI schedc_comm_init_cuda_over an MPI communicator of its own, freed
- * with it, so the ranks may span hosts). SCHEDC_EINVAL names the missing variable. */
+ * else Open MPI's OMPI_COMM_WORLD_RANK/SIZE, else SLURM's SLURM_PROCID/SLURM_NTASKS. The job:
+ * SCHEDC_JOB, else TORCHELASTIC_RUN_ID unless 'none', else Open MPI's, else SLURM's job and step;
+ * never one two running jobs can share (MASTER_PORT, 'none'): without one, SCHEDC_EINVAL saying how
+ * to give one. SCHEDC_BACKEND=shm|mpi|cuda|net picks the backend (default shm; mpi under an MPI
+ * launcher when built with MPI; net when the ranks span hosts — LOCAL_WORLD_SIZE below the rank
+ * count, or SLURM_STEP_NUM_NODES above 1 — without one, when built with UCX: bootstrapped at
+ * MASTER_ADDR:MASTER_PORT, torchrun's agent store there when TORCHELASTIC_USE_AGENT_STORE=True,
+ * else rank 0 listens on it; spanning hosts without net or MPI is SCHEDC_EINVAL saying so; cuda:
+ * one process per GPU on device SCHEDC_CUDA_DEVICE, else LOCAL_RANK, else
+ * OMPI_COMM_WORLD_LOCAL_RANK, else SLURM_LOCALID, else the rank: schedc_comm_init_cuda_rank, or
+ * across hosts schedc_comm_init_cuda_over a communicator of its own, freed with it — MPI's under an
+ * MPI launcher when built with MPI, else net's). SCHEDC_EINVAL names the missing variable. */
 SCHEDC_API schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, schedc_comm **out);
 /* Destroy; NULL is a no-op. Safe after any error, including a dead peer. */
 SCHEDC_API void schedc_comm_free(schedc_comm *comm);
@@ -479,12 +518,20 @@ SCHEDC_API schedc_status schedc_comm_shrink(schedc_comm *comm, const schedc_comm
  * rank itself for a communicator made otherwise; -1 when comm is NULL or rank out of range. */
 SCHEDC_API int schedc_comm_parent_rank(const schedc_comm *comm, int rank);
 /* The plan a call with plan NULL would use for `bytes` of whole buffer (the tuning table's
- * choice; else, when the ranks span hosts in equal consecutive blocks — an mpi communicator
- * learns its hosts at init — the shipped hierarchical schedule with one node per host for
+ * choice; else, when the ranks span hosts — an mpi or net communicator learns its hosts at init —
+ * the shipped hierarchical schedule with one node per host, in blocks or round-robin, for
  * allreduce, reduce_scatter and allgather; else the built-in ring); owned by the communicator.
  * NULL + errmsg on failure. */
 SCHEDC_API const schedc_plan *schedc_comm_default_plan(schedc_comm *comm, schedc_collective coll, int root,
                                                        size_t bytes);
+/* This process's host as communicators tell hosts apart: a hash of SCHEDC_HOST_ID when set, else
+ * of the host name and the kernel's boot id. Only for comparing with other processes' ids. */
+SCHEDC_API uint64_t schedc_host_id(void);
+/* The fingerprint of a layout of nranks ranks on hosts (host_of[r]: rank r's host, numbered in
+ * order of first appearance: 0, then the next new host 1, ...), as the `hosts` line of a tuning
+ * table names the layout it was measured on (docs/tuning.md); a communicator whose ranks sit
+ * otherwise refuses the table at init. 0 for bad arguments. */
+SCHEDC_API uint64_t schedc_hosts_fingerprint(int nranks, const int *host_of);
 SCHEDC_API int schedc_comm_rank(const schedc_comm *comm);
 SCHEDC_API int schedc_comm_nranks(const schedc_comm *comm);
 

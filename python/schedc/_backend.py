@@ -308,6 +308,10 @@ class _Work(_WorkBase):  # type: ignore[misc, valid-type]
 
 # ---- bootstrap ----------------------------------------------------------------------------------
 def _host_id() -> str:
+    """This process's host, as the library's sc_host_id sees it: SCHEDC_HOST_ID where set (tests
+    that pretend to be several hosts), else the host name and the kernel's boot id."""
+    if os.environ.get("SCHEDC_HOST_ID"):
+        return "id:" + os.environ["SCHEDC_HOST_ID"]
     try:
         with open("/proc/sys/kernel/random/boot_id") as f:
             boot = f.read().strip()
@@ -321,10 +325,24 @@ def _gather(store: Any, key: str, rank: int, size: int, value: str) -> List[str]
     return [store.get("schedc/%s/%d" % (key, r)).decode() for r in range(size)]
 
 
+def _store_allgather(store: Any, rank: int, size: int) -> Any:
+    """The net backend's bootstrap through the group's store: round k, every rank's bytes under
+    schedc/net/k/RANK (store.get waits for them, within the store's timeout)."""
+    rounds = [0]
+
+    def allgather(mine: bytes) -> List[bytes]:
+        k = rounds[0]
+        rounds[0] += 1
+        store.set("schedc/net/%d/%d" % (k, rank), mine)
+        return [mine if r == rank else store.get("schedc/net/%d/%d" % (k, r)) for r in range(size)]
+    return allgather
+
+
 def _make_comm(store: Any, rank: int, size: int, timeout_s: float, global_ranks: Optional[List[int]]) -> Comm:
     """A schedc communicator for the group, through the group's own store (a prefix store per
     group): shm when every rank is on one host, with a 128-bit id drawn by the group's rank 0;
-    MPI_COMM_WORLD's communicator across hosts (a job started by an MPI launcher, the whole world)."""
+    across hosts MPI_COMM_WORLD's communicator when an MPI launcher started every rank and the group
+    is the whole world, else net (UCX), its ranks' addresses exchanged through the store."""
     facts = [f.split("|") for f in _gather(store, "host", rank, size,
                                            "%s|%d" % (_host_id(), any(v in os.environ for v in _MPI_LAUNCHER_VARS)))]
     hosts = set(f[0] for f in facts)
@@ -333,15 +351,15 @@ def _make_comm(store: Any, rank: int, size: int, timeout_s: float, global_ranks:
             store.set("schedc/uid", unique_id().hex())
         uid = bytes.fromhex(store.get("schedc/uid").decode())
         return Comm.shm(rank, size, uid=uid, timeout=timeout_s)
-    # across hosts: MPI; every precondition is the same answer on every rank (from the same facts)
+    # across hosts; every precondition is the same answer on every rank (from the same facts)
     world = dist.get_world_size() if dist.is_initialized() else None
     whole = (global_ranks is None or list(global_ranks) == list(range(size))) and (world in (None, size))
-    if not all(f[1] == "1" for f in facts):
-        raise RuntimeError("schedc backend: the group spans %d hosts: schedc needs MPI there, and on some rank none "
-                           "of %s is set: launch the job with mpirun or srun" % (len(hosts), ", ".join(_MPI_LAUNCHER_VARS)))
-    if not whole:
-        raise RuntimeError("schedc backend: a group spanning %d hosts must be the whole world (MPI_COMM_WORLD); "
-                           "this one has ranks %s" % (len(hosts), global_ranks))
+    if not (all(f[1] == "1" for f in facts) and whole):
+        try:
+            return Comm.net(rank, size, allgather=_store_allgather(store, rank, size), timeout=timeout_s)
+        except Error as e:
+            raise RuntimeError("schedc backend (net): the group spans %d hosts and no MPI launcher started it: %s"
+                               % (len(hosts), e)) from e
     err = ""
     comm: Optional[Comm] = None
     try:

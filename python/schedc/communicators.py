@@ -8,14 +8,31 @@ import atexit
 import ctypes
 import threading
 import weakref
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import _lib
 from ._lib import lib
 from .buffers import _ESIZE, _Buf, _block, _same_memory
-from .errors import _check
+from .errors import Error, _check
 from .names import _exact_op, _parse_op
 from .plans import Plan
+
+
+def _uid(uid: bytes, what: str, maker: str) -> Any:
+    """uid (16 bytes) as the C struct schedc_uid; ValueError naming its maker otherwise."""
+    if len(uid) != 16:
+        raise ValueError("schedc.%s: uid must be 16 bytes (%s), got %d" % (what, maker, len(uid)))
+    u = _lib.Uid()
+    ctypes.memmove(u.bytes, bytes(uid), 16)
+    return u
+
+
+def uid_net() -> bytes:
+    """16 bytes from schedc_uid_net: a net job id carrying this host's address and a port this
+    process now listens on, for Comm.net(uid=...); rank 0 of the job must be this process."""
+    u = _lib.Uid()
+    _check(lib.schedc_uid_net(ctypes.byref(u)), "uid_net")
+    return bytes(u.bytes)
 
 
 def unique_id() -> bytes:
@@ -86,16 +103,53 @@ class Comm:
         if (uid is None) == (job is None):
             raise ValueError("schedc.Comm.shm: give exactly one of uid= and job=")
         if uid is not None:
-            if len(uid) != 16:
-                raise ValueError("schedc.Comm.shm: uid must be 16 bytes (schedc.unique_id()), got %d" % len(uid))
-            u = _lib.Uid()
-            ctypes.memmove(u.bytes, bytes(uid), 16)
+            u = _uid(uid, "Comm.shm", "schedc.unique_id()")
             _check(lib.schedc_comm_init_shm_uid(int(rank), int(nranks), ctypes.byref(u), ctypes.byref(o),
                                                 ctypes.byref(h)), "Comm.shm")
         else:
             _check(lib.schedc_comm_init_shm(int(rank), int(nranks), str(job).encode(), ctypes.byref(o),
                                             ctypes.byref(h)), "Comm.shm")
         return cls(h, [plan] if plan else None, "shm", timeout)
+
+    @classmethod
+    def net(cls, rank: int, nranks: int, uid: Optional[bytes] = None,
+            allgather: Optional[Callable[[bytes], Sequence[bytes]]] = None, timeout: Optional[float] = None,
+            plan: Optional[Plan] = None) -> "Comm":
+        """Processes on any hosts over UCX (the net backend; no MPI launcher). Bootstrapped from
+        ``uid`` (16 bytes from schedc.uid_net() on rank 0's process, handed to the others;
+        schedc_comm_init_net) or ``allgather``, a function every rank calls with the same-sized
+        bytes and that returns every rank's, in rank order (a torch.distributed store, a gloo
+        group: schedc_comm_init_net_oob). Raises schedc.Error SCHEDC_EUNAVAIL when the library
+        was built without UCX."""
+        h = ctypes.c_void_p()
+        o = _comm_opts(timeout, plan)
+        if (uid is None) == (allgather is None):
+            raise ValueError("schedc.Comm.net: give exactly one of uid= and allgather=")
+        if uid is not None:
+            u = _uid(uid, "Comm.net", "schedc.uid_net()")
+            _check(lib.schedc_comm_init_net(int(rank), int(nranks), ctypes.byref(u), ctypes.byref(o), ctypes.byref(h)),
+                   "Comm.net")
+            return cls(h, [plan] if plan else None, "net", timeout)
+        n = int(nranks)
+        raised: List[BaseException] = []
+
+        def gather(ctx: Any, mine: Any, all_: Any, nbytes: int) -> int:
+            try:
+                parts = list(allgather(ctypes.string_at(mine, nbytes)))  # type: ignore[misc]
+                if len(parts) != n or any(len(p) != nbytes for p in parts):
+                    raise ValueError("schedc.Comm.net: allgather returned %d parts of %s bytes for %d ranks of %d"
+                                     % (len(parts), sorted(set(len(p) for p in parts)), n, nbytes))
+                ctypes.memmove(all_, b"".join(bytes(p) for p in parts), nbytes * n)
+                return 0
+            except BaseException as e:  # an exception cannot cross the C frames: kept, raised below
+                raised.append(e)
+                return 1
+        cb = _lib.OobAllgather(gather)
+        st = lib.schedc_comm_init_net_oob(int(rank), n, cb, None, ctypes.byref(o), ctypes.byref(h))
+        if st != 0 and raised:
+            raise Error(st, "the allgather raised %r: %s" % (raised[0], _lib.errmsg()), "Comm.net") from raised[0]
+        _check(st, "Comm.net")
+        return cls(h, [plan] if plan else None, "net", timeout)
 
     @classmethod
     def mpi(cls, timeout: Optional[float] = None, plan: Optional[Plan] = None) -> "Comm":
@@ -150,9 +204,9 @@ class Comm:
         if dev is None:
             raise ValueError("schedc.%s: the device buffer does not say its CUDA device: set comm.cuda_device" % what)
         if not self._cuda:
-            if self.backend not in ("shm", "mpi"):
-                raise TypeError("schedc.%s: device buffers need a communicator from schedc.torch.init_comm, Comm.shm "
-                                "or Comm.mpi (its ranks carry the CUDA rendezvous); this one is %r"
+            if self.backend not in ("shm", "mpi", "net"):
+                raise TypeError("schedc.%s: device buffers need a communicator from schedc.torch.init_comm, Comm.shm, "
+                                "Comm.mpi or Comm.net (its ranks carry the CUDA rendezvous); this one is %r"
                                 % (what, self.backend))
             h = ctypes.c_void_p()
             o = _comm_opts(self._timeout, None)

@@ -36,7 +36,8 @@ def init_comm(group: Optional[Any] = None, timeout: Optional[float] = None,
     which must already be initialised (``torch.distributed.init_process_group("gloo")``).
 
     Collective over the group; every rank raises the same RuntimeError when it cannot be made.
-    ``backend``: None (default) picks "shm" when every rank is on one host, else "mpi".
+    ``backend``: None (default) picks "shm" when every rank is on one host, else "mpi" when an MPI
+    launcher started every rank and the group is the whole world, else "net".
 
     - "shm": processes on one host. The group's rank 0 draws a fresh 128-bit id
       (schedc_unique_id) and broadcasts it over the group, so two concurrent jobs on one host
@@ -44,7 +45,10 @@ def init_comm(group: Optional[Any] = None, timeout: Optional[float] = None,
     - "mpi": any number of hosts, for a job started by an MPI launcher (``mpirun``, ``srun``)
       whose torch ranks are its MPI ranks (RANK=$OMPI_COMM_WORLD_RANK; docs/python.md): the
       communicator is MPI_COMM_WORLD's (Comm.mpi), so ``group`` must be the whole world, and
-      the library must have been built with MPI. MPI keeps jobs apart by itself: no id needed."""
+      the library must have been built with MPI. MPI keeps jobs apart by itself: no id needed.
+    - "net": any number of hosts over UCX, no MPI launcher (torchrun, srun): the ranks' UCX
+      addresses are exchanged over the group itself (all_gather_object; Comm.net), so any group
+      works. Needs a library built with UCX."""
     if not dist.is_available() or not dist.is_initialized():
         raise RuntimeError("schedc.torch.init_comm: call torch.distributed.init_process_group('gloo') first")
     rank = dist.get_rank(group)
@@ -65,11 +69,12 @@ def init_comm(group: Optional[Any] = None, timeout: Optional[float] = None,
                                    else repr(backend)), group=group)
     hosts = set(f[0] for f in facts)
     asked = [f[2] for f in facts]
-    bad = [(r, b) for r, b in enumerate(asked) if b not in (None, "shm", "mpi")]
+    bad = [(r, b) for r, b in enumerate(asked) if b not in (None, "shm", "mpi", "net")]
     if bad:
-        raise ValueError("schedc.torch.init_comm: backend must be None (automatic), 'shm' or 'mpi', not %s"
+        raise ValueError("schedc.torch.init_comm: backend must be None (automatic), 'shm', 'mpi' or 'net', not %s"
                          % ", ".join("%r (rank %d)" % (b, r) for r, b in bad[:4]))
-    auto = "shm" if len(hosts) == 1 else "mpi"
+    whole = n == dist.get_world_size()
+    auto = "shm" if len(hosts) == 1 else "mpi" if all(f[1] for f in facts) and whole else "net"
     if len(set(b or auto for b in asked)) > 1:
         raise RuntimeError("schedc.torch.init_comm: the ranks ask for different backends (%s; None is %r here): "
                            "pass the same backend= on every rank"
@@ -77,12 +82,28 @@ def init_comm(group: Optional[Any] = None, timeout: Optional[float] = None,
     backend = backend or auto
     if backend == "mpi":
         return _init_mpi(group, rank, n, timeout, all(f[1] for f in facts), len(hosts))
+    if backend == "net":
+        return _init_net(group, rank, n, timeout)
     box: List[Any] = [unique_id().hex() if rank == 0 else None]
     dist.broadcast_object_list(box, src=src, group=group)
     if len(hosts) != 1:
         raise RuntimeError("schedc.torch.init_comm: the ranks span %d hosts; the shm backend needs one host "
-                           "(across hosts: launch the job with an MPI launcher and use backend='mpi')" % len(hosts))
+                           "(across hosts: backend='net', or 'mpi' under an MPI launcher)" % len(hosts))
     return Comm.shm(rank, n, uid=bytes.fromhex(box[0]), timeout=timeout)
+
+
+def _init_net(group: Optional[Any], rank: int, n: int, timeout: Optional[float]) -> Comm:
+    """init_comm's "net" backend: the bootstrap's allgathers over the group itself. A rank whose
+    init fails still answers every round it reaches, so the others fail with it (the library
+    names the rank), not wait."""
+    def allgather(mine: bytes) -> List[bytes]:
+        parts: List[Any] = [None] * n
+        dist.all_gather_object(parts, mine, group=group)
+        return parts
+    try:
+        return Comm.net(rank, n, allgather=allgather, timeout=timeout)
+    except Exception as e:
+        raise RuntimeError("schedc.torch.init_comm (net): %s" % e) from e
 
 
 def _init_mpi(group: Optional[Any], rank: int, n: int, timeout: Optional[float], under_mpi: bool,

@@ -23,6 +23,9 @@ enum {
    * the grid's words and exchanges them itself (inside its collective, once every rank's input is
    * known), and converts on the device: dispatch.c runs no exact_prepare nor exact_check (cuda) */
   SC_CAP_EXACT_DEVICE = 8,
+  /* the backend learns its ranks' hosts at init (sc_comm_set_hosts, which checks a tuning table's
+   * `hosts` line against them); without it the ranks are on one host for that check (mpi) */
+  SC_CAP_HOSTS = 16,
 };
 
 /* A backend. Operations receive the head; their state is c->be_data. */

@@ -14,6 +14,7 @@
 #include "err.h"
 #include "hash.h"
 #include "kernels.h"
+#include "cpufeat.h"
 #include "params.h"
 #include "plan.h"
 
@@ -62,6 +63,7 @@ schedc_status sc_comm_new_inj(const sc_backend *be, int rank, int nranks, const 
     return sc_err(SCHEDC_EINVAL, "opts->verify %d: use SCHEDC_VERIFY_NONE, _DIGEST, _CHECKSUM, _FULL or _EXACT", o.verify);
   int repair = 0; /* SCHEDC_REPAIR's words: 0, 1 */
   if (!o.repair && (st = sc_param_enum(SC_P_SCHEDC_REPAIR, &repair)) != SCHEDC_OK) return st;
+  if ((st = sc_simd_check()) != SCHEDC_OK) return st; /* SCHEDC_SIMD: chosen before main, refused here */
   schedc_comm *c = calloc(1, sizeof *c);
   if (!c) return sc_err(SCHEDC_ENOMEM, "out of memory");
   c->be = be;
@@ -82,6 +84,9 @@ schedc_status sc_comm_new_inj(const sc_backend *be, int rank, int nranks, const 
   if (st == SCHEDC_OK && topo && *topo && !(c->topology = strdup(topo))) st = sc_err(SCHEDC_ENOMEM, "out of memory");
   const char *tun = o.tuning ? o.tuning : sc_param_str(SC_P_SCHEDC_TUNING);
   if (st == SCHEDC_OK && tun && *tun) st = sc_tuning_load(tun, nranks, &c->tuning);
+  /* a table bound to a layout of hosts: checked here for a backend whose ranks share one host,
+   * when the hosts are learned for one that spans hosts (sc_comm_set_hosts) */
+  if (st == SCHEDC_OK && !(be && be->caps & SC_CAP_HOSTS)) st = sc_tuning_check_hosts(&c->tuning, nranks, NULL);
   if (st != SCHEDC_OK) {
     sc_tuning_free(&c->tuning);
     free(c->topology);
@@ -114,6 +119,7 @@ void *sc_scratch(schedc_comm *c, size_t bytes) {
 
 void sc_comm_release(schedc_comm *c) {
   free(c->parent);
+  free(c->host_of);
   for (int i = 0; i < c->ndefplan; i++) schedc_plan_free(c->defplan[i].plan);
   sc_tuning_free(&c->tuning);
   free(c->topology);

@@ -36,6 +36,7 @@ struct schedc_comm {
   int verify, repair;        /* SC_V_* bits; repair on mismatch */
   int nhosts;                /* hosts the ranks are on (hosts.c; 1 until a backend learns more) */
   int host_blocks;           /* nhosts > 1: the hosts hold equal consecutive blocks of ranks */
+  int *host_of;              /* nhosts > 1: rank r's host, numbered in order of first appearance (owned) */
   char *topology;            /* SCHEDC_TOPOLOGY (owned), or NULL: the layout default plans follow */
   sc_inject inj;
   void *scratch; size_t scratch_cap; /* private working memory */

@@ -1,8 +1,8 @@
 /*
  * convert.c — f16 and bf16 to and from their accumulation type f32 (kernels.h): the scalar
- * functions, the arrays as loops the vectoriser takes (bf16, cloned for AVX2), and F16C for f16
- * where the CPU has it (cpufeat.c), bit for bit the scalar functions, NaNs included. Rounding is
- * to nearest even, once.
+ * functions, the arrays as loops the vectoriser takes (bf16, built for AVX2 and the baseline), and
+ * F16C for f16 on the AVX2 path (the path sc_simd() chose, cpufeat.h), bit for bit the scalar
+ * functions, NaNs included. Rounding is to nearest even, once.
  */
 #include "kernels.h"
 #include "cpufeat.h"
@@ -62,16 +62,16 @@ uint16_t sc_f32_to_bf16(float f) {
  * element, on the bits (f32 words as uint32_t: the build has -fno-strict-aliasing), written so the
  * vectoriser takes them (a call per element, as before, ran one element at a time: bf16 64 MiB
  * allreduce at 2 ranks spent most of its time converting; docs/performance.md). */
-SC_CLONES static void bf16_to_f32_n(uint32_t *restrict d, const uint16_t *restrict s, size_t n) {
+SC_SIMD_FN(bf16_to_f32_n, (uint32_t *restrict d, const uint16_t *restrict s, size_t n), (d, s, n), {
   for (size_t i = 0; i < n; i++) d[i] = (uint32_t)s[i] << 16;
-}
-SC_CLONES static void f32_to_bf16_n(uint16_t *restrict d, const uint32_t *restrict s, size_t n) {
+})
+SC_SIMD_FN(f32_to_bf16_n, (uint16_t *restrict d, const uint32_t *restrict s, size_t n), (d, s, n), {
   for (size_t i = 0; i < n; i++) {
     uint32_t u = s[i];
     uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, quiet = (u >> 16) | 0x40u;
     d[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded); /* NaN: quiet, else half to even */
   }
-}
+})
 
 #if defined(__x86_64__) && defined(__GNUC__)
 /* f16 <-> f32 with F16C, eight at a time, bit for bit sc_f16_to_f32 / sc_f32_to_f16: the hardware
@@ -111,10 +111,10 @@ __attribute__((target("avx2,f16c"))) static void f32_to_f16_f16c(uint16_t *d, co
 }
 #endif
 
-/* f16 <-> f32 over arrays: F16C where the CPU has it, else the scalar functions. */
+/* f16 <-> f32 over arrays: F16C on the AVX2 path, else the scalar functions. */
 static void f16_to_f32_n(float *d, const uint16_t *s, size_t n) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (sc_cpu_f16c()) {
+  if (sc_cpu_avx2()) {
     f16_to_f32_f16c((uint32_t *)(void *)d, s, n);
     return;
   }
@@ -123,7 +123,7 @@ static void f16_to_f32_n(float *d, const uint16_t *s, size_t n) {
 }
 static void f32_to_f16_n(uint16_t *d, const float *s, size_t n) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (sc_cpu_f16c()) {
+  if (sc_cpu_avx2()) {
     f32_to_f16_f16c(d, (const uint32_t *)(const void *)s, n);
     return;
   }

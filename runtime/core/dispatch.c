@@ -29,14 +29,17 @@ schedc_status schedc_plan_builtin(schedc_collective coll, int nranks, int root, 
   return sc_plan_make(&ir, out);
 }
 
-/* Ranks on several hosts in equal consecutive blocks (hosts.c): the shipped hierarchical
- * schedule with one node per host, for the collectives it has — rings inside each host, one
- * ring across the hosts per block, so each payload crosses between hosts once per block instead
- * of at every ring step. Every rank loads the same script with the same layout, so every rank
- * gets the same plan (and if one could not, the call's agreement names the plan). NULL: the
- * built-in ring (one host, another layout, another collective, or no such schedule here). */
+/* Ranks on several hosts (hosts.c), in equal consecutive blocks or any other placement (round-
+ * robin, as mpirun --map-by node): the shipped hierarchical schedule with one node per host, for
+ * the collectives it has — rings inside each host in locality order, one ring across the hosts
+ * per local slot, so each payload crosses between hosts once per slot instead of at every ring
+ * step (the built-in ring in rank order crosses at every step of an interleaved layout). Every
+ * rank loads the same script with the same layout, so every rank gets the same plan (and if one
+ * could not, the call's agreement names the plan). NULL: the built-in ring (one host, a layout
+ * the schedule cannot serve (hosts of unequal rank counts), another collective, or no such
+ * schedule here). */
 static schedc_plan *multi_host_plan(schedc_comm *c, int coll) {
-  if (!c->topology && (c->nhosts < 2 || !c->host_blocks)) return NULL;
+  if (!c->topology && c->nhosts < 2) return NULL;
   if (coll != SCHEDC_ALLREDUCE && coll != SCHEDC_REDUCE_SCATTER && coll != SCHEDC_ALLGATHER) return NULL;
   char def[64];
   snprintf(def, sizeof def, "collective=%s", schedc_collective_name((schedc_collective)coll));
@@ -44,7 +47,10 @@ static schedc_plan *multi_host_plan(schedc_comm *c, int coll) {
   schedc_load_opts lo = SCHEDC_LOAD_OPTS_INIT;
   lo.nranks = c->nranks;
   if (c->topology) lo.topology = c->topology; /* SCHEDC_TOPOLOGY: the layout it describes (agreed at init) */
-  else lo.nnodes = c->nhosts;
+  else {
+    lo.nnodes = c->nhosts;
+    lo.node_of = c->host_blocks ? NULL : c->host_of;
+  }
   lo.defines = defs;
   lo.ndefines = 1;
   schedc_plan *p = NULL;

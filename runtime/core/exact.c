@@ -4,9 +4,10 @@
  * one max exchange (max is exact, so every plan gives every rank the same E). Each input becomes
  * q = round(x / 2^g) (ties to even), |q| <= 2^(62 - ceil(log2 n)), so n of them sum to at most
  * 2^62 in magnitude in any order: no overflow, and integer addition is associative. The sum goes
- * back to the data type rounded once, from the exact integer (avg: from the exact quotient).
+ * back to the data type rounded once, from the exact integer (avg: from the exact quotient). The
+ * loops here are the scalar path and the tails; whole vectors go to exact_avx2.c or exact_simd.c
+ * (AVX-512) on those paths (sc_simd(), cpufeat.h), with the same bits.
  */
-#include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
@@ -64,7 +65,7 @@ void sc_exact_stats(schedc_dtype dt, const void *x, size_t n, int64_t w[SC_EXACT
   const fmt *f = fmt_of(dt);
   uint32_t mag = ~f->sign & (dt == SCHEDC_F32 ? 0xffffffffu : 0xffffu), amax = 0;
   /* the common case in one vectorisable pass: the largest magnitude's bits (NaN > Inf > finite) */
-  size_t i0 = sc_cpu_avx512() ? sc_exact_amax_avx512(dt, x, n, &amax) : 0;
+  size_t i0 = sc_cpu_avx512() ? sc_exact_amax_avx512(dt, x, n, &amax) : sc_cpu_avx2() ? sc_exact_amax_avx2(dt, x, n, &amax) : 0;
   if (dt == SCHEDC_F32) {
     const uint32_t *p = x;
     for (size_t i = i0; i < n; i++) { uint32_t a = p[i] & mag; amax = a > amax ? a : amax; }
@@ -100,13 +101,6 @@ void sc_exact_grid(sc_exact *ex, const int64_t w[SC_EXACT_WORDS], int nterms) {
 
 /* ---- in: onto the grid ---- */
 
-/* The four lanes' wrapping sum. */
-__attribute__((target("avx2"))) static uint64_t hsum(__m256i v) {
-  uint64_t l[4];
-  _mm256_storeu_si256((__m256i *)(void *)l, v);
-  return l[0] + l[1] + l[2] + l[3];
-}
-
 /* x * 2^-g is exact in double (24 significant bits, |x 2^-g| < 2^62, far from double's limits);
  * below 2^51 adding and taking away 1.5 * 2^52 rounds it to an integer, to nearest, ties to even
  * (the default rounding mode); at or above 2^51 it is an integer already (its last bit is at least
@@ -116,7 +110,7 @@ static inline int64_t to_grid(double v) {
   return (int64_t)r;
 }
 
-/* f32 onto the grid with integers only, branch-free (vectorised with AVX2's variable shifts):
+/* f32 onto the grid with integers only, branch-free (exact_avx2.c's loop is this, four lanes at a time):
  * x = ±m 2^k (k its last bit's exponent); sh = k - g >= 0: m << sh (< 2^62); else m shifted right
  * by s = g - k, to nearest, ties to even (adding half - 1, plus the bit that becomes the last);
  * s is capped at 40, where m < 2^24 gives 0 as any larger s does. The same q as to_grid. Returns
@@ -137,80 +131,6 @@ static uint64_t in_f32(int64_t *restrict dst, const uint32_t *restrict u, size_t
     sum += (uint64_t)dst[i];
   }
   return sum;
-}
-
-/* in_f32 four lanes at a time with AVX2 (the compiler does not vectorise it): the same steps; with
- * sum, the q's wrapping sum added to *sum (one more add per four lanes, in registers). Inlined
- * into in_f32_avx2 twice, with and without, so the plain conversion keeps its loop. */
-__attribute__((target("avx2"), always_inline)) static inline size_t in_f32_avx2_body(int64_t *dst, const uint32_t *u,
-                                                                                    size_t n, int g, uint64_t *sum) {
-  __m256i acc = _mm256_setzero_si256();
-  const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi64x(1), s40 = _mm256_set1_epi64x(40);
-  const __m256i absm = _mm256_set1_epi64x(0x7fffffff), fracm = _mm256_set1_epi64x(0x7fffff);
-  const __m256i hid = _mm256_set1_epi64x(0x800000), bias = _mm256_set1_epi64x(150 + (int64_t)g);
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    __m256i x = _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(const void *)(u + i)));
-    __m256i a = _mm256_and_si256(x, absm), ef = _mm256_srli_epi64(a, 23);
-    __m256i sub = _mm256_cmpeq_epi64(ef, zero); /* subnormal or zero: no hidden bit, exponent 1 */
-    __m256i m = _mm256_or_si256(_mm256_and_si256(a, fracm), _mm256_andnot_si256(sub, hid));
-    __m256i sh = _mm256_sub_epi64(_mm256_or_si256(ef, _mm256_and_si256(sub, one)), bias);
-    __m256i pos = _mm256_cmpgt_epi64(sh, _mm256_set1_epi64x(-1)); /* sh >= 0 */
-    __m256i up = _mm256_sllv_epi64(m, _mm256_and_si256(sh, pos));
-    __m256i s = _mm256_andnot_si256(pos, _mm256_sub_epi64(zero, sh));
-    s = _mm256_blendv_epi8(s, s40, _mm256_cmpgt_epi64(s, s40));
-    __m256i spos = _mm256_and_si256(_mm256_cmpgt_epi64(s, zero), one);
-    __m256i half = _mm256_srli_epi64(_mm256_sllv_epi64(one, s), 1);
-    __m256i odd = _mm256_and_si256(_mm256_srlv_epi64(m, s), spos);
-    __m256i dn = _mm256_srlv_epi64(_mm256_add_epi64(_mm256_sub_epi64(_mm256_add_epi64(m, half), spos), odd), s);
-    __m256i q = _mm256_blendv_epi8(dn, up, pos);
-    __m256i neg = _mm256_cmpeq_epi64(_mm256_srli_epi64(x, 31), one);
-    q = _mm256_sub_epi64(_mm256_xor_si256(q, neg), neg);
-    if (sum) acc = _mm256_add_epi64(acc, q);
-    _mm256_storeu_si256((__m256i *)(void *)(dst + i), q);
-  }
-  if (sum) *sum += hsum(acc);
-  return i;
-}
-__attribute__((target("avx2"))) static size_t in_f32_avx2(int64_t *dst, const uint32_t *u, size_t n, int g,
-                                                          uint64_t *sum) {
-  return sum ? in_f32_avx2_body(dst, u, n, g, sum) : in_f32_avx2_body(dst, u, n, g, NULL);
-}
-
-/* The f32 sum out four lanes at a time with AVX2, as the scalar loop in sc_exact_out: |s| folded
- * to odd at bit 11 above 2^53 (at most 52 significant bits), made a double exactly from its two
- * 32-bit halves (each exact, and their sum exact since the value fits a double), scaled by 2^g
- * (exact), signed, and rounded to float once (vcvtpd2ps: to nearest even, subnormals kept). With
- * sum, the integers' wrapping sum added to *sum (inlined twice, as in_f32_avx2_body). */
-__attribute__((target("avx2"), always_inline)) static inline size_t out_f32_avx2_body(float *y, const int64_t *src,
-                                                                                     size_t n, double scale,
-                                                                                     uint64_t *sum) {
-  __m256i acc = _mm256_setzero_si256();
-  const __m256i zero = _mm256_setzero_si256(), low = _mm256_set1_epi64x(0x7ff), bit11 = _mm256_set1_epi64x(0x800);
-  const __m256i lim = _mm256_set1_epi64x((int64_t)1 << 53), magic = _mm256_set1_epi64x(0x4330000000000000ll);
-  const __m256i lo32 = _mm256_set1_epi64x(0xffffffffll), signb = _mm256_set1_epi64x(INT64_MIN);
-  const __m256d m52 = _mm256_set1_pd(0x1p52), p32 = _mm256_set1_pd(0x1p32), sc = _mm256_set1_pd(scale);
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    __m256i s = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
-    if (sum) acc = _mm256_add_epi64(acc, s);
-    __m256i neg = _mm256_cmpgt_epi64(zero, s);
-    __m256i a = _mm256_sub_epi64(_mm256_xor_si256(s, neg), neg);
-    __m256i sticky = _mm256_andnot_si256(_mm256_cmpeq_epi64(_mm256_and_si256(a, low), zero), bit11);
-    __m256i odd = _mm256_or_si256(_mm256_andnot_si256(low, a), sticky);
-    __m256i t = _mm256_blendv_epi8(odd, a, _mm256_cmpgt_epi64(lim, a));
-    __m256d hi = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(_mm256_srli_epi64(t, 32), magic)), m52);
-    __m256d lo = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(_mm256_and_si256(t, lo32), magic)), m52);
-    __m256d d = _mm256_mul_pd(_mm256_add_pd(_mm256_mul_pd(hi, p32), lo), sc);
-    d = _mm256_or_pd(d, _mm256_castsi256_pd(_mm256_and_si256(neg, signb)));
-    _mm_storeu_ps(y + i, _mm256_cvtpd_ps(d));
-  }
-  if (sum) *sum += hsum(acc);
-  return i;
-}
-__attribute__((target("avx2"))) static size_t out_f32_avx2(float *y, const int64_t *src, size_t n, double scale,
-                                                           uint64_t *sum) {
-  return sum ? out_f32_avx2_body(y, src, n, scale, sum) : out_f32_avx2_body(y, src, n, scale, NULL);
 }
 
 static uint64_t in_one(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n, int want);
@@ -257,13 +177,13 @@ static uint64_t in_one(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const 
   }
   double scale = ldexp(1.0, -ex->g);
   uint64_t sum = 0;
-  if (sc_cpu_avx512()) { /* every type, eight lanes; the scalar loops below finish */
-    size_t done = sc_exact_in_avx512(dt, dst, src, n, ex->g, want ? &sum : NULL);
+  if (sc_cpu_avx2()) { /* every type, eight lanes (AVX-512) or four; the scalar loops below finish */
+    size_t done = sc_cpu_avx512() ? sc_exact_in_avx512(dt, dst, src, n, ex->g, want ? &sum : NULL)
+                                  : sc_exact_in_avx2(dt, dst, src, n, ex->g, want ? &sum : NULL);
     dst += done, n -= done, src = (const char *)src + done * schedc_dtype_size(dt);
   }
   if (dt == SCHEDC_F32) {
-    size_t done = sc_cpu_avx2() ? in_f32_avx2(dst, src, n, ex->g, want ? &sum : NULL) : 0;
-    sum += in_f32(dst + done, (const uint32_t *)src + done, n - done, ex->g);
+    sum += in_f32(dst, src, n, ex->g);
   } else if (dt == SCHEDC_F16) {
     const uint16_t *x = src;
     for (size_t i = 0; i < n; i++) sum += (uint64_t)(dst[i] = to_grid((double)sc_f16_to_f32(x[i]) * scale));
@@ -276,13 +196,20 @@ static uint64_t in_one(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const 
 
 /* ---- out: rounded once ---- */
 
-/* avg: the exact quotient |s| / n (n < 2^31) as m * 2^(e - g) plus a sticky bit, with at least 33
- * significant bits (or all of them), so rounding m with the sticky bit rounds the quotient. */
+/* avg: the exact quotient |s| / n (1 <= n < 2^31) as m * 2^e plus a sticky bit (the remainder),
+ * by long division in 32-bit digits until m has at least 33 significant bits: every format keeps
+ * at most 24, so the rounding point lies inside m and the sticky bit decides ties exactly. (Taking
+ * 32 fraction bits only, as this once did, left m as short as 13 bits for |s| < n: a count above
+ * 256 truncated the quotient.) The same long division as cuda_device.cuh's sc_xavg. */
 static uint32_t avg_bits(schedc_dtype dt, int64_t s, int n, int g) {
-  uint64_t a = s < 0 ? 0 - (uint64_t)s : (uint64_t)s, un = (uint64_t)n, q = a / un, r = a % un;
-  if (q >= (1ull << 32)) return sc_exact_round(dt, s < 0, q, g, r != 0);
-  uint64_t t = r << 32, m = (q << 32) | (t / un);
-  return sc_exact_round(dt, s < 0, m, g - 32, t % un != 0);
+  uint64_t a = s < 0 ? 0 - (uint64_t)s : (uint64_t)s, un = (uint64_t)n, m = a / un, r = a % un;
+  int e = g;
+  if (!a) return 0; /* +0 */
+  while (m < (1ull << 32)) { /* at most twice: a >= 1 and n < 2^31 give m >= 2^33 after two digits */
+    uint64_t t = r << 32; /* r < n < 2^31: no overflow */
+    m = (m << 32) | (t / un), r = t % un, e -= 32;
+  }
+  return sc_exact_round(dt, s < 0, m, e, r != 0);
 }
 
 static uint64_t out_all(const sc_exact *ex, schedc_dtype dt, void *dst, const int64_t *src, size_t n, int want);
@@ -310,17 +237,25 @@ static uint64_t out_all(const sc_exact *ex, schedc_dtype dt, void *dst, const in
     return sum;
   }
   int g = ex->g;
+  if (avg && !(nranks & (nranks - 1))) { /* n = 2^k: the quotient S 2^(g-k) is exact, a sum's rounding */
+    avg = 0;
+    while (nranks > 1) nranks >>= 1, g--;
+  }
+  uint64_t *ws = want ? &sum : NULL;
+  if (sc_cpu_avx2()) { /* whole vectors (f32 sums eight lanes at a time with AVX-512); the loops below finish */
+    size_t done = sc_cpu_avx512() && dt == SCHEDC_F32 && !avg ? sc_exact_out_f32_avx512(dst, src, n, ldexp(1.0, g), ws)
+                                                              : sc_exact_out_avx2(dt, avg, nranks, dst, src, n, g, ws);
+    dst = (char *)dst + done * schedc_dtype_size(dt), src += done, n -= done;
+  }
   if (dt == SCHEDC_F32 && !avg) {
     float *y = dst;
-    double scale = ldexp(1.0, g); /* 2^g: g in [-210, 67], a double */
+    double scale = ldexp(1.0, g); /* 2^g: g in [-210, 97], a double */
     /* Below 2^53 the double s * 2^g is exact and its conversion to float the one rounding. At or
      * above (|s| < 2^63), bits 0..10 are folded into bit 11 (rounded to odd there: bit 11 set when
      * any is), which the double holds exactly; a float's last bit is then at bit 30 or higher, and
      * rounding to odd at least two bits below the target precision does not change a round to
      * nearest even (nor where it overflows to infinity). */
-    uint64_t *ws = want ? &sum : NULL;
-    size_t i0 = sc_cpu_avx512() ? sc_exact_out_f32_avx512(y, src, n, scale, ws) : sc_cpu_avx2() ? out_f32_avx2(y, src, n, scale, ws) : 0;
-    for (size_t i = i0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
       int64_t s = src[i];
       sum += (uint64_t)s;
       int64_t a = s < 0 ? -s : s;

@@ -31,6 +31,8 @@ uint64_t sc_host_id(void) {
   return sc_fnv_str(SC_FNV_INIT, buf); /* ranks only compare ids with each other */
 }
 
+uint64_t schedc_host_id(void) { return sc_host_id(); }
+
 int sc_hosts_number(const uint64_t *ids, int n, uint32_t *node) {
   int hosts = 0;
   for (int r = 0; r < n; r++) {
@@ -45,12 +47,20 @@ int sc_hosts_number(const uint64_t *ids, int n, uint32_t *node) {
 schedc_status sc_comm_set_hosts(schedc_comm *c, const uint64_t *ids) {
   int n = c->nranks;
   uint32_t *node = malloc((size_t)n * sizeof *node);
-  if (!node) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  int *host_of = malloc((size_t)n * sizeof *host_of);
+  if (!node || !host_of) {
+    free(node);
+    free(host_of);
+    return sc_err(SCHEDC_ENOMEM, "out of memory");
+  }
   int hosts = sc_hosts_number(ids, n, node), blocks = n % hosts == 0;
   /* equal consecutive blocks: rank r on host r / (n / hosts), hosts numbered as they appear */
   for (int r = 0; r < n && blocks; r++) blocks = node[r] == (uint32_t)(r / (n / hosts));
+  for (int r = 0; r < n; r++) host_of[r] = (int)node[r];
   free(node);
+  free(c->host_of);
+  c->host_of = host_of;
   c->nhosts = hosts;
   c->host_blocks = blocks;
-  return SCHEDC_OK;
+  return sc_tuning_check_hosts(&c->tuning, n, host_of);
 }

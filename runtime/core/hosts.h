@@ -17,9 +17,9 @@ uint64_t sc_host_id(void);
 /* Number the hosts of ids[n] in order of first appearance into node[n] (NULL: not wanted);
  * returns how many there are. */
 int sc_hosts_number(const uint64_t *ids, int n, uint32_t *node);
-/* Record on c (every rank of it passes the same ids[nranks]) how many hosts its ranks are on and
- * whether they hold equal consecutive blocks of ranks (the layout `nnodes` describes to a
- * schedule). SCHEDC_ENOMEM. */
+/* Record on c (every rank of it passes the same ids[nranks]) how many hosts its ranks are on,
+ * each rank's host (c->host_of, numbered as they first appear) and whether they hold equal
+ * consecutive blocks of ranks (the layout `nnodes` alone describes to a schedule). SCHEDC_ENOMEM. */
 schedc_status sc_comm_set_hosts(schedc_comm *c, const uint64_t *ids);
 
 #endif

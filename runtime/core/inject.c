@@ -21,12 +21,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend.h"
 #include "crc.h"
 #include "inject.h"
 #include "log.h"
 #include "err.h"
+
+static void sleep_us(unsigned us) {
+  struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
+  nanosleep(&ts, NULL);
+}
+
+int sc_inject_step(const sc_inject *in, int rank, uint32_t step, uint64_t seq) {
+  int kill_at = in->kill_rank >= 0 ? sc_inject_kill_step(in, rank) : -1;
+  if (kill_at >= 0 && (int)step >= kill_at) return 1;
+  if (in->delay_rank == rank && in->delay_us) sleep_us((unsigned)in->delay_us);
+  if (in->jitter_us) {
+    uint64_t h = (uint64_t)in->jitter_seed * 0x9e3779b97f4a7c15ull ^ ((uint64_t)rank << 32) ^ step ^ seq * 31;
+    h ^= h >> 29; h *= 0xbf58476d1ce4e5b9ull; h ^= h >> 32;
+    sleep_us((unsigned)(h % (in->jitter_us + 1)));
+  }
+  return 0;
+}
 
 void sc_inject_flip(const sc_inject *in, void *buf, size_t bytes, const char *coll, int dst, uint32_t step) {
   size_t bit = in->flip_bit >= 0 ? (size_t)in->flip_bit % (bytes * 8) : bytes * 4 + 3;

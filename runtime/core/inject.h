@@ -37,6 +37,10 @@ schedc_status sc_inject_parse(const char *spec, sc_inject *out);
 /* The parsed faults against the communicator: every rank named exists, and the backend (its
  * name and SC_CAP_* caps) can inject each kind. SCHEDC_EINVAL / SCHEDC_EUNAVAIL with a message. */
 schedc_status sc_inject_check(const sc_inject *in, int nranks, const char *backend, unsigned caps);
+/* kill, delay, jitter at the start of `rank`'s step `step` of call `seq` (a backend with
+ * SC_CAP_INJECT_STEPS calls it): 1 when the rank is to die here (the caller kills it its way),
+ * else 0 after the delay and jitter due (sleeps). */
+int sc_inject_step(const sc_inject *in, int rank, uint32_t step, uint64_t seq);
 /* flip:RANK:STEP: flip the chosen bit of a copy of the payload (bytes > 0) and say so (a warning, log.h). */
 void sc_inject_flip(const sc_inject *in, void *buf, size_t bytes, const char *coll, int dst, uint32_t step);
 /* arith:RANK:STEP[:BIT]: called by a backend right after `rank` computed a reduce at `step` into

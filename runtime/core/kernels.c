@@ -1,8 +1,8 @@
 /*
  * kernels.c — the CPU reduction kernels (see kernels.h): reduce chains in the accumulation type,
  * the fused reduce-and-CRC step, the slice copy and avg's division. The add/mul/min/max loops are
- * written for the auto-vectoriser and cloned for AVX2 with target_clones (chosen at run time by
- * the loader's ifunc resolver). Because -ffp-contract=off and no -ffast-math are in force, the
+ * written for the auto-vectoriser and built twice, for AVX2 and the baseline (SC_SIMD_FN: the
+ * path sc_simd() chose, cpufeat.h). Because -ffp-contract=off and no -ffast-math are in force, the
  * vector code performs exactly the scalar IEEE operations, element by element. Conversions are
  * convert.c's, the CPU's features cpufeat.c's, the digest digest.c's.
  */
@@ -26,20 +26,20 @@ static inline double f64_of(uint64_t u) { double f; memcpy(&f, &u, 8); return f;
 /* The default NaN is a value taken once, outside the loop: written as f32_of(QNAN_F32) inside it
  * (a memcpy of an integer) it kept gcc from vectorising, and these loops ran one element at a
  * time (docs/performance.md). */
-SC_CLONES static void sum1_f32_blk(float *d, const float *a, const float *restrict s, size_t n) {
+SC_SIMD_FN(sum1_f32_blk, (float *d, const float *a, const float *restrict s, size_t n), (d, a, s, n), {
   const float qnan = f32_of(QNAN_F32);
   for (size_t i = 0; i < n; i++) {
     float r = a[i] + s[i];
     d[i] = r != r ? qnan : r;
   }
-}
-SC_CLONES static void sum1_f64_blk(double *d, const double *a, const double *restrict s, size_t n) {
+})
+SC_SIMD_FN(sum1_f64_blk, (double *d, const double *a, const double *restrict s, size_t n), (d, a, s, n), {
   const double qnan = f64_of(QNAN_F64);
   for (size_t i = 0; i < n; i++) {
     double r = a[i] + s[i];
     d[i] = r != r ? qnan : r;
   }
-}
+})
 /* In blocks of PF_BYTES, the next block of both inputs prefetched first: the source is a peer's
  * slice, in another core's cache or in memory, and the hardware prefetcher alone left the loop
  * waiting (2 ranks, 64 MiB: -5%; 4 ranks: -6%; docs/performance.md). Arithmetic unchanged. */
@@ -129,8 +129,8 @@ ISTEP(int32_t, uint32_t, step_int32_t)
 ISTEP(int64_t, uint64_t, step_int64_t)
 
 #define CHAIN(T, STEP)                                                                       \
-  SC_CLONES static void chain_##T(schedc_op op, T *d, const T *a, const void *const *s, int n, \
-                                  size_t len) {                                              \
+  SC_SIMD_FN(chain_##T, (schedc_op op, T *d, const T *a, const void *const *s, int n, size_t len), \
+             (op, d, a, s, n, len), {                                                        \
     const size_t B = 512; /* block so the chain stays in L1 */                              \
     for (size_t lo = 0; lo < len; lo += B) {                                                 \
       size_t hi = lo + B < len ? lo + B : len;                                               \
@@ -139,7 +139,7 @@ ISTEP(int64_t, uint64_t, step_int64_t)
       for (int k = 0; k < n; k++) STEP(op, acc, acc, (const T *)s[k] + lo, hi - lo);         \
       for (size_t i = lo; i < hi; i++) d[i] = acc[i - lo];                                   \
     }                                                                                        \
-  }
+  })
 CHAIN(float, step_f32)
 CHAIN(double, step_f64)
 CHAIN(int32_t, step_int32_t)
@@ -147,9 +147,9 @@ CHAIN(int64_t, step_int64_t)
 
 /* One source, any op: d = op(a, s) in blocks with the next block prefetched, as the sum's. */
 #define ONE(T, STEP)                                                                            \
-  SC_CLONES static void one_##T##_blk(schedc_op op, T *d, const T *a, const T *restrict s, size_t n) { \
+  SC_SIMD_FN(one_##T##_blk, (schedc_op op, T *d, const T *a, const T *restrict s, size_t n), (op, d, a, s, n), { \
     STEP(op, d, a, s, n);                                                                       \
-  }                                                                                             \
+  })                                                                                            \
   static void one_##T(schedc_op op, T *d, const T *a, const T *restrict s, size_t n) {          \
     const size_t B = PF_BYTES / sizeof(T);                                                      \
     for (size_t i = 0; i < n; i += B) {                                                         \

@@ -79,6 +79,20 @@ schedc_status schedc_plan_from_script(const char *path, const schedc_load_opts *
   }
   if (o.nranks < 0 || o.nnodes < 0 || o.ndefines < 0 || (o.ndefines && !o.defines))
     return sc_err(SCHEDC_EINVAL, "bad load options (negative count or NULL defines)");
+  if (o.node_of) { /* a layout of ranks on nodes: every rank on a node, every node used */
+    if (o.topology || o.nranks < 1 || o.nnodes < 1 || o.nnodes > o.nranks)
+      return sc_err(SCHEDC_EINVAL, "opts->node_of needs nranks and nnodes (1 <= nnodes <= nranks) and no topology");
+    char *used = calloc((size_t)o.nnodes, 1);
+    if (!used) return sc_err(SCHEDC_ENOMEM, "out of memory");
+    int bad = -1, nused = 0;
+    for (int r = 0; r < o.nranks && bad < 0; r++) {
+      if (o.node_of[r] < 0 || o.node_of[r] >= o.nnodes) bad = r;
+      else if (!used[o.node_of[r]]++) nused++;
+    }
+    free(used);
+    if (bad >= 0) return sc_err(SCHEDC_EINVAL, "opts->node_of[%d] is %d, not a node in [0, %d)", bad, o.node_of[bad], o.nnodes);
+    if (nused != o.nnodes) return sc_err(SCHEDC_EINVAL, "opts->node_of leaves %d of the %d nodes without a rank", o.nnodes - nused, o.nnodes);
+  }
   if (!(o.max_seconds >= 0 && o.max_seconds <= 86400)) /* NaN fails too */
     return sc_err(SCHEDC_EINVAL, "opts->max_seconds %g: use 0 (the default, 20 s) or seconds in (0, 86400]",
                   o.max_seconds);
@@ -93,7 +107,7 @@ schedc_status schedc_plan_from_script(const char *path, const schedc_load_opts *
     o.topology = topo;
   }
   sc_dsl_opts d = {(uint32_t)o.nranks, (uint32_t)o.nnodes, o.topology, o.defines, o.ndefines,
-                   o.max_instructions, o.max_memory, o.max_seconds};
+                   o.max_instructions, o.max_memory, o.max_seconds, o.node_of};
   sc_ir ir;
   char *msg = NULL;
   int st = sc_dsl_load(path, &d, &ir, &msg);

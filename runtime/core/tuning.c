@@ -4,6 +4,8 @@
  *   schedc-tuning 1
  *   # comments
  *   topology FINGERPRINT      (optional: the machine it was measured on; another is refused)
+ *   hosts FINGERPRINT         (optional: the layout of ranks on hosts it was measured on,
+ *                              schedc_hosts_fingerprint; checked once the communicator's is known)
  *   entry COLLECTIVE NRANKS MIN_BYTES MAX_BYTES|inf SLICE_BYTES PLAN_FILE
  * Sizes are the whole buffer in bytes (as `schedc bench` reports them); PLAN_FILE is relative to
  * the table's directory. Only entries for the communicator's rank count are kept; their plans
@@ -17,11 +19,13 @@
 #include "tuning.h"
 #include "err.h"
 #include "fileio.h"
+#include "hash.h"
 #include "plan.h"
 
 void sc_tuning_free(sc_tuning *t) {
   for (int i = 0; i < t->n; i++) schedc_plan_free(t->e[i].plan);
   free(t->e);
+  free(t->path);
   memset(t, 0, sizeof *t);
 }
 
@@ -75,6 +79,12 @@ schedc_status sc_tuning_load(const char *path, int nranks, sc_tuning *t) {
       continue;
     }
     unsigned long long fp;
+    if (sscanf(p, "hosts %16llx", &fp) == 1) { /* measured on this layout of hosts: checked once known */
+      t->hosts_fp = fp;
+      t->hosts_line = ln;
+      if (!t->path && !(t->path = strdup(path))) { sc_tuning_free(t); fclose(f); return sc_err(SCHEDC_ENOMEM, "out of memory"); }
+      continue;
+    }
     if (sscanf(p, "topology %16llx", &fp) == 1) { /* tuned on a machine of this fingerprint */
       schedc_status ts = machine_matches(path, ln, fp);
       if (ts != SCHEDC_OK) { sc_tuning_free(t); fclose(f); return ts; }
@@ -118,6 +128,36 @@ schedc_status sc_tuning_load(const char *path, int nranks, sc_tuning *t) {
   fclose(f);
   if (!seen_header) return bad(t, NULL, path, ln, "empty file");
   return SCHEDC_OK;
+}
+
+/* The layout a tuning table records (its `hosts` line) and a communicator is checked against:
+ * kept here, beside that check, so hosts.c (which calls the check) needs nothing back from it. */
+uint64_t schedc_hosts_fingerprint(int nranks, const int *host_of) {
+  if (nranks < 1 || !host_of) return 0;
+  uint64_t h = sc_fnv(SC_FNV_INIT, "hosts", 5);
+  h = sc_fnv(h, &nranks, sizeof nranks);
+  for (int r = 0; r < nranks; r++) {
+    int32_t v = host_of[r];
+    if (v < 0 || v > r) return 0; /* numbered as they appear: never above the rank */
+    h = sc_fnv(h, &v, sizeof v);
+  }
+  return h;
+}
+
+schedc_status sc_tuning_check_hosts(const sc_tuning *t, int nranks, const int *host_of) {
+  if (!t->hosts_fp) return SCHEDC_OK;
+  int *one = host_of ? NULL : calloc((size_t)nranks, sizeof *one);
+  if (!host_of && !one) return sc_err(SCHEDC_ENOMEM, "out of memory");
+  const int *h = host_of ? host_of : one;
+  uint64_t mine = schedc_hosts_fingerprint(nranks, h);
+  int hosts = 0;
+  for (int r = 0; r < nranks; r++) hosts = h[r] + 1 > hosts ? h[r] + 1 : hosts;
+  free(one);
+  if (mine == t->hosts_fp) return SCHEDC_OK;
+  return sc_err(SCHEDC_EMISMATCH, "%s:%d: this tuning table was measured with its ranks laid out on hosts as %016llx; "
+                "this communicator's %d ranks are on %d host%s (layout %016llx): run schedc tune --backend mpi on this "
+                "layout", t->path, t->hosts_line, (unsigned long long)t->hosts_fp, nranks, hosts, hosts == 1 ? "" : "s",
+                (unsigned long long)mine);
 }
 
 const sc_tuneentry *sc_tuning_pick(const sc_tuning *t, int coll, int root, size_t bytes) {

@@ -32,14 +32,9 @@ struct sc_bind {
 /* The start time (clock ticks after boot, field 22 of stat) of thread tid of this process; 0 when
  * it has no such thread (ended, or /proc unreadable). */
 static unsigned long long thread_start(pid_t tid) {
-  char path[64], buf[1024];
+  char path[64];
   snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
-  const char *p = sc_proc_stat_rest(path, buf, sizeof buf); /* at field 3 */
-  if (!p) return 0;
-  int field = 3;
-  for (; *p && field < 22; p++)
-    if (*p == ' ') field++;
-  return field == 22 ? strtoull(p, NULL, 10) : 0;
+  return sc_proc_start(path);
 }
 
 /* The rank-th of the CPUs allowed in `m`, or -1 when fewer are allowed. */

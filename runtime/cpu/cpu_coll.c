@@ -112,8 +112,9 @@ static void reset_counters(schedc_comm *c, int parity) {
 }
 
 /* Before the arrival: may this rank's final versions travel narrowed through its receive buffer
- * (sc_narrow_plan)? A widened allreduce with the shortcuts into the receive buffer (not exact
- * mode: its integers would do, but it keeps the path its identity check was proven on), nothing
+ * (sc_narrow_plan)? A widened allreduce with the shortcuts into the receive buffer (exact mode
+ * too, but not under its identity check, which sums every rank's whole result as it narrows it:
+ * that path stays the one it was proven on), nothing
  * injected into its transfers or reduces (a flip lands on a working-type payload), a plan of at
  * most SC_NAR_MAX_CELLS cells, and a receive buffer its peers can read. Recorded in the
  * descriptor, which the peers read after the arrival. */
@@ -122,7 +123,7 @@ static void share_out(schedc_comm *c, const sc_call *k, const sc_execargs *sp, s
   int inj = sc_call_injects(k) && (in->flip_rank >= 0 || in->arith_rank >= 0);
   d->out_shared = 0;
   size_t cells = (size_t)k->prog->nranks * k->prog->nchunks; /* the plan's, as on every rank */
-  if (k->coll == SCHEDC_ALLREDUCE && sp->wide && !sp->wide->ex && sp->out && k->K && !inj &&
+  if (k->coll == SCHEDC_ALLREDUCE && sp->wide && !(sp->wide->ex && sp->wide->tally) && sp->out && k->K && !inj &&
       cells <= SC_NAR_MAX_CELLS)
     d->out_shared = sc_cpu_of(c)->tr->share_out(c, k->recv, k->K * schedc_dtype_size(k->dtype), d);
 }

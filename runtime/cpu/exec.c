@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cpu.h"
@@ -20,11 +19,6 @@
 #include "kernels.h"
 
 #define MAX_CHAIN 64 /* sources combined per kernel call; longer chains run in pieces */
-
-static void sleep_us(unsigned us) {
-  struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
-  nanosleep(&ts, NULL);
-}
 
 /* kill:RANK:STEP: this rank dies at `step` (a thread rank returns, marked dead). */
 static schedc_status die(schedc_comm *c, uint32_t step, const char *coll) {
@@ -44,16 +38,7 @@ schedc_status sc_exec_die_failed(schedc_comm *c, const char *coll, schedc_status
 
 /* Fault injection at the start of a step of this rank's program. */
 static schedc_status inject_step(schedc_comm *c, uint32_t step, const char *coll) {
-  const sc_inject *in = &c->inj;
-  int kill_at = in->kill_rank >= 0 ? sc_inject_kill_step(in, c->rank) : -1;
-  if (kill_at >= 0 && (int)step >= kill_at) return die(c, step, coll);
-  if (in->delay_rank == c->rank && in->delay_us) sleep_us((unsigned)in->delay_us);
-  if (in->jitter_us) {
-    uint64_t h = (uint64_t)in->jitter_seed * 0x9e3779b97f4a7c15ull ^ ((uint64_t)c->rank << 32) ^ step ^ c->seq * 31;
-    h ^= h >> 29; h *= 0xbf58476d1ce4e5b9ull; h ^= h >> 32;
-    sleep_us((unsigned)(h % (in->jitter_us + 1)));
-  }
-  return SCHEDC_OK;
+  return sc_inject_step(&c->inj, c->rank, step, c->seq) ? die(c, step, coll) : SCHEDC_OK;
 }
 
 /* Slice length in elements: the communicator's slice, at least 64 elements, and few enough

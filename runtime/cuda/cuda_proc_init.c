@@ -178,9 +178,14 @@ schedc_status schedc_comm_init_cuda_over(schedc_comm *host, int device, const sc
                                          schedc_comm **out) {
   if (out) *out = NULL;
   if (!host || !(host->be->caps & SC_CAP_HOST_RESULT))
-    return sc_err(SCHEDC_EINVAL, "host: %s (a CPU communicator of the same ranks: shm or mpi)",
+    return sc_err(SCHEDC_EINVAL, "host: %s (a CPU communicator of the same ranks: shm, mpi or net)",
                   host ? "a cuda communicator" : "NULL");
   return proc_init(host->rank, host->nranks, device, NULL, host, 0, opts, out);
+}
+
+schedc_status sc_cu_init_env_over(schedc_comm *host, int device, const schedc_comm_opts *opts, schedc_comm **out) {
+  *out = NULL;
+  return proc_init(host->rank, host->nranks, device, NULL, host, 1, opts, out);
 }
 
 schedc_status sc_cu_init_env_mpi(int device, const schedc_comm_opts *opts, schedc_comm **out) {
@@ -191,5 +196,5 @@ schedc_status sc_cu_init_env_mpi(int device, const schedc_comm_opts *opts, sched
   schedc_comm *host = NULL;
   schedc_status st = schedc_comm_init_mpi(NULL, &bo, &host);
   if (st != SCHEDC_OK) return st;
-  return proc_init(host->rank, host->nranks, device, NULL, host, 1, opts, out);
+  return sc_cu_init_env_over(host, device, opts, out);
 }

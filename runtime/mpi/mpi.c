@@ -1,40 +1,33 @@
 /*
  * mpi.c — the `mpi` transport (built when MPI is found): ranks may be on different hosts, so
- * transfers are messages. Per step this rank posts a receive for every transfer into it (into a
- * temp) and a send for every transfer out of it (from its cells, which hold the values before
- * the step), completes them all, then applies its writes in plan order, fused per cell — the
- * step semantics, literally. Every completion is polled against the communicator's deadline.
- * If MPI is not initialised, schedc initialises it and finalises it at exit, never earlier (a
- * later communicator may still need it; MPI cannot be initialised twice). MPI that the caller
- * initialised is the caller's to finalise.
+ * transfers are messages, run by the message executor (core/msgrun.c) over MPI point-to-point:
+ * its port posts MPI_Irecv/MPI_Isend per transfer and completes a step's requests polled against
+ * the communicator's deadline. If MPI is not initialised, schedc initialises it and finalises it
+ * at exit, never earlier (a later communicator may still need it; MPI cannot be initialised
+ * twice). MPI that the caller initialised is the caller's to finalise.
  */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include "agree.h"
 #include "backends.h"
 #include "comm.h"
-#include "crc.h"
 #include "dl.h"
 #include "err.h"
 #include "hosts.h"
-#include "kernels.h"
+#include "msgrun.h"
 #include "params.h"
 #include "plan.h"
 
 typedef struct mpidata {
   MPI_Comm comm;
-  int we_initialised;
-  void *temp;
-  size_t temp_cap;
-  uint32_t *crc;             /* checksum mode: [2 * transfers of a step] sent and received CRCs */
-  size_t crc_cap;
-  void *flip;                /* flip injection: the corrupted copy that is sent */
-  MPI_Request *reqs;
-  size_t req_cap;
+  sc_msgbufs bufs;           /* the message executor's scratch */
+  MPI_Request *reqs;         /* the step's posted operations, and their peers (after req_cap) */
+  int *peer;
+  size_t nreq, req_cap;
 } mpidata;
 
 static void m_free(schedc_comm *c) {
@@ -42,10 +35,9 @@ static void m_free(schedc_comm *c) {
   int fin = 0;
   MPI_Finalized(&fin);
   if (!fin && d->comm != MPI_COMM_NULL) MPI_Comm_free(&d->comm);
-  free(d->temp);
-  free(d->crc);
-  free(d->flip);
+  sc_msgbufs_free(&d->bufs);
   free(d->reqs);
+  free(d->peer);
   free(d);
   c->be_data = NULL;
 }
@@ -79,19 +71,63 @@ void sc_mpi_probe(sc_probe *p) {
   }
 }
 
-/* Wait for n requests with the deadline; names the step and the peers still pending. */
-static schedc_status wait_all(schedc_comm *c, MPI_Request *r, int n, const int *peer, const char *coll,
-                              uint32_t step, double deadline) {
-  for (;;) {
+/* ---- the message executor's port (core/msgrun.h) ---- */
+
+/* A slot for one more request; NULL + errmsg when out of memory. */
+static MPI_Request *next_req(mpidata *d, int peer) {
+  if (d->nreq == d->req_cap) {
+    size_t cap = d->req_cap ? 2 * d->req_cap : 64;
+    MPI_Request *rq = realloc(d->reqs, cap * sizeof *rq);
+    if (rq) d->reqs = rq;
+    int *pr = rq ? realloc(d->peer, cap * sizeof *pr) : NULL;
+    if (!pr) { sc_err(SCHEDC_ENOMEM, "out of memory"); return NULL; }
+    d->peer = pr;
+    d->req_cap = cap;
+  }
+  d->peer[d->nreq] = peer;
+  return &d->reqs[d->nreq++];
+}
+
+/* Tags: the step (mod 16000) and what the message carries. */
+static int tag_of(uint32_t step, int kind) { return (int)(step % 16000) * 2 + kind; }
+
+static schedc_status m_recv(schedc_comm *c, int src, uint32_t step, int kind, void *buf, size_t bytes) {
+  mpidata *d = c->be_data;
+  MPI_Request *r = next_req(d, src);
+  if (!r) return SCHEDC_ENOMEM;
+  MPI_Irecv(buf, (int)bytes, MPI_BYTE, src, tag_of(step, kind), d->comm, r); /* bytes <= max_msg */
+  return SCHEDC_OK;
+}
+
+static schedc_status m_send(schedc_comm *c, int dst, uint32_t step, int kind, const void *buf, size_t bytes) {
+  mpidata *d = c->be_data;
+  MPI_Request *r = next_req(d, dst);
+  if (!r) return SCHEDC_ENOMEM;
+  MPI_Isend(buf, (int)bytes, MPI_BYTE, dst, tag_of(step, kind), d->comm, r);
+  return SCHEDC_OK;
+}
+
+/* Wait for the step's requests with the deadline; names the step and the first peer pending.
+ * MPI moves data only inside its calls, so the wait polls: back to back at first, then with a
+ * 50 us sleep between polls. A rank that only polled kept the CPU from the very peer it waited
+ * for when ranks outnumber cores (4 ranks on 2 cores beside other work, docs/performance.md); a
+ * wait longer than the spin costs at most one sleep more. */
+enum { SPIN_POLLS = 256, POLL_SLEEP_NS = 50000 };
+static schedc_status m_complete(schedc_comm *c, const char *coll, uint32_t step, double deadline) {
+  mpidata *d = c->be_data;
+  int n = (int)d->nreq;
+  d->nreq = 0;
+  for (int polls = 0;; polls++) {
     int done = 0;
-    MPI_Testall(n, r, &done, MPI_STATUSES_IGNORE);
+    MPI_Testall(n, d->reqs, &done, MPI_STATUSES_IGNORE);
     if (done) return SCHEDC_OK;
+    if (polls >= SPIN_POLLS) nanosleep(&(struct timespec){0, POLL_SLEEP_NS}, NULL);
     if (sc_now() > deadline) {
       int who = -1;
       for (int i = 0; i < n && who < 0; i++) {
         int f = 0;
-        MPI_Test(&r[i], &f, MPI_STATUS_IGNORE);
-        if (!f) who = peer[i];
+        MPI_Test(&d->reqs[i], &f, MPI_STATUS_IGNORE);
+        if (!f) who = d->peer[i];
       }
       c->broken = 1;
       return sc_err(SCHEDC_ETIMEOUT, "%s timed out after %.3g s on rank %d in step %u: it waited for rank %d",
@@ -100,162 +136,19 @@ static schedc_status wait_all(schedc_comm *c, MPI_Request *r, int n, const int *
   }
 }
 
-/* Every rank must make the same call: the agreements gathered, the first field that differs named
- * (core/agree.h: the words of every backend). The communicator is broken afterwards. */
-static schedc_status agree(schedc_comm *c, const sc_call *k) {
+static schedc_status m_allgather(schedc_comm *c, const char *what, const void *mine, void *all, size_t bytes) {
   mpidata *d = c->be_data;
-  int n = c->nranks;
-  sc_agreement mine, *all = malloc((size_t)n * sizeof *all);
-  if (!all) return sc_err(SCHEDC_ENOMEM, "out of memory");
-  sc_agreement_of(&mine, k, SC_PATH_PLAN);
-  MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, d->comm);
-  schedc_status st = SCHEDC_OK;
-  for (int r = 0; r < n && st == SCHEDC_OK; r++) st = sc_agreement_check(k->cn, c->rank, &mine, r, &all[r]);
-  free(all);
-  if (st != SCHEDC_OK) c->broken = 1;
-  return st;
-}
-
-/* One run (attempt: 0, then the reruns of a repair) of the plan over the private working buffer
- * W; the first corrupted transfer received into *bad. */
-static schedc_status run(schedc_comm *c, const sc_call *call, char *W, int attempt, sc_corrupt *bad) {
-  mpidata *d = c->be_data;
-  const schedc_plan *plan = call->plan;
-  const char *cn = call->cn;
-  schedc_dtype acc = call->acc;
-  schedc_op op = call->op;
-  size_t K = call->K;
-  int me = c->rank;
-  const sc_ir *ir = &plan->ir;
-  size_t asz = schedc_dtype_size(acc), maxchunk = (K + ir->nchunks - 1) / ir->nchunks;
-  if (maxchunk * asz > (size_t)1 << 30)
-    return sc_err(SCHEDC_EINVAL, "%s: chunks of %zu bytes exceed the MPI transport's 1 GiB per message; use a plan "
-                  "with more chunks", cn, maxchunk * asz);
-  double deadline = sc_now() + c->timeout_s;
-  int check = sc_call_checks(call);
-  int flip_step = c->inj.flip_rank == me && sc_call_injects(call) && attempt == 0 ? c->inj.flip_step : -1;
-  for (uint32_t s = 0; s < ir->nsteps; s++) {
-    uint32_t lo = ir->step_off[s], hi = ir->step_off[s + 1], nin = 0, nreq = 0;
-    for (uint32_t i = lo; i < hi; i++) nin += ir->xfers[i].dst == (uint32_t)me;
-    size_t need = (size_t)nin * maxchunk * asz;
-    if (need > d->temp_cap) {
-      void *t = realloc(d->temp, need);
-      if (!t) return sc_err(SCHEDC_ENOMEM, "out of memory for %zu bytes of receive buffers", need);
-      d->temp = t;
-      d->temp_cap = need;
-    }
-    /* Requests: one per transfer, and one more per transfer for its CRC in checksum mode. */
-    size_t nr = (size_t)(hi - lo) * (check ? 2 : 1);
-    if (nr > d->req_cap) {
-      MPI_Request *rq = realloc(d->reqs, nr * (sizeof *rq + sizeof(int)));
-      if (!rq) return sc_err(SCHEDC_ENOMEM, "out of memory");
-      d->reqs = rq;
-      d->req_cap = nr;
-    }
-    if (check && 2 * (size_t)(hi - lo) > d->crc_cap) {
-      uint32_t *cr = realloc(d->crc, 2 * (size_t)(hi - lo) * sizeof *cr);
-      if (!cr) return sc_err(SCHEDC_ENOMEM, "out of memory");
-      d->crc = cr;
-      d->crc_cap = 2 * (size_t)(hi - lo);
-    }
-    int *peer = (int *)(d->reqs + d->req_cap);
-    int tag = (int)(s % 16000) * 2; /* tag + 1: the CRC of the same transfer */
-    uint32_t k = 0;
-    for (uint32_t i = lo; i < hi; i++) {
-      const sc_xfer *x = &ir->xfers[i];
-      size_t clo, chi;
-      sc_chunk_range(K, ir->nchunks, x->chunk, &clo, &chi);
-      int cnt = (int)((chi - clo) * asz); /* below 1 GiB: checked above */
-      uint32_t *crc = check ? &d->crc[2 * (i - lo)] : NULL;
-      if (x->dst == (uint32_t)me) {
-        MPI_Irecv((char *)d->temp + (size_t)k++ * maxchunk * asz, cnt, MPI_BYTE, (int)x->src, tag, d->comm, &d->reqs[nreq]);
-        peer[nreq++] = (int)x->src;
-        if (check) {
-          MPI_Irecv(crc, 1, MPI_UINT32_T, (int)x->src, tag + 1, d->comm, &d->reqs[nreq]);
-          peer[nreq++] = (int)x->src;
-        }
-      } else if (x->src == (uint32_t)me) {
-        const char *payload = W + clo * asz;
-        if (check) *crc = sc_crc32c(payload, (size_t)cnt);
-        void *fb = (int)s == flip_step && cnt > 0 ? realloc(d->flip, (size_t)cnt) : NULL;
-        if (fb) {
-          d->flip = fb;
-          /* the injected link fault: the payload is corrupted after its CRC was computed */
-          memcpy(d->flip, payload, (size_t)cnt);
-          sc_inject_flip(&c->inj, d->flip, (size_t)cnt, cn, (int)x->dst, s);
-          payload = d->flip;
-          flip_step = -1; /* one transfer per call */
-        }
-        MPI_Isend(payload, cnt, MPI_BYTE, (int)x->dst, tag, d->comm, &d->reqs[nreq]);
-        peer[nreq++] = (int)x->dst;
-        if (check) {
-          MPI_Isend(crc, 1, MPI_UINT32_T, (int)x->dst, tag + 1, d->comm, &d->reqs[nreq]);
-          peer[nreq++] = (int)x->dst;
-        }
-      }
-    }
-    schedc_status st = wait_all(c, d->reqs, (int)nreq, peer, cn, s, deadline);
-    if (st != SCHEDC_OK) return st;
-    /* Writes in plan order; consecutive reduces into one cell fold in one pass. */
-    k = 0;
-    for (uint32_t i = lo; i < hi; i++) {
-      const sc_xfer *x = &ir->xfers[i];
-      if (x->dst != (uint32_t)me) continue;
-      size_t clo, chi;
-      sc_chunk_range(K, ir->nchunks, x->chunk, &clo, &chi);
-      char *in = (char *)d->temp + (size_t)k++ * maxchunk * asz;
-      if (check) {
-        uint32_t got = sc_crc32c(in, (chi - clo) * asz), want = d->crc[2 * (i - lo)];
-        if (got != want) {
-          sc_corrupt b = {1, s, x->chunk, x->src, (uint32_t)me, x->line, got, want};
-          if (!bad->found) *bad = b;
-          if (c->repair) sc_corrupt_warn(cn, &b, ir->nfiles ? ir->files[x->file] : "?", "the call runs again");
-        }
-      }
-      if (x->kind == SCHEDC_XFER_COPY) memcpy(W + clo * asz, in, (chi - clo) * asz);
-      else {
-        const void *srcs[1] = {in};
-        sc_reduce_chain(acc, op, W + clo * asz, W + clo * asz, srcs, 1, chi - clo);
-        sc_inject_arith(&c->inj, W + clo * asz, (chi - clo) * asz, cn, me, s, NULL); /* SCHEDC_INJECT arith */
-      }
-    }
-  }
+  if (MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, d->comm) != MPI_SUCCESS)
+    return sc_err(SCHEDC_EIO, "%s: MPI_Allgather failed", what);
   return SCHEDC_OK;
 }
 
-/* Is `flag` set on any rank? (MPI_Allreduce; leaves the working buffer alone.) */
-static schedc_status any_rank(schedc_comm *c, int flag, int *any) {
-  mpidata *d = c->be_data;
-  if (MPI_Allreduce(&flag, any, 1, MPI_INT, MPI_LOR, d->comm) != MPI_SUCCESS)
-    return sc_err(SCHEDC_EIO, "MPI_Allreduce failed while deciding whether to run the call again");
-  return SCHEDC_OK;
-}
+/* MPI counts are ints: a message carries at most 1 GiB. */
+static const sc_msgport mpi_port = {"the MPI transport", (size_t)1 << 30, m_recv, m_send, m_complete, m_allgather};
 
-/* The MPI backend's collective: the working buffer is private scratch; messages move the data. */
+/* The MPI backend's collective: the message executor over MPI point-to-point messages. */
 static schedc_status m_collective(schedc_comm *c, const sc_call *k, sc_result *res) {
-  size_t asz = schedc_dtype_size(k->acc);
-  char *W = sc_scratch(c, k->K * asz);
-  if (!W && k->K) return SCHEDC_ENOMEM;
-  schedc_status st = agree(c, k);
-  if (st != SCHEDC_OK) return st;
-  /* A corrupted message cannot be fetched again once the step is over (the sender's cell moves
-   * on), so with checksum repair the whole call runs again from the inputs, which the MPI path
-   * leaves intact until the result is copied out. */
-  for (int attempt = 0;; attempt++) {
-    memset(&res->bad, 0, sizeof res->bad);
-    sc_work_in(c, k, W);
-    if ((st = run(c, k, W, attempt, &res->bad)) != SCHEDC_OK) break;
-    if (!sc_call_checks(k) || !sc_call_repairs(k) || attempt == 2) break;
-    int rerun = 0;
-    if ((st = any_rank(c, (int)res->bad.found, &rerun)) != SCHEDC_OK) break;
-    if (!rerun) break;
-  }
-  if (st != SCHEDC_OK) {
-    c->broken = 1;
-    return st;
-  }
-  sc_work_out(c, k, W, res);
-  return SCHEDC_OK;
+  return sc_msg_collective(c, k, res, &mpi_port, &((mpidata *)c->be_data)->bufs);
 }
 
 /* schedc_comm_shrink: MPI's fault tolerance (ULFM: MPIX_Comm_shrink, MPIX_Comm_agree) is not in
@@ -268,7 +161,7 @@ static schedc_status m_shrink(schedc_comm *c, const schedc_comm_opts *opts, sche
 }
 
 /* schedc_mem_alloc: heap memory (messages copy anyway: no copy is saved, the calls just work). */
-static const sc_backend mpi_backend = {"mpi", SC_CAP_HOST_RESULT | SC_CAP_EXACT, m_collective, NULL, m_free, sc_mem_host_alloc,
+static const sc_backend mpi_backend = {"mpi", SC_CAP_HOST_RESULT | SC_CAP_EXACT | SC_CAP_HOSTS, m_collective, NULL, m_free, sc_mem_host_alloc,
                                        sc_mem_host_free, m_shrink};
 
 /* MPI_COMM_WORLD must be the job the launcher meant: processes started by another launcher

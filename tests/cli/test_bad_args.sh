@@ -63,8 +63,10 @@ tune      --ranks   --sizes 8 -o tuned --schedules $D
 tune      --keep    --ranks 2 --sizes 8 -o tuned --schedules $D
 tune      --margin  --ranks 2 --sizes 8 -o tuned --schedules $D
 tune      --sizes   --ranks 2 -o tuned --schedules $D
+tune      --iters   --ranks 2 --sizes 8 -o tuned --schedules $D
 launch    -n        --grace 1 -- touch launched
 launch    --grace   -n 2 -- touch launched
+launch    --master-port --hosts a:1 --rsh false -- touch launched
 "
 values=(5x '' -1 99999999999999999999 abc ' 5' +5 0x10)
 rows=0
@@ -86,7 +88,7 @@ while read -r cmd opt rest; do
     esac
   done
 done <<<"$table"
-[ "$rows" = 32 ] || bad "the table has $rows rows (32 expected): it was not read"
+[ "$rows" = 34 ] || bad "the table has $rows rows (34 expected): it was not read"
 
 # a bad item inside a list, too many sizes
 refused bench "--sizes '8,4x': bad size '4x'" bench --ranks 2 --sizes 8,4x
@@ -111,6 +113,23 @@ refused run "option '--c' is ambiguous" run "$R" --ranks 2 --c
 refused check "unknown option '--count'" check "$R" --ranks 2 --count 16
 refused run "unexpected argument 'x.lua'" run "$R" x.lua --ranks 2
 refused launch "unexpected 'touch'" launch -n 2 touch launched
+# launch --hosts (issue 36): the host list, the ways to reach a host, the rank placement
+for h in '' 'a:' 'a:0' 'a:x' 'a:2K' ':2' '-oProxyCommand=x:1' 'a b:1' "a;touch launched" 'a,,b' 'a:1,' 'a:99999'; do
+  refused launch "--hosts '$h': " launch --hosts "$h" --rsh false -- touch launched
+done
+refused launch "host 'a' is given twice" launch --hosts a:1,b:1,a:2 --rsh false -- touch launched
+refused launch "-n 4 ranks do not fit in the 3 slots of --hosts 'a:2,b'" launch --hosts a:2,b -n 4 --rsh false -- touch launched
+refused launch "--map-by 'core' is not slot or node" launch --hosts a:2 --map-by core -- touch launched
+refused launch "--rsh and --host-cmd are two ways" launch --hosts a:2 --rsh ssh --host-cmd 'ip netns exec %h' -- touch launched
+refused launch "--host-cmd ' ' is not a command" launch --hosts a:2 --host-cmd ' ' -- touch launched
+refused launch "-x 'FOO' is not NAME=VALUE" launch --hosts a:2 -x FOO -- touch launched
+refused launch "-x '1A=b' is not NAME=VALUE" launch --hosts a:2 -x 1A=b -- touch launched
+refused launch "--master-addr 'a b' is not" launch --hosts a:2 --master-addr 'a b' -- touch launched
+for o in "--map-by node" "--rsh ssh" "--host-cmd x" "--master-addr a" "--master-port 5" "-x A=b"; do
+  # shellcheck disable=SC2086
+  refused launch "${o%% *} is for --hosts" launch -n 2 $o -- touch launched
+done
+refused launch "need -- CMD" launch --hosts a:2
 # choices
 refused run "--verify 'most' (choose none, digest, checksum, full or exact)" run "$R" --ranks 2 --verify most
 refused bench "--collective 'allsum'" bench --ranks 2 --collective allsum

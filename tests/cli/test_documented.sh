@@ -60,6 +60,24 @@ ok launch 0 "" "$S" launch -n 2 -- sh -c 'test "$SCHEDC_RANK" -lt 2 && test "$SC
 # what follows CMD is CMD's: launch does not read it (a bad --grace there is sh's argument)
 ok launch-cmd-options 0 "" "$S" launch -n 2 -- sh -c 'test "$1" = --grace' sh --grace x
 ok launch-fails 3 "a rank exited with status 3; stopping the others in 0.5 s" "$S" launch -n 2 --grace 0.5 -- sh -c 'exit 3'
+# launch --hosts through a remote shell (a stand-in for ssh: HOST and one shell line, run here):
+# torchrun's variables of a multi-node job, the folder, -x, and words with blanks and quotes
+printf '#!/bin/sh\nh=$1; shift\n[ $# = 1 ] || { echo "want one line, got $#"; exit 9; }\nFAKEHOST=$h exec sh -c "$1"\n' >fakersh
+chmod +x fakersh
+mkdir -p sub && cd sub || exit 1
+ok launch-hosts 0 "" "$S" launch --hosts a:2,b:1 --rsh ../fakersh -x "Q=it's a 'q'" -- sh -c \
+  'echo "$RANK/$WORLD_SIZE $LOCAL_RANK/$LOCAL_WORLD_SIZE $GROUP_RANK/$GROUP_WORLD_SIZE $MASTER_ADDR:$MASTER_PORT $FAKEHOST ${PWD##*/} [$Q] [$1] ${TORCHELASTIC_RUN_ID%%[0-9]*}" >"../rank$RANK"' sh "x 'y' z"
+cd .. || exit 1
+want="0/3 0/2 0/2 a:29500 a sub [it's a 'q'] [x 'y' z] launch|1/3 1/2 0/2 a:29500 a sub [it's a 'q'] [x 'y' z] launch|2/3 0/1 1/2 a:29500 b sub [it's a 'q'] [x 'y' z] launch"
+got=$(cat rank0 rank1 rank2 2>/dev/null | paste -sd'|')
+[ "$got" = "$want" ] && pass=$((pass + 1)) || bad "launch --hosts: got '$got', want '$want'"
+rm -f rank*
+ok launch-hosts-node 0 "" "$S" launch --hosts a:2,b:2 -n 3 --map-by node --master-addr m --master-port 1234 \
+  --host-cmd "env FAKEHOST=%h" -- sh -c 'echo "$RANK $LOCAL_RANK/$LOCAL_WORLD_SIZE $GROUP_RANK $MASTER_ADDR:$MASTER_PORT $FAKEHOST" >rank$RANK'
+got=$(cat rank0 rank1 rank2 2>/dev/null | paste -sd'|')
+want="0 0/2 0 m:1234 a|1 0/1 1 m:1234 b|2 1/2 0 m:1234 a"
+[ "$got" = "$want" ] && pass=$((pass + 1)) || bad "launch --hosts --map-by node --host-cmd: got '$got', want '$want'"
+ok launch-hosts-fails 3 "rank 1 (on b) exited with status 3" "$S" launch --hosts a,b --host-cmd "env H=%h" --grace 0.5 -- sh -c '[ "$RANK" = 1 ] && exit 3; exit 0'
 # SIGINT to launch: the ranks get SIGTERM at once (they exit 0 here), launch exits 128 + 2
 "$S" launch -n 2 -- sh -c 'trap "touch term.$SCHEDC_RANK; kill \$!; exit 0" TERM; touch up.$SCHEDC_RANK; sleep 30 & wait' &
 P=$!

@@ -53,11 +53,13 @@ if [ $rc = 0 ] && "$PY" -m json.tool "$tmp/info.json" >/dev/null; then ok; else 
 [ "$(jq_ version <"$tmp/info.json")" = "$hdr" ] && [ "$(jq_ revision <"$tmp/info.json")" = "$rev" ] && ok || bad "JSON version/revision differ from --version"
 names=$(jq_ backends <"$tmp/info.json" | "$PY" -c 'import ast, sys; print(" ".join(b["name"] for b in ast.literal_eval(sys.stdin.read())))')
 # the rows are the registries' own: runtime/backends.h's SC_BACKEND_LIST (a new backend adds a row
-# there and nowhere else), runtime/info.c's SC_LIBRARY_LIST; the first five names are fixed
+# there and nowhere else), runtime/info.c's SC_LIBRARY_LIST; threads, shm, mpi and cuda always
+# among the backends; the first seven libraries fixed
 listed() { sed -n "/#define $1/,/^\$/p" "$2" | sed -nE 's/^ *X\("([^"]+)".*/\1/p' | paste -sd"$3"; }
 want_b=$(listed SC_BACKEND_LIST "$SRC/runtime/backends.h" ' ')
 want_l=$(listed SC_LIBRARY_LIST "$SRC/runtime/info.c" ',')
-[[ "$want_b" == "threads shm mpi cuda"* ]] && [[ "$want_l" == "NVRTC,CUDA driver,NCCL,NVML,libclang,hwloc,MPI"* ]] && ok ||
+has_all() { local w; for w in $2; do [[ "$3$1$3" == *"$3$w$3"* ]] || return 1; done; }
+has_all "$want_b" "threads shm mpi cuda" ' ' && [[ "$want_l" == "NVRTC,CUDA driver,NCCL,NVML,libclang,hwloc,MPI"* ]] && ok ||
   bad "cannot read the backend and library lists ('$want_b'; '$want_l')"
 [ "$names" = "$want_b" ] && ok || bad "backends listed: '$names' (want '$want_b')"
 libs=$("$PY" -c 'import json, sys; print(",".join(l["name"] for l in json.load(open(sys.argv[1]))["libraries"]))' "$tmp/info.json")
@@ -102,14 +104,20 @@ grep -qE "^  numa nodes: $nn( |$)" "$tmp/info.txt" && ok || bad "numa nodes (wan
 flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
 has() { [[ "$flags" == *" $1 "* ]]; }
 if [ "$(uname -m)" != x86_64 ]; then best=generic; base=generic
-elif has avx512f && has avx512dq && has avx512vl && has avx512bw && has f16c && has avx2; then best=avx512; base=sse2
-elif has avx2; then best=avx2; base=sse2
-else best=sse2; base=sse2; fi
-red=$base; [ "$SANITIZED" = 0 ] && has avx2 && red=avx2 # target_clones: not under the sanitizers
+elif has avx512f && has avx512dq && has avx512vl && has avx512bw && has f16c && has avx2; then best=avx512; base=scalar
+elif has avx2 && has f16c; then best=avx2; base=scalar
+else best=scalar; base=scalar; fi
+red=$base; has avx2 && has f16c && red=avx2 # the loops built for AVX2 (SC_SIMD_FN), sanitizer trees too
 f16=scalar; has f16c && has avx2 && f16=f16c
 got=$(jq_ cpu vector_path <"$tmp/info.json")
 want="{'best': '$best', 'reduce': '$red', "
 [[ "$got" == "$want"* ]] && [[ "$got" == *"'f16': '$f16'"* ]] && ok || bad "vector path: $got (want best $best, reduce $red, f16 $f16)"
+# SCHEDC_SIMD=scalar forces the portable loops: the report says what the dispatch then takes
+if [ "$(uname -m)" = x86_64 ]; then
+  out=$(clean_env SCHEDC_SIMD=scalar "$S" info)
+  grep -q "^  vector path: scalar (reduce scalar, checksum two passes, f16 scalar, bf16 scalar, exact scalar)" <<<"$out" && ok ||
+    bad "SCHEDC_SIMD=scalar: vector path" "$(grep 'vector path' <<<"$out")"
+fi
 grep -q "^  vector path: $best (reduce $red," "$tmp/info.txt" && ok || bad "text vector path" "$(grep 'vector path' "$tmp/info.txt")"
 
 # ---- GPUs: the test plugin's emulated devices ----------------------------------------------------

@@ -100,6 +100,24 @@ static uint16_t ref_bf16(float f) {
   return (uint16_t)(hi >> 16);
 }
 
+/* The tests' inputs: element i of buf (dtype t) from 64 random bits x — values of varied magnitude
+ * (so association matters), with specials & 1 some ±0, & 2 some ±inf and NaN. */
+static inline void ref_input(schedc_dtype t, void *buf, size_t i, uint64_t x, int specials) {
+  double v = ((double)(x >> 11) / 9007199254740992.0 - 0.5) * (double)(1 << (x % 24));
+  if ((specials & 1) && x % 97 == 0) v = (x & 1) ? -0.0 : 0.0;
+  if ((specials & 2) && x % 211 == 0) v = (x & 2) ? INFINITY : -INFINITY;
+  if ((specials & 2) && x % 401 == 0) v = NAN;
+  switch (t) {
+  case SCHEDC_F32: ((float *)buf)[i] = (float)v; break;
+  case SCHEDC_F64: ((double *)buf)[i] = v; break;
+  case SCHEDC_F16: { _Float16 h = (_Float16)(float)(v / 64); memcpy((char *)buf + 2 * i, &h, 2); break; }
+  case SCHEDC_BF16: { float f = (float)v; uint32_t u; memcpy(&u, &f, 4); ((uint16_t *)buf)[i] = (uint16_t)(u >> 16); break; }
+  case SCHEDC_I32: ((int32_t *)buf)[i] = (int32_t)(x >> 40) - (1 << 23); break;
+  case SCHEDC_I64: ((int64_t *)buf)[i] = (int64_t)(x >> 3) - (int64_t)(x >> 2); break;
+  default: break;
+  }
+}
+
 /* Evaluate the tree for element i into out (dtype bytes). inputs[r] are the ranks' buffers
  * (each `count` elements of dtype); avg divides by nranks. */
 static void ref_eval(const ref_expr *e, schedc_dtype t, schedc_op op, int nranks, const void *const *inputs,

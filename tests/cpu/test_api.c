@@ -78,6 +78,40 @@ int main(int argc, char **argv) {
   schedc_plan_free(script);
   schedc_plan_free(p4);
   schedc_plan_free(ag3);
+  /* node_of: ranks round-robin on 2 nodes; the hierarchical schedule's nodes are those (its
+   * transfers between nodes are between equal local ranks: 0-1 and 2-3 here, never 0-3); bad
+   * layouts are refused naming the field */
+  snprintf(path, sizeof path, "%s/hierarchical.lua", argv[1]);
+  static const int rr[4] = {0, 1, 0, 1}, off[4] = {0, 1, 2, 1}, host0[4] = {0, 0, 0, 0};
+  lo.nnodes = 2;
+  lo.node_of = rr;
+  schedc_plan *h = NULL;
+  CHECK(schedc_plan_from_script(path, &lo, &h) == SCHEDC_OK);
+  schedc_plan_info hi = SCHEDC_PLAN_INFO_INIT;
+  CHECK(h && schedc_plan_get_info(h, &hi) == SCHEDC_OK && hi.nnodes == 2);
+  long across = 0, wrong = 0;
+  schedc_transfer t;
+  for (long i = 0; h && i < hi.ntransfers; i++) {
+    CHECK(schedc_plan_transfer(h, i, &t) == SCHEDC_OK);
+    if (rr[t.src] == rr[t.dst]) continue;
+    across++;
+    if (t.src / 2 != t.dst / 2) wrong++; /* local rank r / 2: 0 and 1 are local 0, 2 and 3 local 1 */
+  }
+  CHECK(across > 0 && wrong == 0);
+  schedc_plan_free(h);
+  lo.node_of = off;
+  CHECK(schedc_plan_from_script(path, &lo, &h) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "opts->node_of[2] is 2, not a node in [0, 2)");
+  lo.node_of = host0;
+  CHECK(schedc_plan_from_script(path, &lo, &h) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "leaves 1 of the 2 nodes without a rank");
+  lo.node_of = rr;
+  lo.topology = "dgx_h100";
+  CHECK(schedc_plan_from_script(path, &lo, &h) == SCHEDC_EINVAL);
+  CHECK_CONTAINS(schedc_errmsg(), "opts->node_of needs nranks and nnodes");
+  lo.topology = NULL;
+  lo.node_of = NULL;
+  lo.nnodes = 0;
 
   /* a mismatched call: every rank learns it, nobody hangs */
   arg args[3];

@@ -182,22 +182,7 @@ static uint64_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17
 
 /* Inputs: mostly values of varied magnitude (so association matters), some ±0, inf, NaN. */
 static void fill(schedc_dtype t, void *buf, size_t n, int specials) {
-  for (size_t i = 0; i < n; i++) {
-    uint64_t x = next();
-    double v = ((double)(x >> 11) / 9007199254740992.0 - 0.5) * (double)(1 << (x % 24));
-    if (specials && x % 97 == 0) v = (x & 1) ? -0.0 : 0.0;
-    if (specials && x % 211 == 0) v = (x & 2) ? INFINITY : -INFINITY;
-    if (specials && x % 401 == 0) v = NAN;
-    switch (t) {
-    case SCHEDC_F32: ((float *)buf)[i] = (float)v; break;
-    case SCHEDC_F64: ((double *)buf)[i] = v; break;
-    case SCHEDC_F16: { _Float16 h = (_Float16)(float)(v / 64); memcpy((char *)buf + 2 * i, &h, 2); break; }
-    case SCHEDC_BF16: { float f = (float)v; uint32_t u; memcpy(&u, &f, 4); ((uint16_t *)buf)[i] = (uint16_t)(u >> 16); break; }
-    case SCHEDC_I32: ((int32_t *)buf)[i] = (int32_t)(x >> 40) - (1 << 23); break;
-    case SCHEDC_I64: ((int64_t *)buf)[i] = (int64_t)(x >> 3) - (int64_t)(x >> 2); break;
-    default: break;
-    }
-  }
+  for (size_t i = 0; i < n; i++) ref_input(t, buf, i, next(), specials ? 3 : 0);
 }
 
 static int mismatches_shown;
@@ -366,6 +351,7 @@ static int flips(const char *dir) {
 int main(int argc, char **argv) {
   if (argc < 2) { fprintf(stderr, "usage: test_bitwise SCHEDULES_DIR [quick|shm]\n"); return 2; }
   int quick = argc > 2 && !strcmp(argv[2], "quick");
+  SKIP_NO_SIMD();
   use_shm = argc > 2 && !strcmp(argv[2], "shm");
   if (argc > 2 && !strcmp(argv[2], "flips")) return flips(argv[1]);
   if (argc > 2 && !strcmp(argv[2], "verified")) { quick = 1; g_verify = SCHEDC_VERIFY_FULL; }

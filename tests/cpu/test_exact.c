@@ -11,7 +11,9 @@
  * (then the reference is also the exact real sum rounded once, checked), cancellation, wide
  * exponent ranges reaching below the grid (the flush bound checked exactly), subnormals, ±0.
  * Then: the flush bound at its edges, NaN/±Inf, a rank in exact mode against one that is not
- * (SCHEDC_EMISMATCH naming the op), and the argument checks. Usage: test_exact SCHEDULES_DIR [shm]
+ * (SCHEDC_EMISMATCH naming the op), and the argument checks. `quick`: the threads sweep at 2, 3, 5
+ * and 8 ranks, the edges and avg up to 5000 leaves (ctest's runs on each forced vector path).
+ * Usage: test_exact SCHEDULES_DIR [shm|quick]
  */
 #include <math.h>
 #include <pthread.h>
@@ -29,6 +31,7 @@
 #include "../exact_ref.h"
 
 enum { MAXN = 8 };
+static int g_quick; /* `quick`: a sample of the sweeps (the forced vector paths' runs, SCHEDC_SIMD) */
 
 /* ---- running ---- */
 typedef struct job {
@@ -152,7 +155,7 @@ static int sweep(const char *dir, int use_shm) {
   const size_t counts[] = {37, 2500}; /* the small-message path (37 * 8 bytes) and the plan path */
   int cases = 0, failed = 0;
   for (int n = 1; n <= MAXN; n++) {
-    if (use_shm && n != 2 && n != 3 && n != 5 && n != 8) continue;
+    if ((use_shm || g_quick) && n != 2 && n != 3 && n != 5 && n != 8) continue;
     schedc_comm *comms[MAXN];
     schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
     co.timeout_s = 60;
@@ -421,6 +424,153 @@ static void leaves(void) {
   for (int r = 0; r < 2; r++) schedc_comm_free(c2[r]);
 }
 
+/* ---- exact avg over many summands: L leaves (up to 10^6) on 1-4 ranks, and ranks x leaves ----
+ * avg is the exact quotient S 2^g / L rounded once (docs/determinism.md). Each case is checked
+ * against the reference's division (ref_round with n = L: exact comparisons, no floating point).
+ * Per leaf, K elements by index: 0 pins the largest exponent (leaf 0 only); 1 one grid unit in
+ * leaf 0 (below the format's smallest value: its smallest), the rest 0 (the quotient far below a
+ * unit: it needs fraction bits the old 32-bit digit lacked past L = 256); 2 random values over 30
+ * binades; 3 the same value on every leaf (an exact quotient); 4, 5 a mean exactly halfway between
+ * two values of the format (even and odd lower neighbour: ties to even both ways); 6, 7 that sum
+ * plus and minus one unit of its scale (just above and below the tie); 8 a small value in leaf 0
+ * (subnormal quotients with the low pin); 9 alternating signs (sums 0 or one value: +0); 10 values
+ * 40-90 binades down (rounded onto the grid on the way in); 11 minus one grid unit everywhere. */
+enum { AK = 12 };
+typedef struct avgcase { schedc_dtype dt; int L, pin_lo; } avgcase;
+
+/* The leaves of a tie element: most leaves c 2^(beta+1), the first few the rest of
+ * L (2c + 1) 2^beta (+ extra 2^beta) in pieces of p bits (greedy, high first; what does not fit in
+ * them is dropped: a small L makes no tie, the reference decides either way). */
+static void tie_leaves(const fmt *f, void *const *leaf, schedc_dtype dt, int L, size_t i, uint64_t c, int beta,
+                       int extra, int neg) {
+  int k = L < 6 ? L : 6; /* the pieces' leaves */
+  i128 rem = (i128)L * (i128)(2 * c + 1) + extra; /* in units of 2^beta */
+  for (int j = k; j < L; j++) {
+    put(dt, leaf[j], i, ref_encode(f, neg, c, beta + 1));
+    rem -= 2 * (i128)c;
+  }
+  for (int j = 0; j < k; j++) {
+    uint64_t a = 0;
+    int sh = 0;
+    if (rem > 0) {
+      sh = bitlen((unsigned __int128)rem) - f->p;
+      sh = sh < 0 ? 0 : sh;
+      a = (uint64_t)(rem >> sh);
+      rem -= (i128)a << sh;
+    }
+    put(dt, leaf[j], i, ref_encode(f, neg, a, beta + sh));
+  }
+}
+
+static void avg_inputs(const avgcase *ac, void *const *leaf, int top) {
+  fmt f = fmt_of(ac->dt);
+  int L = ac->L, h = 0, mb = f.p - 1;
+  while ((1 << h) < L) h++;
+  int g = top - 61 + h, lsbmin = f.emin - mb, u = g > lsbmin ? g : lsbmin; /* the finest value on the grid */
+  for (size_t i = 0; i < AK; i++) {
+    uint64_t hs = mix(((uint64_t)L << 20) ^ ((uint64_t)ac->dt << 8) ^ (uint64_t)i ^ ((uint64_t)ac->pin_lo << 40));
+    int neg = (int)(hs & 1);
+    if (i >= 4 && i <= 7) { /* ties: c of p bits, its parity by i; the mean normal: beta >= emin - p */
+      uint64_t c = (1ull << mb) | ((hs >> 8) & ((1ull << mb) - 1));
+      c = (c & ~1ull) | (i == 5);
+      int beta = u > f.emin - f.p ? u : f.emin - f.p;
+      beta += (int)((hs >> 40) % 4);
+      tie_leaves(&f, leaf, ac->dt, L, i, c, beta, i == 6 ? 1 : i == 7 ? -1 : 0, neg);
+      continue;
+    }
+    for (int j = 0; j < L; j++) {
+      uint64_t hj = mix(hs ^ ((uint64_t)j << 24));
+      uint32_t v = 0;
+      uint64_t m = (1ull << mb) | (hj >> 20 & ((1ull << mb) - 1)); /* p significant bits */
+      switch (i) {
+      case 0: v = j ? 0 : ref_encode(&f, 0, 1, top); break;
+      case 1: v = j ? 0 : ref_encode(&f, 0, 1, u); break;
+      case 2: v = ref_encode(&f, hj & 1, m, top - mb - (int)(hj >> 8 & 31)); break;
+      case 3: v = ref_encode(&f, neg, m, top - mb - 3 - (int)(hs >> 8 & 15)); break;
+      case 8: v = j ? 0 : ref_encode(&f, neg, m, (top - mb - 20 > lsbmin ? top - mb - 20 : lsbmin)); break;
+      case 9: v = ref_encode(&f, j & 1, m, top - mb - 2); break;
+      case 10: { int e = top - mb - 40 - (int)(hj >> 8 & 63); v = ref_encode(&f, hj & 1, m, e > lsbmin ? e : lsbmin); break; }
+      default: v = ref_encode(&f, 1, 1, u); break;
+      }
+      if (v == 0xffffffffu) v = 0; /* not representable here (cannot happen with these ranges; counted below) */
+      put(ac->dt, leaf[j], i, v);
+    }
+  }
+}
+
+static void avg_counts(void) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  const int sanitized = 1;
+#else
+  const int sanitized = 0;
+#endif
+  const int Ls[] = {1, 2, 3, 7, 255, 256, 257, 300, 1000, 4099, 5000, 65537, 100000, 100003, 1000000};
+  const schedc_dtype dts[] = {SCHEDC_F32, SCHEDC_F16, SCHEDC_BF16};
+  int cases = 0, failed = 0;
+  long ties = 0, elems = 0;
+  for (size_t li = 0; li < sizeof Ls / sizeof Ls[0]; li++)
+    for (size_t d = 0; d < 3; d++)
+      for (int lo = 0; lo < 2; lo++) {
+        avgcase ac = {dts[d], Ls[li], lo};
+        if (g_quick && (Ls[li] > 5000 || lo)) continue;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+        if (Ls[li] > 100003) continue; /* the same branches as 10^5 leaves, at a tenth of the instrumented time */
+#endif
+        fmt f = fmt_of(ac.dt);
+        int L = ac.L, top = dts[d] == SCHEDC_F16 ? (lo ? -8 : 14) : (lo ? -100 : 20);
+        size_t es = schedc_dtype_size(ac.dt);
+        char *buf = malloc((size_t)L * AK * es);
+        void **leaf = malloc((size_t)L * sizeof *leaf);
+        for (int j = 0; j < L; j++) leaf[j] = buf + (size_t)j * AK * es;
+        avg_inputs(&ac, leaf, top);
+        /* the reference: the grid over every leaf, each rounded onto it, summed, divided by L once */
+        int g = ref_grid(ac.dt, leaf, L, AK);
+        uint32_t want[AK];
+        for (size_t i = 0; i < AK; i++) {
+          i128 S = 0;
+          for (int j = 0; j < L; j++) S += ref_q(&f, get(ac.dt, leaf[j], i), g);
+          want[i] = ref_round(&f, S, g, (uint64_t)L);
+          ties += ref_off_tie(&f, S, g, (uint64_t)L) == 0;
+          elems++;
+        }
+        /* on n ranks for every n of 1..4 dividing L (leaves in blocks; 2 ranks only below 10^5 leaves):
+         * 300 leaves are also 3 ranks x 100 */
+        for (int n = 1; n <= 4; n++) {
+          if (L % n || (n > 1 && L < 4 && L != n) || (n == 2 && L >= 100000)) continue;
+          int m = L / n, bad = 0;
+          schedc_comm *comms[4];
+          schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
+          co.timeout_s = 120;
+          if (schedc_comm_init_threads(n, &co, comms) != SCHEDC_OK) { failed++; continue; }
+          lrank l[4];
+          pthread_t t[4];
+          for (int r = 0; r < n; r++) {
+            l[r] = (lrank){comms[r], r * m, m, ac.dt, SCHEDC_AVG_EXACT, AK, leaf, malloc(AK * es), 0, ""};
+            pthread_create(&t[r], NULL, leaves_main, &l[r]);
+          }
+          for (int r = 0; r < n; r++) pthread_join(t[r], NULL);
+          for (int r = 0; r < n; r++) {
+            if (l[r].st) { bad++; fprintf(stderr, "avg L=%d n=%d rank %d: %s\n", L, n, r, l[r].err); }
+            else
+              for (size_t i = 0; i < AK; i++)
+                if (get(ac.dt, l[r].out, i) != want[i] && bad++ < 4)
+                  fprintf(stderr, "avg %s L=%d n=%d pin %d rank %d element %zu: got %04x, want %04x\n",
+                          schedc_dtype_name(ac.dt), L, n, top, r, i, get(ac.dt, l[r].out, i), want[i]);
+            free(l[r].out);
+            schedc_comm_free(comms[r]);
+          }
+          cases++;
+          failed += bad != 0;
+        }
+        free(leaf);
+        free(buf);
+      }
+  printf("exact avg: L in 1..%s leaves on 1-4 ranks, f32/f16/bf16: %d cases, %d failed; %ld of %ld elements "
+         "exact ties\n", g_quick ? "5000" : sanitized ? "100003" : "10^6", cases, failed, ties, elems);
+  CHECK(failed == 0 && cases >= (g_quick ? 30 : 120));
+  CHECK(ties >= (g_quick ? 20 : 100)); /* the tie elements are ties where L leaves room for them */
+}
+
 /* ---- the identity check (exact mode under SCHEDC_VERIFY digest or checksum) ---- */
 static void identity(const char *dir) {
   int cases = 0, failed = 0;
@@ -535,15 +685,39 @@ static void oracle(void) {
     if (fb(want) != ref_round(&f, S, b, 1)) bad++;
   }
   CHECK(bad == 0);
+  /* its division: S / n in long double (S exact in its 64-bit significand, the quotient rounded
+   * once), then to float: the same as the reference's one rounding unless the long double landed
+   * exactly on a midpoint of floats (then the double rounding may differ: skipped, counted) */
+  int skipped = 0;
+  bad = 0;
+  for (int i = 0; i < 200000; i++) {
+    uint64_t h = mix((uint64_t)i * 131 + 9);
+    int64_t S = (int64_t)(h >> (1 + i % 60)) * ((h & 1) ? -1 : 1);
+    uint64_t n = i % 3 ? 1 + mix(h) % (i % 3 == 1 ? 1100000 : 0x7fffffffu) : 255 + (uint64_t)(i % 5);
+    int b = (int)(mix(h ^ 77) % 200) - 150;
+    long double q = ldexpl((long double)S / (long double)n, b);
+    float want = (float)q, up = nextafterf(want, INFINITY), dn = nextafterf(want, -INFINITY);
+    uint64_t aS = S < 0 ? 0 - (uint64_t)S : (uint64_t)S, odd = n >> __builtin_ctzll(n);
+    int exact = aS % odd == 0; /* the quotient a binary fraction: long double holds it, a midpoint is real */
+    if (!exact && (q == ((long double)want + up) / 2 || q == ((long double)want + dn) / 2)) { skipped++; continue; }
+    if (fb(want) != ref_round(&f, S, b, n) && bad++ < 3)
+      fprintf(stderr, "oracle: %lld 2^%d / %llu: long double %a, reference %08x\n", (long long)S, b,
+              (unsigned long long)n, (double)want, ref_round(&f, S, b, n));
+  }
+  if (bad || skipped >= 20) fprintf(stderr, "oracle division: %d wrong, %d skipped\n", bad, skipped);
+  CHECK(bad == 0 && skipped < 20);
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) { fprintf(stderr, "usage: test_exact SCHEDULES_DIR [shm]\n"); return 2; }
+  if (argc < 2) { fprintf(stderr, "usage: test_exact SCHEDULES_DIR [shm|quick]\n"); return 2; }
   int use_shm = argc > 2 && strcmp(argv[2], "shm") == 0;
-  oracle();
+  g_quick = argc > 2 && strcmp(argv[2], "quick") == 0;
+  SKIP_NO_SIMD();
+  if (!g_quick) oracle();
   if (!use_shm) edges();
-  if (!use_shm) leaves();
-  if (!use_shm) identity(argv[1]);
+  if (!use_shm && !g_quick) leaves();
+  if (!use_shm) avg_counts();
+  if (!use_shm && !g_quick) identity(argv[1]);
   sweep(argv[1], use_shm);
   return DONE();
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test_hosts_mpi.sh PROGRAM — an mpi communicator learns its hosts at init (SCHEDC_HOST_ID
-# pretends several): 4 ranks as 2 hosts of 2 consecutive ranks get the hierarchical default plans,
-# 2 hosts interleaved (a, b, a, b) and 1 host get the ring; every layout sums right.
+# pretends several): 4 ranks as 2 hosts of 2 consecutive ranks, and 2 hosts interleaved (a, b,
+# a, b, as mpirun --map-by node places them), get the hierarchical default plans, crossing
+# between hosts less often than the ring in rank order; 1 host, and 3 + 1, get the ring; every
+# layout sums right.
 set -u
 P=$1
 . "$(dirname "$0")/../skip.sh"
@@ -15,7 +17,9 @@ run() { # name want hostids...
   if out=$($M "${args[@]}" 2>&1 </dev/null); then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $name"; echo "$out"; fi
 }
 run "two hosts, blocks" hierarchical a a b b
-run "two hosts, interleaved" ring a b a b
+run "two hosts, interleaved" hierarchical a b a b
+run "two hosts, 3 and 3 interleaved" hierarchical a b b a a b
 run "one host" ring a a a a
+run "two hosts, 3 and 1" ring a a b a
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

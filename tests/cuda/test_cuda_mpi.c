@@ -1,14 +1,19 @@
 /*
- * test_cuda_mpi.c — a process per GPU over MPI (schedc_comm_init_cuda_over with an MPI host
+ * test_cuda_mpi.c [net] — a process per GPU over MPI (schedc_comm_init_cuda_over with an MPI host
  * communicator), run under mpirun with the ranks on two pretend hosts (SCHEDC_HOST_ID: the
  * first half on one): the host exchanges go through MPI, payloads within a host through CUDA
  * IPC and between hosts through NCCL (emulated without a GPU). Results checked against values
  * computed here (small integers: every order of the sum is exact), with both checks on. Then
  * schedc_comm_init_env under mpirun: SCHEDC_BACKEND=cuda over its own MPI communicator, and the
  * mpi backend by default. Skipped without a device or without MPI.
+ * `net`: the same without MPI, each rank started by `schedc launch` with MASTER_ADDR:MASTER_PORT:
+ * the host communicator is net's (schedc_comm_init_env, SCHEDC_BACKEND=net), so the NCCL id
+ * travels over the net communicator the rendezvous bootstrapped; then SCHEDC_BACKEND=cuda with
+ * the ranks spanning hosts (LOCAL_WORLD_SIZE below the count): cuda over its own net communicator.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../check.h"
 #include "schedc/schedc.h"
@@ -16,8 +21,11 @@
 /* schedc_comm_init_env under mpirun with SCHEDC_BACKEND=cuda makes its own MPI host
  * communicator: the pretend hosts count (so SCHEDC_CUDA_NET=ipc is refused across them, on every
  * rank), the GPU is OMPI_COMM_WORLD_LOCAL_RANK, and an allreduce crosses the hosts. */
-static void env_cuda(int r, int n, const schedc_comm_opts *o) {
+static void env_cuda(int r, int n, const schedc_comm_opts *o, int net) {
   setenv("SCHEDC_BACKEND", "cuda", 1);
+  char local[16];
+  snprintf(local, sizeof local, "%d", n / 2);
+  if (net) setenv("LOCAL_WORLD_SIZE", local, 1); /* two hosts, as torchrun says it: net under cuda */
   setenv("SCHEDC_CUDA_NET", "ipc", 1);
   schedc_comm *e = NULL;
   CHECK(schedc_comm_init_env(o, &e) == SCHEDC_EINVAL && !e);
@@ -54,15 +62,26 @@ static void env_default(int r, int n) {
   schedc_comm_free(e);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  int net = argc > 1 && !strcmp(argv[1], "net");
   if (schedc_cuda_device_count() < 1) SKIP_NO_CUDA("no CUDA device (and no SCHEDC_CUDA_PLUGIN)");
   schedc_comm *host = NULL, *c = NULL;
-  schedc_status st = schedc_comm_init_mpi(NULL, NULL, &host);
-  if (st == SCHEDC_EUNAVAIL) SKIP_TOOL("MPI", schedc_errmsg());
+  schedc_status st;
+  if (net) { /* pretend hosts before the bootstrap: between them UCX goes over TCP */
+    const char *sr = getenv("SCHEDC_RANK"), *sn = getenv("SCHEDC_NRANKS");
+    setenv("SCHEDC_HOST_ID", sr && sn && 2 * atoi(sr) < atoi(sn) ? "net-host-a" : "net-host-b", 1);
+    setenv("SCHEDC_BACKEND", "net", 1);
+    st = schedc_comm_init_env(NULL, &host);
+    unsetenv("SCHEDC_BACKEND");
+    if (st == SCHEDC_EUNAVAIL) SKIP_TOOL("UCX", schedc_errmsg());
+  } else {
+    st = schedc_comm_init_mpi(NULL, NULL, &host);
+    if (st == SCHEDC_EUNAVAIL) SKIP_TOOL("MPI", schedc_errmsg());
+  }
   CHECK(st == SCHEDC_OK);
-  if (st != SCHEDC_OK) return DONE();
+  if (st != SCHEDC_OK) { fprintf(stderr, "host communicator: %s\n", schedc_errmsg()); return DONE(); }
   int r = schedc_comm_rank(host), n = schedc_comm_nranks(host);
-  setenv("SCHEDC_HOST_ID", 2 * r < n ? "mpi-host-a" : "mpi-host-b", 1);
+  if (!net) setenv("SCHEDC_HOST_ID", 2 * r < n ? "mpi-host-a" : "mpi-host-b", 1);
   schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
   o.verify = SCHEDC_VERIFY_FULL;
   o.timeout_s = 30;
@@ -96,9 +115,9 @@ int main(void) {
   free(h);
   free(out);
   schedc_comm_free(c);
-  env_cuda(r, n, &o);
-  env_default(r, n);
+  env_cuda(r, n, &o, net);
+  if (!net) env_default(r, n);
   schedc_comm_free(host); /* after the communicator that borrows it */
-  if (r == 0) printf("rank 0 of %d: allreduce and allgather across two hosts over MPI and NCCL\n", n);
+  if (r == 0) printf("rank 0 of %d: allreduce and allgather across two hosts over %s and NCCL\n", n, net ? "net" : "MPI");
   return DONE();
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_layering.sh SRC — the layers of docs/design.md hold: each folder includes only the headers
 # of the folders below it (the build enforces this too, through each CMake target's include
-# directories; this names the offending line), only dsl/ includes Lua, only runtime/mpi/ MPI,
+# directories; this names the offending line), only dsl/ includes Lua, only runtime/mpi/ MPI, only runtime/net/ UCX,
 # only runtime/cuda/ the CUDA/NCCL declarations, only topology/ hwloc, the CLI only the public header, and no .c file
 # in runtime/core/ names a specific backend.
 set -u
@@ -25,6 +25,7 @@ allowed() {
     runtime/core) echo "common codegen dsl ops" ;;
     runtime/cpu) echo "common codegen runtime/core" ;;
     runtime/mpi) echo "common codegen runtime/core runtime" ;;
+    runtime/net) echo "common codegen runtime/core runtime" ;;
     runtime/cuda) echo "common codegen runtime/core runtime" ;;
     runtime) echo "common codegen runtime/core topology ops" ;;
     cli) echo "" ;;
@@ -51,12 +52,13 @@ check_only() { # PATTERN FOLDER WHAT
 }
 check_only '^#include <(lua|lauxlib|lualib)\.h>' dsl "Lua headers"
 check_only '^#include <mpi\.h>' runtime/mpi "mpi.h"
+check_only '^#include <(ucp|uct|ucs)/' runtime/net "UCX headers"
 check_only '^#include <hwloc(\.h|/)' topology "hwloc headers"
 check_only '^#include <clang-c/' ops "clang-c headers"
 check_only '^#include <(cuda|cuda_runtime|nvrtc|nccl)\.h>' __nowhere__ "CUDA toolkit headers (loaded with dlopen, declared in runtime/cuda/dl_abi.h)"
 
 # the core never names a backend
-hits=$(grep -nE 'sc_(threads|shm|cuda)_backend|mpi_backend|SCHEDC_BACKEND_|cu_group|sc_cpu\b|MPI_' runtime/core/*.c || true)
+hits=$(grep -nE 'sc_(threads|shm|cuda|net)_backend|mpi_backend|SCHEDC_BACKEND_|cu_group|sc_cpu\b|sc_net\b|MPI_|ucp_' runtime/core/*.c || true)
 if [ -n "$hits" ]; then bad "runtime/core names a backend: $hits"; else pass=$((pass + 1)); fi
 # the CLI is a client of the public header only
 hits=$(grep -n '^#include "' cli/*.c cli/*.h | grep -vE '"(schedc/schedc\.h|cli\.h|bench\.h)"' || true)

@@ -24,7 +24,7 @@ if [ "${1:-}" = --torch2 ] || [ "${1:-}" = --recover ]; then
   if [ "$mode" = --recover ]; then # what needs torch 2.x: FSDP2's sharded checkpoints, torchrun (the rest runs on 1.13)
     exec "$venv/bin/python" -m pytest -q -p no:cacheprovider "$here/test_recover.py" -k "fsdp or torchrun" "$@"
   fi
-  exec "$venv/bin/python" -m pytest -q -p no:cacheprovider "$here/test_backend.py" "$here/test_fixes.py" \
+  exec "$venv/bin/python" -m pytest -q -p no:cacheprovider "$here/test_backend.py" "$here/test_fixes.py" "$here/test_net.py" \
     "$here/test_torch_suite.py" "$@"
 fi
 py=""

@@ -1,6 +1,7 @@
 # test_cuda_emu.py — device buffers in a torch.distributed job: two processes, each driving its
 # own (emulated) GPU, hand __cuda_array_interface__ buffers to Comm; the binding routes them to a
-# cuda communicator over the shm one (schedc_comm_init_cuda_over, on the buffer's stream). The
+# cuda communicator over the shm one (schedc_comm_init_cuda_over, on the buffer's stream) — or, on
+# two pretend hosts without MPI, over the net one (the NCCL id over it, SCHEDC_CUDA_NET=nccl). The
 # emulated device of tests/emu (SCHEDC_CUDA_PLUGIN, set by ctest) runs the generated kernels on
 # the host, so its "device memory" may be host memory. Results bit for bit against trees.py's
 # evaluation of Plan.order(). CUDA tensors themselves need a GPU torch: tests/python/test_gpu.py.
@@ -16,12 +17,27 @@ from trees import reduce_by_plan
 N = 2
 
 
-@pytest.fixture(scope="module")
-def device_job(tmp_path_factory):
+def _net_built():
+    try:
+        schedc.uid_net()
+        return True
+    except schedc.Error:
+        return False
+
+
+# one host: the shm host communicator; two pretend hosts without MPI: net's, the NCCL id over it
+# and the payloads between the hosts through (emulated) NCCL
+@pytest.fixture(scope="module", params=["one host", "two hosts"])
+def device_job(request, tmp_path_factory):
     assert os.environ.get("SCHEDC_CUDA_PLUGIN"), "ctest sets SCHEDC_CUDA_PLUGIN to tests/emu's libschedc_emu.so"
+    two = request.param == "two hosts"
+    if two and not _net_built():
+        pytest.skip("the library has no net backend (libucx-dev)")
     d = tmp_path_factory.mktemp("device")
-    wait_job(start_job(N, ["device"], d))
-    return results(d, N)
+    wait_job(start_job(N, ["device"], d, {"SCHEDC_TEST_HOSTS": "2", "SCHEDC_CUDA_NET": "nccl"} if two else None))
+    res = results(d, N)
+    assert all(x["backend"] == ("net" if two else "shm") for x in res)
+    return res
 
 
 @pytest.mark.parametrize("dt", ["float32", "float64", "float16", "int32", "int64"])

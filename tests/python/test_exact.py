@@ -246,3 +246,43 @@ def test_canonical_grads_exact_refuses_f64_and_plain_still_needs_power_of_two():
     st.CanonicalGrads(torch.nn.Linear(2, 2).parameters(), 12, cs[0], exact=True).close()
     for x in cs:
         x.close()
+
+
+@pytest.mark.parametrize("dt,L,n", [("f32", 300, 1), ("f32", 1000, 4), ("bf16", 257, 1), ("f16", 5000, 2)])
+def test_canonical_grads_exact_avg_many_leaves_correctly_rounded(dt, L, n):
+    """avg over more than 256 leaves: the exact sum divided by L and rounded once (exact_ref.py's
+    rational quotient), bit for bit. Leaf 0 holds the largest value and one grid unit (the quotient
+    of a sum smaller than L: all fraction bits), the other leaves random values and zeros."""
+    t = DTYPES[dt]
+    k = 6
+    g = torch.Generator().manual_seed(L)
+    h = (L - 1).bit_length()
+    top = 14 if t == torch.float16 else 20
+    unit = max(2.0 ** (top - 61 + h), 2.0 ** -24 if t == torch.float16 else 0.0)  # f16: its smallest
+    leaves = []
+    for j in range(L):
+        x = torch.zeros(k, dtype=torch.float64)
+        if j == 0:
+            x[0], x[1] = 2.0 ** top, unit
+        x[2] = torch.randn(1, generator=g, dtype=torch.float64)[0] * 2.0 ** int(torch.randint(-20, top - 1, (1,), generator=g))
+        x[3] = -unit * (1 + j % 3)
+        x[4] = 2.0 ** (top - 3) if j % 2 else -(2.0 ** (top - 4))
+        leaves.append(x.to(t))
+    want = exact_sum(leaves, t, avg=True)
+    comms = schedc.Comm.threads(n, timeout=120)
+
+    def rank(r, c):
+        p = torch.nn.Parameter(torch.zeros(k, dtype=t))
+        cg = st.CanonicalGrads([p], L, c, op="avg", exact=True)
+        for leaf in cg.my_leaves:
+            p.grad = leaves[leaf].clone()
+            cg.add(leaf)
+        cg.reduce()
+        out = p.grad.clone()
+        cg.close()
+        return out
+    res = run_ranks(comms, rank)
+    for c in comms:
+        c.close()
+    for r, got in enumerate(res):
+        same_bits(got, want, (dt, L, n, r))

@@ -141,6 +141,37 @@ def test_mpi_backend_same_bits_as_shm(trained, tmp_path):
         assert got[r]["mismatch"] == "SCHEDC_EMISMATCH"
 
 
+def test_init_comm_net_across_hosts_same_bits_as_shm(trained, tmp_path):
+    """init_comm(backend=None) on two pretend hosts (SCHEDC_HOST_ID) without an MPI launcher picks
+    net (UCX, bootstrapped over the group): the DDP hook's buckets and CanonicalGrads' gradient
+    are the shm job's bits, bucket by bucket."""
+    n = 2
+    if schedc_net_missing():
+        pytest.skip("the library has no net backend (libucx-dev)")
+    port = free_port()
+    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "worker.py"), "train", str(tmp_path), str(L)],
+                              env=dict(os.environ, RANK=str(r), WORLD_SIZE=str(n), MASTER_ADDR="127.0.0.1",
+                                       MASTER_PORT=str(port), SCHEDC_HOST_ID="pyhost%d" % r)) for r in range(n)]
+    wait_job(procs)
+    got, want = results(tmp_path, n), trained[n]
+    for r in range(n):
+        assert got[r]["backend"] == "net" and want[r]["backend"] == "shm"
+        assert got[r]["digest"] == want[r]["digest"] and len(got[r]["calls"]) == len(want[r]["calls"])
+        for (gb, ga), (wb, wa) in zip(got[r]["calls"], want[r]["calls"]):
+            assert gb.numpy().tobytes() == wb.numpy().tobytes() and ga.numpy().tobytes() == wa.numpy().tobytes()
+        assert got[r]["grad"].numpy().tobytes() == want[r]["grad"].numpy().tobytes()
+
+
+def schedc_net_missing():
+    try:
+        schedc.uid_net()
+        return False
+    except schedc.Error as e:
+        if e.status != "SCHEDC_EUNAVAIL" or os.environ.get("SCHEDC_REQUIRE_TOOLS", "0") not in ("", "0"):
+            raise
+        return True
+
+
 def test_init_comm_mpi_refused_without_launcher(tmp_path):
     """backend='mpi' in a job no MPI launcher started: the same RuntimeError on every rank, no hang."""
     port = free_port()
@@ -161,7 +192,7 @@ def test_init_comm_mpi_refused_without_launcher(tmp_path):
      ["RuntimeError: schedc.torch.init_comm: the ranks ask for different backends (rank 0: 'mpi', rank 1: 'shm'"] * 2),
     # a bad value on one rank raised there alone, leaving the others in the gather
     ([{}, {"SCHEDC_TEST_BACKEND": "bogus"}],
-     ["ValueError: schedc.torch.init_comm: backend must be None (automatic), 'shm' or 'mpi', "
+     ["ValueError: schedc.torch.init_comm: backend must be None (automatic), 'shm', 'mpi' or 'net', "
       "not 'bogus' (rank 1)"] * 2),
     # a rank outside `group` got empty gathers back and a message about the mpi backend
     ([{"SCHEDC_TEST_GROUP": "0"}, {"SCHEDC_TEST_GROUP": "0"}],

@@ -18,6 +18,8 @@ if "OMPI_COMM_WORLD_RANK" in os.environ:  # started by mpirun: torch's ranks are
     os.environ.setdefault("WORLD_SIZE", os.environ["OMPI_COMM_WORLD_SIZE"])
 dist.init_process_group("gloo")
 rank, n = dist.get_rank(), dist.get_world_size()
+if os.environ.get("SCHEDC_TEST_HOSTS"):  # pretend hosts (test_cuda_emu.py): rank r on r * HOSTS // n
+    os.environ["SCHEDC_HOST_ID"] = "pyhost%d" % (rank * int(os.environ["SCHEDC_TEST_HOSTS"]) // n)
 # SCHEDC_TEST_GROUP=0,1: init_comm over dist.new_group of those ranks (test_torch.py's error cases)
 group = dist.new_group([int(x) for x in os.environ["SCHEDC_TEST_GROUP"].split(",")]) \
     if os.environ.get("SCHEDC_TEST_GROUP") else None

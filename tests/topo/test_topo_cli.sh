@@ -37,6 +37,18 @@ if "$S" topo >"$W/sum" 2>"$W/err"; then
   printf 'schedc-tuning 1\ntopology 0123456789abcdef\nentry allreduce 2 0 inf 0 ring.plan\n' >"$W/other.txt"
   expect 1 "tuning table of another machine" "$S" bench --ranks 2 --sizes 8 --tuning "$W/other.txt" --iters 2 --warmup 1
   grep -qF "other.txt:2: this tuning table was measured on a machine whose topology fingerprint is 0123456789abcdef; this machine's is $fp" "$W/err" "$W/out" && ok || bad "other machine's table: $(cat "$W/err" "$W/out" | head -3)"
+  # --model-only tables name the machine their file describes: this machine's file, taken here;
+  # a synthetic two-socket machine's, refused here
+  n=$(grep -c '^ *{ host = ' "$W/here.lua")
+  expect 0 "tune --model-only on this machine's file" "$S" tune --topology "$W/here.lua" --model-only --sizes 8,1M -o "$W/mh"
+  grep -qx "topology $fp" "$W/mh/tuning.txt" && ok || bad "a --model-only table does not name its file's machine $fp: $(cat "$W/mh/tuning.txt")"
+  expect 0 "--model-only table of this machine" "$S" bench --ranks "$n" --sizes 8 --tuning "$W/mh/tuning.txt" --iters 2 --warmup 1
+  expect 0 "topo --synthetic -o" "$S" topo --synthetic "pack:2 core:4" -o "$W/syn.lua"
+  sfp=$(sed -n 's/^ *fingerprint = "\([0-9a-f]*\)",/\1/p' "$W/syn.lua")
+  expect 0 "tune --model-only on a synthetic file" "$S" tune --topology "$W/syn.lua" --model-only --sizes 8,1M -o "$W/ms"
+  expect 1 "--model-only table of another machine" "$S" bench --ranks 8 --sizes 8 --tuning "$W/ms/tuning.txt" --iters 2 --warmup 1
+  grep -qF "this tuning table was measured on a machine whose topology fingerprint is $sfp; this machine's is $fp" "$W/err" "$W/out" && ok ||
+    bad "another machine's --model-only table: $(cat "$W/err" "$W/out" | head -3)"
   expect 0 "topo --synthetic" "$S" topo --synthetic "pack:2 core:4"
   grep -q "ranks: 8 (one per core); levels, outermost first: host .*, numa .*, core" "$W/out" && ok || bad "synthetic: $(tail -1 "$W/out")"
   # a process that ignores SIGCHLD (inherited across exec): hwloc XML still loads

@@ -1,11 +1,16 @@
 /*
- * test_kernels.c — the CPU reduce loops (sc_reduce_chain: vectorised, AVX2 clones chosen at run
- * time) against this file's own scalar reference, bit for bit: every built-in op (sum, avg, prod,
- * min, max) and accumulation type (f32, f64, i32, i64), one to three sources, in place and not,
- * every length 0..300 and a few long ones (past the 2 KiB prefetch blocks and the 512-element chain
- * blocks), starting at an odd element, over special values: ±0, ±inf, NaNs (quiet, signalling,
- * negative, with payloads), denormals, the extremes, and integer overflow (wraps). The rules: a
- * NaN result or input of min/max is the default quiet NaN; min/max order -0 < +0; integers wrap.
+ * test_kernels.c — the CPU reduce loops (sc_reduce_chain) and the f16/bf16 conversions (sc_to_acc,
+ * sc_from_acc) on one vector path (SCHEDC_SIMD: ctest runs the test once per path; a path the CPU
+ * lacks skips, 77) against this file's own scalar reference, bit for bit: every built-in op (sum,
+ * avg, prod, min, max) and accumulation type (f32, f64, i32, i64), one to three sources, in place
+ * and not, every length 0..300 and a few long ones (past the 2 KiB prefetch blocks and the
+ * 512-element chain blocks), starting at an odd element, over special values: ±0, ±inf, NaNs
+ * (quiet, signalling, negative, with payloads), denormals, the extremes, and integer overflow
+ * (wraps). The rules: a NaN result or input of min/max is the default quiet NaN; min/max order
+ * -0 < +0; integers wrap. Conversions: every f16 and bf16 pattern widened, and f32 values at, just
+ * beside and between every pair of neighbouring 16-bit values narrowed (ties to even, overflow to
+ * infinity, subnormals, NaNs quieted: exact_ref.h's rounding and the NaN rules of kernels.h).
+ * Usage: test_kernels [avx512|avx2|scalar] (with SCHEDC_SIMD the same; none: the CPU's choice).
  */
 #include <math.h>
 #include <stdint.h>
@@ -14,6 +19,8 @@
 #include <string.h>
 
 #include "../check.h"
+#include "../exact_ref.h"
+#include "cpufeat.h"
 #include "kernels.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -112,13 +119,13 @@ static uint64_t ref(schedc_dtype t, schedc_op op, uint64_t a, uint64_t b) {
   }
 }
 
-static uint64_t get(const char *p, size_t w, size_t i) {
+static uint64_t get_w(const char *p, size_t w, size_t i) {
   uint64_t v = 0;
   if (w == 4) { uint32_t u; memcpy(&u, p + i * 4, 4); v = u; }
   else memcpy(&v, p + i * 8, 8);
   return v;
 }
-static void put(char *p, size_t w, size_t i, uint64_t v) {
+static void put_w(char *p, size_t w, size_t i, uint64_t v) {
   if (w == 4) { uint32_t u = (uint32_t)v; memcpy(p + i * 4, &u, 4); }
   else memcpy(p + i * 8, &v, 8);
 }
@@ -131,27 +138,27 @@ static void one(schedc_dtype t, schedc_op op, int n, size_t len, size_t off, int
   char *a = malloc(cap), *d = malloc(cap), *src[3], *want = malloc(cap);
   for (int k = 0; k < 3; k++) src[k] = malloc(cap);
   for (size_t i = 0; i < len + off + 1; i++) {
-    put(a, w, i, value(t));
-    put(d, w, i, 0x5555555555555555ull);
-    for (int k = 0; k < 3; k++) put(src[k], w, i, value(t));
+    put_w(a, w, i, value(t));
+    put_w(d, w, i, 0x5555555555555555ull);
+    for (int k = 0; k < 3; k++) put_w(src[k], w, i, value(t));
   }
   for (size_t i = 0; i < len; i++) {
-    uint64_t acc = get(a, w, off + i);
-    for (int k = 0; k < n; k++) acc = ref(t, op, acc, get(src[k], w, off + i));
-    put(want, w, i, acc);
+    uint64_t acc = get_w(a, w, off + i);
+    for (int k = 0; k < n; k++) acc = ref(t, op, acc, get_w(src[k], w, off + i));
+    put_w(want, w, i, acc);
   }
   const void *s[3] = {src[0] + off * w, src[1] + off * w, src[2] + off * w};
   char *dst = inplace ? a : d;
-  uint64_t guard = get(dst, w, off + len);
+  uint64_t guard = get_w(dst, w, off + len);
   sc_reduce_chain(t, op, dst + off * w, a + off * w, s, n, len);
-  int ok = memcmp(dst + off * w, want, len * w) == 0 && get(dst, w, off + len) == guard;
+  int ok = memcmp(dst + off * w, want, len * w) == 0 && get_w(dst, w, off + len) == guard;
   CHECK(ok);
   if (!ok && bad_reported++ < 5) {
     for (size_t i = 0; i < len; i++)
-      if (get(dst, w, off + i) != get(want, w, i)) {
+      if (get_w(dst, w, off + i) != get_w(want, w, i)) {
         fprintf(stderr, "  %s %s, %d sources, len %zu, off %zu%s: element %zu is %#llx, want %#llx\n",
                 schedc_dtype_name(t), schedc_op_name(op), n, len, off, inplace ? ", in place" : "", i,
-                (unsigned long long)get(dst, w, off + i), (unsigned long long)get(want, w, i));
+                (unsigned long long)get_w(dst, w, off + i), (unsigned long long)get_w(want, w, i));
         break;
       }
   }
@@ -159,7 +166,89 @@ static void one(schedc_dtype t, schedc_op op, int n, size_t len, size_t off, int
   for (int k = 0; k < 3; k++) free(src[k]);
 }
 
-int main(void) {
+/* ---- f16/bf16 <-> f32 ---- */
+
+/* The f32 bits of a 16-bit pattern widened: its value exactly (exact_ref.h's rounding of a value
+ * f32 holds is that value); an f16 NaN or infinity keeps sign and payload (sign | 0x7f800000 |
+ * man << 13: a signalling NaN stays signalling), bf16 is the top half of an f32 anyway. */
+static uint32_t ref_widen(schedc_dtype dt, uint32_t h) {
+  if (dt == SCHEDC_BF16) return h << 16;
+  fmt f = fmt_of(dt), f32 = fmt_of(SCHEDC_F32);
+  uint32_t sign = h & 0x8000u ? 0x80000000u : 0;
+  if ((h & 0x7c00u) == 0x7c00u) return sign | 0x7f800000u | (h & 0x3ffu) << 13;
+  uint64_t m;
+  int k;
+  decomp(&f, h & 0x7fffu, &m, &k);
+  return m ? ref_round(&f32, (i128)m, k, 1) | sign : sign;
+}
+/* An f32 narrowed: rounded once to nearest even (subnormals kept, past the largest finite value
+ * the infinity, a nonzero value that rounds to zero keeps its sign); a NaN becomes quiet: f16
+ * sign | 0x7e00, bf16 its top half with the quiet bit set. */
+static uint32_t ref_narrow(schedc_dtype dt, uint32_t u) {
+  fmt f = fmt_of(dt), f32 = fmt_of(SCHEDC_F32);
+  uint32_t sign = u & 0x80000000u ? 0x8000u : 0, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return dt == SCHEDC_F16 ? sign | 0x7e00u : (u >> 16) | 0x40u;
+  if (a == 0x7f800000u) return sign | f.inf;
+  uint64_t m;
+  int k;
+  decomp(&f32, a, &m, &k);
+  return m ? ref_round(&f, u >> 31 ? -(i128)m : (i128)m, k, 1) : sign;
+}
+
+static void conversions(schedc_dtype dt) {
+  enum { N = 65536 * 6 + 3 };
+  uint16_t *h = malloc(N * 2 + 16), *h2 = malloc(N * 2 + 16);
+  uint32_t *w = malloc(N * 4 + 32), *x = malloc(N * 4 + 32);
+  int bad = 0;
+  /* widening: every pattern, at an odd start (the vector loops' tails and alignments) */
+  for (uint32_t i = 0; i < 65536; i++) h[1 + i] = (uint16_t)i;
+  sc_to_acc(dt, w + 1, h + 1, 65536);
+  for (uint32_t i = 0; i < 65536; i++)
+    if (w[1 + i] != ref_widen(dt, i) && bad++ < 5)
+      fprintf(stderr, "widen %s %04x: got %08x, want %08x\n", schedc_dtype_name(dt), i, w[1 + i], ref_widen(dt, i));
+  /* narrowing: per pattern its f32 value, the midpoint to the next pattern up (a tie), and one
+   * f32 ulp either side of that midpoint; NaN patterns give NaNs with payloads; plus the f32
+   * specials and random words */
+  size_t n = 0;
+  for (uint32_t i = 0; i < 65536; i++) {
+    uint32_t v = ref_widen(dt, i), up = ref_widen(dt, (i & 0x7fffu) == 0x7fffu ? i : i + 1);
+    x[n++] = v;
+    uint32_t mid = (v & 0x7fffffffu) < 0x7f800000u && (up & 0x7fffffffu) <= 0x7f800000u && (i & 0x7fffu) != 0x7fffu
+                       ? (uint32_t)(((uint64_t)v + up) / 2) : v; /* same sign: the bit patterns are monotone */
+    x[n++] = mid, x[n++] = mid + 1, x[n++] = mid - 1;
+    x[n++] = v ^ (uint32_t)(next() & 0x1fffu); /* the bits below a 16-bit value's last one, random */
+    x[n++] = (uint32_t)next();
+  }
+  for (size_t i = 0; i < sizeof sp32 / 4 && n < N; i++) x[n++] = sp32[i];
+  while (n < N) x[n++] = (uint32_t)next();
+  sc_from_acc(dt, h2 + 1, x, n);
+  for (size_t i = 0; i < n; i++)
+    if (h2[1 + i] != ref_narrow(dt, x[i]) && bad++ < 10)
+      fprintf(stderr, "narrow %s %08x: got %04x, want %04x\n", schedc_dtype_name(dt), x[i], h2[1 + i], ref_narrow(dt, x[i]));
+  /* every length up to 40 (tails of every size), in place of the arrays' starts */
+  for (size_t len = 0; len <= 40; len++) {
+    sc_from_acc(dt, h2, x + 7, len);
+    sc_to_acc(dt, w, h + 3, len);
+    for (size_t i = 0; i < len; i++) bad += h2[i] != ref_narrow(dt, x[7 + i]) || w[i] != ref_widen(dt, h[3 + i]);
+  }
+  CHECK(bad == 0);
+  free(h), free(h2), free(w), free(x);
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) { /* the path under test: the CPU must have it and SCHEDC_SIMD must have chosen it */
+    sc_simd_level want = !strcmp(argv[1], "avx512") ? SC_SIMD_AVX512 : !strcmp(argv[1], "avx2") ? SC_SIMD_AVX2 : SC_SIMD_SCALAR;
+    if (sc_simd_cpu() < want) {
+      printf("[SKIP] this CPU has no %s path (it has %s)\n", argv[1], sc_simd_name(sc_simd_cpu()));
+      return SC_SKIP_CODE;
+    }
+    if (sc_simd() != want) {
+      fprintf(stderr, "FAIL: sc_simd() is %s; run with SCHEDC_SIMD=%s\n", sc_simd_name(sc_simd()), argv[1]);
+      return 1;
+    }
+  }
+  conversions(SCHEDC_F16);
+  conversions(SCHEDC_BF16);
   const schedc_dtype types[] = {SCHEDC_F32, SCHEDC_F64, SCHEDC_I32, SCHEDC_I64};
   const schedc_op ops[] = {SCHEDC_SUM, SCHEDC_AVG, SCHEDC_PROD, SCHEDC_MIN, SCHEDC_MAX};
   for (int ti = 0; ti < 4; ti++)

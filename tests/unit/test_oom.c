@@ -22,7 +22,7 @@ static int load(const char *dir, const char *file, uint32_t nranks, const char *
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, file);
   const char *defs[1] = {define};
-  sc_dsl_opts o = {nranks, 0, NULL, defs, define ? 1 : 0, 0, 0, 0};
+  sc_dsl_opts o = {nranks, 0, NULL, defs, define ? 1 : 0, 0, 0, 0, NULL};
   char *err = NULL;
   int st = sc_dsl_load(path, &o, ir, &err);
   if (st != SCHEDC_OK) fprintf(stderr, "%s: %s\n", path, err ? err : "?");

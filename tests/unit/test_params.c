@@ -99,7 +99,7 @@ static void enums(void) {
   REFUSED(sc_param_parse_enum(SC_P_SCHEDC_VERIFY, "crc", &w), SC_P_SCHEDC_VERIFY, "crc",
           "': choose none, digest, checksum, full or exact");
   REFUSED(sc_param_parse_enum(SC_P_SCHEDC_BACKEND, "threads", &w), SC_P_SCHEDC_BACKEND, "threads",
-          "': choose shm, mpi or cuda");
+          "': choose shm, mpi, cuda or net");
   const char *net[] = {"tcp", "IPC", "ipc ", "ipc (peers", "nccl (payloads between nodes through NCCL send/recv)"};
   for (size_t i = 0; i < sizeof net / sizeof net[0]; i++)
     REFUSED(sc_param_parse_enum(SC_P_SCHEDC_CUDA_NET, net[i], &w), SC_P_SCHEDC_CUDA_NET, net[i],
@@ -219,7 +219,7 @@ static void call_sites(void) {
   setenv("SCHEDC_NRANKS", "1", 1);
   setenv("SCHEDC_BACKEND", "threads", 1);
   CHECK(schedc_comm_init_env(NULL, &e) == SCHEDC_EINVAL && !e);
-  CHECK_EQ_STR(schedc_errmsg(), "SCHEDC_BACKEND='threads': choose shm, mpi or cuda");
+  CHECK_EQ_STR(schedc_errmsg(), "SCHEDC_BACKEND='threads': choose shm, mpi, cuda or net");
   unsetenv("SCHEDC_BACKEND");
   char job[64];
   snprintf(job, sizeof job, "params%d", (int)getpid());
