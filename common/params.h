@@ -51,7 +51,9 @@
   X(SCHEDC_INJECT, STR, 0, 0,                                                                                   \
     "comma-separated kill:RANK:STEP, delay:RANK:US, jitter:SEED:US, flip:RANK:STEP[:BIT], "                     \
     "arith:RANK:STEP[:BIT], flipout:RANK", NULL,                                                                 \
-    LIB, "testing: faults to inject, checked at communicator init (integrity.md)")                               \
+    LIB, "testing: faults to inject, checked at communicator init (integrity.md); up to 8 kill items (two "     \
+    "ranks at once: kill:1:0,kill:3:0), a rank named dies in its first injected call, at STEP or when the call " \
+    "fails first; a shrunk communicator keeps its members' faults (recovery.md)")                                \
   X(SCHEDC_DEBUG, ENUM, 0, 0, "error|warn|info|debug", "warn", LIB,                                             \
     "the messages the default log writer prints to stderr: this level and the ones above it (schedc_set_log: "  \
     "a hook of the program's gets every level instead), c-api.md")                                              \

@@ -488,6 +488,35 @@ SCHEDC_API schedc_status schedc_comm_init_net_oob(int rank, int nranks, schedc_o
 SCHEDC_API schedc_status schedc_comm_init_env(const schedc_comm_opts *opts, schedc_comm **out);
 /* Destroy; NULL is a no-op. Safe after any error, including a dead peer. */
 SCHEDC_API void schedc_comm_free(schedc_comm *comm);
+/* Go on without the ranks that died (docs/recovery.md), like ULFM's MPIX_Comm_shrink or
+ * ncclCommShrink, but with an agreement: after a call failed with SCHEDC_EPEER (or
+ * SCHEDC_ETIMEOUT), every rank still alive calls schedc_comm_shrink on its broken communicator;
+ * they agree on who is still there and each gets *newcomm, a communicator of exactly those ranks,
+ * renumbered in their old order (the lowest surviving old rank is rank 0; schedc_comm_parent_rank
+ * maps back). The agreement cannot split: every rank that gets a communicator gets one with the
+ * same members, and a rank left out gets an error, never a communicator of its own. A rank is left
+ * out when it is dead (its process gone; on threads, killed by SCHEDC_INJECT), when it freed its
+ * communicator, or when it has not called schedc_comm_shrink within the old communicator's timeout
+ * while the others waited for it; each live rank is waited for until it calls it too, so a rank
+ * that was computing when its peer died joins when its next call fails. The ranks need not be in
+ * the same call of the old communicator when it broke (one may have finished a call another failed
+ * in): agree on where to go on from over the new communicator (docs/recovery.md shows how).
+ * opts: the new communicator's options; NULL: the old one's timeout, slice, verification and
+ * repair (the tuning table as at init, for the new rank count). Faults to inject (SCHEDC_INJECT)
+ * carry over by process: one named for an old rank applies to its new number; those of ranks that
+ * are gone are dropped. Once per communicator. The old communicator stays broken, and its
+ * schedc_mem_alloc buffers stay its own: free it once the new one is made (or not).
+ * Statuses: SCHEDC_OK; SCHEDC_EINVAL (NULL arguments; shrink called again on one communicator);
+ * SCHEDC_EPEER (this rank was left out, or is itself the rank that was killed; or a member died
+ * while the new communicator was being made: those members whose new communicator could not be
+ * made get this, the others a communicator whose next call reports the death — shrink that one);
+ * SCHEDC_ETIMEOUT (the new communicator's rendezvous); SCHEDC_EUNAVAIL (a backend that cannot:
+ * mpi, since Open MPI 4.1 has no ULFM and a dead process ends the MPI job; cuda); SCHEDC_ENOMEM;
+ * SCHEDC_EIO (shm segments). Backends: threads, shm. *newcomm is NULL on failure. */
+SCHEDC_API schedc_status schedc_comm_shrink(schedc_comm *comm, const schedc_comm_opts *opts, schedc_comm **newcomm);
+/* The rank that `rank` of comm had in the communicator comm was shrunk from (schedc_comm_shrink);
+ * rank itself for a communicator made otherwise; -1 when comm is NULL or rank out of range. */
+SCHEDC_API int schedc_comm_parent_rank(const schedc_comm *comm, int rank);
 /* The plan a call with plan NULL would use for `bytes` of whole buffer (the tuning table's
  * choice; else, when the ranks span hosts — an mpi or net communicator learns its hosts at init —
  * the shipped hierarchical schedule with one node per host, in blocks or round-robin, for
@@ -577,6 +606,14 @@ SCHEDC_API schedc_status schedc_replicas_resync(schedc_comm *comm, void *buf, si
 
 /* 64-bit digest of a buffer (what `schedc run` prints per rank; equal bits, equal digest). */
 SCHEDC_API uint64_t schedc_digest(const void *buf, size_t bytes);
+/* CRC32C (Castagnoli, as iSCSI and ext4 use it) of `bytes` at buf, continuing crc — the CRC32C of
+ * the bytes before them, 0 to start — like zlib's crc32(crc, buf, len): schedc_crc32c(0, "123456789",
+ * 9) is 0xe3069283. SSE4.2 where the CPU has it. What checkpoints carry per tensor and over the
+ * whole file (docs/recovery.md). Any thread. */
+SCHEDC_API uint32_t schedc_crc32c(uint32_t crc, const void *buf, size_t bytes);
+/* The CRC32C of A||B from crc_a = CRC32C(A), crc_b = CRC32C(B) and B's length (zlib's
+ * crc32_combine): a file's CRC from its parts' without a second pass over them. Any thread. */
+SCHEDC_API uint32_t schedc_crc32c_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b);
 
 /* ---- CUDA code generation (works without a GPU) --------------------------------------------
  * NVRTC and the CUDA driver are loaded with dlopen: a build without CUDA works, and these
@@ -734,10 +771,15 @@ SCHEDC_API void schedc_accum_free(schedc_accum *acc);
  * condition), and schedc_accum_allreduce sums every leaf of every rank on one grid (its scale from
  * the largest input of any leaf of any rank, headroom ceil(log2 L) bits for L leaves in all; each
  * leaf rounded onto it on its own; avg divides by L) through `plan` (NULL: the communicator's),
- * into recv (count elements) on every rank: the same bits for every rank count that divides the
- * leaves, every plan and backend. Every rank must hold as many leaves (else SCHEDC_EMISMATCH) and
- * every leaf must be in (else SCHEDC_EINVAL naming it). schedc_accum_result refuses an exact
- * accumulator (its sum needs every rank's leaves). Reuse after schedc_accum_reset. */
+ * into recv (count elements) on every rank: the same bits for every rank count and every way the
+ * leaves are spread over the ranks, every plan and backend. The ranks' blocks [first, first + n)
+ * may differ in size (12 leaves on 5 ranks: 3, 3, 2, 2, 2 — so a job that lost a rank goes on with
+ * the same sums) but must together be the leaves 0..L-1, each on one rank: the grid exchange
+ * carries every rank's block, and blocks that overlap or leave a gap are SCHEDC_EMISMATCH on every
+ * rank, naming them. (Before issue 38 every rank had to hold as many leaves, with any first: blocks
+ * of equal size that do not tile 0..L-1 are now refused.) Every leaf of the block must be in (else
+ * SCHEDC_EINVAL naming it). schedc_accum_result refuses an exact accumulator (its sum needs every
+ * rank's leaves). Reuse after schedc_accum_reset. */
 SCHEDC_API schedc_status schedc_accum_allreduce(schedc_accum *acc, void *recv, schedc_comm *comm,
                                                 const schedc_plan *plan);
 

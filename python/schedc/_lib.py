@@ -109,6 +109,10 @@ _proto("schedc_accum_result", c_int, P, P)
 _proto("schedc_accum_reset", None, P)
 _proto("schedc_accum_free", None, P)
 _proto("schedc_accum_allreduce", c_int, P, P, P, P)
+_proto("schedc_comm_shrink", c_int, P, ctypes.POINTER(CommOpts), ctypes.POINTER(P))
+_proto("schedc_comm_parent_rank", c_int, P, c_int)
+_proto("schedc_crc32c", ctypes.c_uint32, ctypes.c_uint32, P, c_size_t)
+_proto("schedc_crc32c_combine", ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, c_size_t)
 
 STATUS_NAMES = ["SCHEDC_OK", "SCHEDC_EINVAL", "SCHEDC_ENOMEM", "SCHEDC_EIO", "SCHEDC_ESCRIPT", "SCHEDC_EVERIFY",
                 "SCHEDC_EPLAN", "SCHEDC_EVERSION", "SCHEDC_ETIMEOUT", "SCHEDC_EPEER", "SCHEDC_EMISMATCH",

@@ -321,6 +321,35 @@ class Comm:
                                         self._plan(plan)), "broadcast")
         return tensor
 
+    def shrink(self, timeout: Optional[float] = None) -> "Comm":
+        """After a call raised SCHEDC_EPEER (or SCHEDC_ETIMEOUT) because a rank died: agree with the
+        other live ranks on who is still there and return a new communicator of exactly them,
+        renumbered in their old order (schedc_comm_shrink; threads and shm backends). Every rank
+        still alive calls it; each waits for the others (up to the timeout) and all get the same
+        members — the agreement cannot split. ``parent_rank(r)`` maps the new ranks back. This
+        communicator stays broken: close it. ``timeout``: the new one's (default: this one's).
+        Raises schedc.Error SCHEDC_EPEER when this rank was left out (it did not call shrink within
+        the timeout), SCHEDC_EUNAVAIL on the mpi and cuda backends (docs/recovery.md)."""
+        h = ctypes.c_void_p()
+        with self._lock:
+            if self._cuda:  # the cuda communicator over this one is broken with it
+                lib.schedc_comm_free(self._cuda)
+                self._cuda = ctypes.c_void_p()
+            o = None
+            if timeout is not None:
+                o = _comm_opts(timeout, None)
+            _check(lib.schedc_comm_shrink(self._h(), ctypes.byref(o) if o is not None else None, ctypes.byref(h)),
+                   "Comm.shrink")
+        return Comm(h, backend=self.backend, timeout=timeout if timeout is not None else self._timeout)
+
+    def parent_rank(self, rank: int) -> int:
+        """The rank ``rank`` had in the communicator this one was shrunk from (``rank`` itself for a
+        communicator made otherwise)."""
+        r = int(lib.schedc_comm_parent_rank(self._h(), int(rank)))
+        if r < 0:
+            raise ValueError("schedc.Comm.parent_rank: rank %d out of range [0, %d)" % (rank, self.nranks))
+        return r
+
     def close(self, wait: Optional[float] = None) -> None:
         """Free the communicator (removes its shared-memory segments); idempotent. Waits for a call
         another thread has in flight on it; ``wait`` (seconds) bounds that wait: past it the

@@ -20,9 +20,10 @@ from .errors import _check
 from .names import _parse_op
 from ._backend import _MPI_LAUNCHER_VARS, Options, ProcessGroupSchedc, _host_id, register, set_exact, set_order
 from ._lib import lib
+from .checkpoint import load as load_checkpoint, save as save_checkpoint  # docs/recovery.md
 
 __all__ = ["init_comm", "HookState", "allreduce_hook", "CanonicalGrads", "ProcessGroupSchedc", "Options",
-           "set_order", "set_exact"]
+           "set_order", "set_exact", "save_checkpoint", "load_checkpoint"]
 
 register()  # dist.init_process_group("schedc")
 
@@ -277,7 +278,9 @@ class CanonicalGrads:
     ``exact=True``: exact leaves (docs/determinism.md "Exact mode"): every leaf of every rank is
     put on one fixed-point grid and the integers summed (schedc_accum_allreduce), so the result is
     the same bits for *every* rank count dividing ``leaves`` (12 leaves: 1, 2, 3, 4, 6, 12 ranks),
-    with no power-of-two condition, and for any ``plan``; ``op="avg"`` divides the exact sum by
+    with no power-of-two condition — and for any rank count up to ``leaves`` (rank r runs leaves
+    r*leaves//n .. (r+1)*leaves//n - 1: 12 on 5 ranks are 3, 3, 2, 2, 2), which lets a shrunk job
+    go on with the same weights — and for any ``plan``; ``op="avg"`` divides the exact sum by
     ``leaves`` and rounds once. Parameters float32, float16 or bfloat16. Each rank keeps its leaves
     until ``reduce()`` (count x leaves per rank of memory): the grid needs every leaf first."""
 
@@ -295,16 +298,18 @@ class CanonicalGrads:
         if op not in ("avg", "sum"):
             raise ValueError("schedc.torch.CanonicalGrads: op must be 'avg' or 'sum', not %r" % (op,))
         n, r = comm.nranks, comm.rank
-        if leaves <= 0 or leaves % n:
-            raise ValueError("schedc.torch.CanonicalGrads: %d leaves do not split evenly over %d ranks" % (leaves, n))
-        m = leaves // n
+        if leaves <= 0 or (leaves < n if exact else leaves % n):
+            raise ValueError("schedc.torch.CanonicalGrads: %d leaves do not split %s over %d ranks"
+                             % (leaves, "at least one each" if exact else "evenly", n))
+        # exact: blocks by index, of any sizes (12 leaves on 5 ranks: 3, 3, 2, 2, 2)
+        first, m = (r * leaves // n, (r + 1) * leaves // n - r * leaves // n) if exact else (r * (leaves // n), leaves // n)
         if not exact and n > 1 and m & (m - 1):
             raise ValueError("schedc.torch.CanonicalGrads: each rank's %d leaves must be a power of two for its "
                              "block to be a subtree of the canonical tree (leaves = nranks * 2^k; or exact=True, "
                              "which takes any split)" % m)
         self.dtype = next(iter(dts))
         self.exact = bool(exact)
-        self.comm, self.op, self.leaves, self.first, self.per_rank = comm, op, leaves, r * m, m
+        self.comm, self.op, self.leaves, self.first, self.per_rank = comm, op, leaves, first, m
         self.count = sum(p.numel() for p in self.params)
         # exact: any plan gives the same bits (None: the communicator's default plan)
         self.plan = plan if plan is not None or exact else canonical_plan(n)

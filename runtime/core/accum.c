@@ -183,6 +183,7 @@ schedc_status schedc_accum_allreduce(schedc_accum *a, void *recv, schedc_comm *c
   schedc_status st = sc_call_make(comm, SCHEDC_ALLREDUCE, a->leaves, recv, a->count, a->dtype, a->op, 0, plan, 0, &k);
   if (st != SCHEDC_OK) return st;
   k.ex.nleaves = a->n;
+  k.ex.leaf0 = a->first;
   sc_fpenv env;
   sc_fpenv_enter(&env);
   if ((st = sc_call_run(comm, &k, &res)) == SCHEDC_OK && (comm->be->caps & SC_CAP_HOST_RESULT))

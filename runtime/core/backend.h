@@ -46,6 +46,11 @@ typedef struct sc_backend {
   schedc_status (*mem_alloc)(schedc_comm *c, sc_memreg *r);
   /* schedc_mem_free / schedc_comm_free: release a region mem_alloc made. */
   void (*mem_free)(schedc_comm *c, sc_memreg *r);
+  /* schedc_comm_shrink (comm.c checked the arguments and resolved opts): agree with the other
+   * live ranks on who is still there — every rank that gets a communicator gets the same members
+   * — and make the communicator of them, renumbered in their old order, with c->inj carried over
+   * (sc_inject_remap) and (*out)->parent set. NULL: the backend cannot (SCHEDC_EUNAVAIL). */
+  schedc_status (*shrink)(schedc_comm *c, const schedc_comm_opts *opts, schedc_comm **out);
 } sc_backend;
 
 #endif

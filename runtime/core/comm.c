@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "comm.h"
+#include "crc.h"
 #include "err.h"
 #include "hash.h"
 #include "kernels.h"
@@ -28,6 +29,11 @@ double sc_now(void) {
 
 schedc_status sc_comm_new(const sc_backend *be, int rank, int nranks, const schedc_comm_opts *opts,
                           schedc_comm **out) {
+  return sc_comm_new_inj(be, rank, nranks, opts, NULL, out);
+}
+
+schedc_status sc_comm_new_inj(const sc_backend *be, int rank, int nranks, const schedc_comm_opts *opts,
+                              const sc_inject *inj, schedc_comm **out) {
   *out = NULL;
   schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
   if (opts) {
@@ -71,7 +77,8 @@ schedc_status sc_comm_new(const sc_backend *be, int rank, int nranks, const sche
   c->verify = (v & SCHEDC_VERIFY_DIGEST ? SC_V_DIGEST : 0) | (v & SCHEDC_VERIFY_CHECKSUM ? SC_V_CHECKSUM : 0) |
               (v != SCHEDC_VERIFY_NONE ? SC_V_EXACT : 0);
   c->repair = o.repair || repair;
-  st = sc_inject_parse(sc_param_str(SC_P_SCHEDC_INJECT), &c->inj);
+  if (inj) c->inj = *inj;
+  else st = sc_inject_parse(sc_param_str(SC_P_SCHEDC_INJECT), &c->inj);
   if (st == SCHEDC_OK) st = sc_inject_check(&c->inj, nranks, be ? be->name : NULL, be ? be->caps : 0);
   const char *topo = sc_param_str(SC_P_SCHEDC_TOPOLOGY);
   if (st == SCHEDC_OK && topo && *topo && !(c->topology = strdup(topo))) st = sc_err(SCHEDC_ENOMEM, "out of memory");
@@ -111,6 +118,7 @@ void *sc_scratch(schedc_comm *c, size_t bytes) {
 }
 
 void sc_comm_release(schedc_comm *c) {
+  free(c->parent);
   free(c->host_of);
   for (int i = 0; i < c->ndefplan; i++) schedc_plan_free(c->defplan[i].plan);
   sc_tuning_free(&c->tuning);
@@ -126,9 +134,49 @@ void schedc_comm_free(schedc_comm *c) {
   sc_comm_release(c);
 }
 
+/* The options a shrunk communicator inherits when the caller gives none: the old one's settings
+ * as they were resolved (timeout, slice, verification, repair); the rest as at init. */
+static schedc_comm_opts inherited_opts(const schedc_comm *c) {
+  schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
+  o.timeout_s = c->timeout_s;
+  o.slice_bytes = c->slice_bytes;
+  int dg = (c->verify & SC_V_DIGEST) != 0, ck = (c->verify & SC_V_CHECKSUM) != 0;
+  o.verify = dg && ck ? SCHEDC_VERIFY_FULL : dg ? SCHEDC_VERIFY_DIGEST : ck ? SCHEDC_VERIFY_CHECKSUM
+           : c->verify & SC_V_EXACT ? SCHEDC_VERIFY_EXACT : SCHEDC_VERIFY_NONE;
+  o.repair = c->repair;
+  return o;
+}
+
+schedc_status schedc_comm_shrink(schedc_comm *c, const schedc_comm_opts *opts, schedc_comm **out) {
+  if (!out) return sc_err(SCHEDC_EINVAL, "schedc_comm_shrink: newcomm is NULL");
+  *out = NULL;
+  if (!c) return sc_err(SCHEDC_EINVAL, "schedc_comm_shrink: comm is NULL");
+  if (!c->be->shrink)
+    return sc_err(SCHEDC_EUNAVAIL, "schedc_comm_shrink: the %s backend cannot shrink a communicator (threads and shm "
+                  "can); restart the job from a checkpoint instead (docs/recovery.md)", c->be->name);
+  if (c->shrunk)
+    return sc_err(SCHEDC_EINVAL, "schedc_comm_shrink: rank %d already shrank this communicator (once per "
+                  "communicator: shrink the one it gave when another rank fails)", c->rank);
+  schedc_comm_opts o = inherited_opts(c);
+  c->shrunk = 1;
+  return c->be->shrink(c, opts ? opts : &o, out);
+}
+
+int schedc_comm_parent_rank(const schedc_comm *c, int rank) {
+  if (!c || rank < 0 || rank >= c->nranks) return -1;
+  return c->parent ? c->parent[rank] : rank;
+}
+
 int schedc_comm_rank(const schedc_comm *c) { return c ? c->rank : -1; }
 int schedc_comm_nranks(const schedc_comm *c) { return c ? c->nranks : -1; }
 uint64_t schedc_digest(const void *buf, size_t bytes) { return sc_digest64(buf, bytes); }
+uint32_t schedc_crc32c(uint32_t crc, const void *buf, size_t bytes) {
+  if (!bytes) return crc;
+  return sc_crc32c_combine(crc, sc_crc32c(buf, bytes), bytes);
+}
+uint32_t schedc_crc32c_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b) {
+  return len_b ? sc_crc32c_combine(crc_a, crc_b, len_b) : crc_a;
+}
 
 const char *sc_checks_name(uint32_t checks, char *buf, size_t cap) {
   const char *v = (checks & 3) == 3 ? "full" : checks & SC_V_DIGEST ? "digest" : checks & SC_V_CHECKSUM ? "checksum"

@@ -47,12 +47,19 @@ struct schedc_comm {
   uint64_t mem_serial;       /* regions made so far */
   uint64_t mem_direct;       /* calls whose working buffer was a region its peers read in place
                               * (the copy in and out skipped; tests read it) */
+  int shrunk;                /* schedc_comm_shrink was called on it (once per communicator) */
+  int *parent;               /* [nranks] (owned): made by schedc_comm_shrink, the rank each member had
+                              * in the communicator it was shrunk from; NULL otherwise */
 };
 
 /* Allocate a communicator head for backend `be` from options (timeout, slice, verification,
  * injection, tuning). The backend then sets be_data. */
 schedc_status sc_comm_new(const sc_backend *be, int rank, int nranks, const schedc_comm_opts *opts,
                           schedc_comm **out);
+/* The same with the faults to inject given (a shrunk communicator's, sc_inject_remap) instead of
+ * parsed from SCHEDC_INJECT; inj NULL: parsed (sc_comm_new). */
+schedc_status sc_comm_new_inj(const sc_backend *be, int rank, int nranks, const schedc_comm_opts *opts,
+                              const sc_inject *inj, schedc_comm **out);
 /* Free the head only (the backend's state was released, or never made). */
 void sc_comm_release(schedc_comm *c);
 /* What the ranks must agree on at init about the layout their default plans follow: a hash of

@@ -144,7 +144,7 @@ schedc_status sc_call_make(schedc_comm *c, int coll, const void *sendbuf, void *
   if (exact) {
     k->acc = SCHEDC_I64;
     k->op = SCHEDC_SUM;
-    k->ex = (sc_exact){SC_EXACT_CALL, coll, (int)dtype, (int)op, 0, SC_EXACT_FINITE, 0, n, 0, NULL};
+    k->ex = (sc_exact){SC_EXACT_CALL, coll, (int)dtype, (int)op, 0, SC_EXACT_FINITE, 0, n, 0, NULL, 0};
   }
   /* The identity check applies to exact calls only: any other call runs under SCHEDC_VERIFY=exact
    * as under none (its checks word 0: the small-message path, no repair). */
@@ -153,32 +153,82 @@ schedc_status sc_call_make(schedc_comm *c, int coll, const void *sendbuf, void *
   return SCHEDC_OK;
 }
 
+/* Exact leaves (schedc_accum_allreduce): do the ranks' blocks — rank r's (first, count) at
+ * w[2r], w[2r + 1] — tile the leaves 0..L-1, each leaf on one rank? Then *L is the number of
+ * leaves; else SCHEDC_EMISMATCH naming the gap or the overlap (every rank reaches it from the same
+ * words). Blocks of any sizes: 12 leaves on 5 ranks is 3, 3, 2, 2, 2. */
+typedef struct leafblock { int64_t lo, n; int rank; } leafblock;
+static int by_lo(const void *a, const void *b) {
+  const leafblock *x = a, *y = b;
+  return x->lo < y->lo ? -1 : x->lo > y->lo ? 1 : x->rank - y->rank;
+}
+static schedc_status leaf_blocks(const sc_call *k, int n, const int64_t *w, uint64_t seq, int *L) {
+  leafblock *b = malloc((size_t)n * sizeof *b);
+  if (!b) return sc_err(SCHEDC_ENOMEM, "%s: out of memory for the exact leaves' check", k->cn);
+  for (int r = 0; r < n; r++) b[r] = (leafblock){w[2 * r], w[2 * r + 1], r};
+  qsort(b, (size_t)n, sizeof *b, by_lo);
+  int64_t next = 0;
+  schedc_status st = SCHEDC_OK;
+  for (int i = 0; i < n && st == SCHEDC_OK; i++) {
+    int r = b[i].rank;
+    int64_t lo = b[i].lo, hi = lo + b[i].n;
+    if (lo > next)
+      st = sc_err(SCHEDC_EMISMATCH, "%s: exact leaves: leaves [%lld, %lld) are on no rank (rank %d holds [%lld, %lld); "
+                  "call %llu): the ranks' blocks must together be leaves 0..L-1, each on one rank", k->cn,
+                  (long long)next, (long long)lo, r, (long long)lo, (long long)hi, (unsigned long long)seq);
+    else if (lo < next)
+      st = sc_err(SCHEDC_EMISMATCH, "%s: exact leaves: rank %d holds [%lld, %lld) and rank %d [%lld, %lld): they overlap "
+                  "(call %llu): the ranks' blocks must together be leaves 0..L-1, each on one rank", k->cn, b[i - 1].rank,
+                  (long long)b[i - 1].lo, (long long)next, r, (long long)lo, (long long)hi, (unsigned long long)seq);
+    next = hi;
+  }
+  free(b);
+  if (st == SCHEDC_OK && next > (1 << 30))
+    st = sc_err(SCHEDC_EINVAL, "%s: exact leaves: %lld leaves in all: more than 2^30", k->cn, (long long)next);
+  *L = (int)next;
+  return st;
+}
+
 /* An exact call's grid: every rank's exponent and flags (exact.c) through an internal allreduce
  * (max, i64) on the communicator's default plan — max is exact, so its association does not
  * matter — whose agreement carries this call's collective, dtype and op (agree.c), so a rank not
- * in exact mode is named at the op. Here, not in exact.c: it is a call, and calls are made here. */
+ * in exact mode is named at the op. With exact leaves the same max carries every rank's block of
+ * leaves (rank r's in words of its own, the others' words at INT64_MIN), so every rank learns the
+ * blocks and the number of leaves L, which sets the headroom and avg's divisor: the same for every
+ * rank count that holds the same L leaves, however they are spread. Here, not in exact.c: it is a
+ * call, and calls are made here. */
 static schedc_status exact_prepare(schedc_comm *c, sc_call *k) {
-  int64_t mine[SC_EXACT_WORDS], all[SC_EXACT_WORDS];
-  int m = k->ex.nleaves > 1 ? k->ex.nleaves : 1;
-  if ((int64_t)m * c->nranks > (1 << 30))
-    return sc_err(SCHEDC_EINVAL, "%s: exact leaves: %d leaves on each of %d ranks: more than 2^30 in all", k->cn, m,
-                  c->nranks);
+  int n = c->nranks, m = k->ex.nleaves > 1 ? k->ex.nleaves : 1, leaves = k->ex.nleaves > 0;
+  size_t nw = SC_EXACT_WORDS + (leaves ? 2 * (size_t)n : 0);
+  int64_t *mine = malloc(nw * sizeof *mine), *all = malloc(nw * sizeof *all);
+  if (!mine || !all) {
+    free(mine);
+    free(all);
+    return sc_err(SCHEDC_ENOMEM, "%s: out of memory for the exact grid's exchange", k->cn);
+  }
   sc_exact_stats(k->dtype, k->send, k->K * (size_t)m, mine);
   mine[4] = m;
   mine[5] = -m;
+  for (size_t i = SC_EXACT_WORDS; i < nw; i++) mine[i] = INT64_MIN;
+  if (leaves) {
+    mine[SC_EXACT_WORDS + 2 * (size_t)c->rank] = k->ex.leaf0;
+    mine[SC_EXACT_WORDS + 2 * (size_t)c->rank + 1] = m;
+  }
   sc_call g;
   sc_result r;
-  schedc_status st = sc_call_make(c, SCHEDC_ALLREDUCE, mine, all, SC_EXACT_WORDS, SCHEDC_I64, SCHEDC_MAX, 0, NULL,
+  schedc_status st = sc_call_make(c, SCHEDC_ALLREDUCE, mine, all, nw, SCHEDC_I64, SCHEDC_MAX, 0, NULL,
                                   SC_CALL_INTERNAL, &g);
-  if (st != SCHEDC_OK) return st;
-  g.ex = k->ex;
-  g.ex.mode = SC_EXACT_GRID;
-  if ((st = sc_call_run(c, &g, &r)) != SCHEDC_OK) return st;
-  if (all[4] != -all[5])
-    return sc_err(SCHEDC_EMISMATCH, "%s: exact leaves: the ranks hold different numbers of leaves (from %lld to %lld "
-                  "per rank; call %llu)", k->cn, (long long)-all[5], (long long)all[4], (unsigned long long)g.seq);
-  sc_exact_grid(&k->ex, all, c->nranks * m);
-  return SCHEDC_OK;
+  if (st == SCHEDC_OK) {
+    g.ex = k->ex;
+    g.ex.mode = SC_EXACT_GRID;
+    st = sc_call_run(c, &g, &r);
+  }
+  int L = n;
+  if (st == SCHEDC_OK && leaves) st = leaf_blocks(k, n, all + SC_EXACT_WORDS, g.seq, &L);
+  if (st == SCHEDC_OK) sc_exact_grid(&k->ex, all, L);
+  free(mine);
+  free(all);
+  return st;
 }
 
 /* Exact mode under the identity check (SCHEDC_VERIFY exact, digest, checksum or full): the integers

@@ -43,6 +43,9 @@ typedef struct sc_exact {
                               * this rank's inputs into its working buffer (workbuf.c) stores their
                               * integers' sum (sc_exact_in_summed), set once per run of the inputs in
                               * (a rerun stores it again); NULL: no check */
+  int leaf0;                 /* CALL with nleaves >= 1: this rank's first leaf; the ranks' blocks
+                              * [leaf0, leaf0 + nleaves) must tile 0..L-1 (any sizes), and nterms
+                              * is L (dispatch.c) */
 } sc_exact;
 
 /* Is op an exact op, and the plain op it computes (SUM or AVG)? */

@@ -1,7 +1,9 @@
 /*
  * inject.c — test-only fault injection from SCHEDC_INJECT, a comma-separated list of
  *   kill:RANK:STEP    RANK dies when it reaches STEP, or the end of its part of the plan if that
- *                     comes first (a process gets SIGKILL; a thread rank stops, marked dead)
+ *                     comes first, or when its call fails if that comes first (a process gets
+ *                     SIGKILL; a thread rank stops, marked dead): a rank named always dies; up
+ *                     to SC_INJECT_KILLS items, for as many ranks (two at once: kill:1:0,kill:3:0)
  *   delay:RANK:US     RANK sleeps US microseconds at the start of each of its steps
  *   jitter:SEED:US    every rank sleeps a pseudo-random 0..US microseconds at each step
  *   flipout:RANK      RANK flips one bit of its result after each collective (a fault after the
@@ -33,7 +35,8 @@ static void sleep_us(unsigned us) {
 }
 
 int sc_inject_step(const sc_inject *in, int rank, uint32_t step, uint64_t seq) {
-  if (in->kill_rank == rank && (int)step >= in->kill_step) return 1;
+  int kill_at = in->kill_rank >= 0 ? sc_inject_kill_step(in, rank) : -1;
+  if (kill_at >= 0 && (int)step >= kill_at) return 1;
   if (in->delay_rank == rank && in->delay_us) sleep_us((unsigned)in->delay_us);
   if (in->jitter_us) {
     uint64_t h = (uint64_t)in->jitter_seed * 0x9e3779b97f4a7c15ull ^ ((uint64_t)rank << 32) ^ step ^ seq * 31;
@@ -91,7 +94,17 @@ schedc_status sc_inject_parse(const char *spec, sc_inject *out) {
     if (sscanf(item, "%15[a-z]:%ld:%ld%c", kind, &a, &b, &tail) != 3 || a < 0 || b < 0 || a > 1 << 30 || b > 1 << 30)
       return sc_err(SCHEDC_EINVAL, "SCHEDC_INJECT: bad item '%s' (kill:RANK:STEP, delay:RANK:US, jitter:SEED:US, flip:RANK:STEP[:BIT], "
                     "arith:RANK:STEP[:BIT], flipout:RANK)", item);
-    if (!strcmp(kind, "kill")) { out->kill_rank = (int)a; out->kill_step = (int)b; }
+    if (!strcmp(kind, "kill")) {
+      int i = 0;
+      while (i < out->nkill && out->kill_ranks[i] != (int)a) i++; /* a rank named again: its last step */
+      if (i == SC_INJECT_KILLS)
+        return sc_err(SCHEDC_EINVAL, "SCHEDC_INJECT: more than %d kill items", SC_INJECT_KILLS);
+      out->kill_ranks[i] = (int)a;
+      out->kill_steps[i] = (int)b;
+      if (i == out->nkill) out->nkill++;
+      out->kill_rank = out->kill_ranks[0];
+      out->kill_step = out->kill_steps[0];
+    }
     else if (!strcmp(kind, "delay")) { out->delay_rank = (int)a; out->delay_us = (int)b; }
     else if (!strcmp(kind, "jitter")) { out->jitter_seed = (unsigned)a; out->jitter_us = (unsigned)b; }
     else if (!strcmp(kind, "flip") && a < 1 << 20) { out->flip_rank = (int)a; out->flip_step = (int)b; }
@@ -108,8 +121,35 @@ static schedc_status bad_rank(const char *what, int rank, int nranks) {
                 what, rank, nranks - 1);
 }
 
+int sc_inject_kill_step(const sc_inject *in, int rank) {
+  for (int i = 0; i < in->nkill; i++)
+    if (in->kill_ranks[i] == rank) return in->kill_steps[i];
+  return -1;
+}
+
+void sc_inject_remap(const sc_inject *in, const int *newrank, int oldn, sc_inject *out) {
+  *out = *in;
+#define SC_REMAP_(f) out->f = in->f >= 0 && in->f < oldn ? newrank[in->f] : -1
+  SC_REMAP_(delay_rank);
+  SC_REMAP_(flip_rank);
+  SC_REMAP_(flipout_rank);
+  SC_REMAP_(arith_rank);
+#undef SC_REMAP_
+  out->nkill = 0;
+  for (int i = 0; i < in->nkill; i++) {
+    int r = in->kill_ranks[i] < oldn ? newrank[in->kill_ranks[i]] : -1;
+    if (r < 0) continue; /* that process is gone: its death happened */
+    out->kill_ranks[out->nkill] = r;
+    out->kill_steps[out->nkill++] = in->kill_steps[i];
+  }
+  out->kill_rank = out->nkill ? out->kill_ranks[0] : -1;
+  out->kill_step = out->nkill ? out->kill_steps[0] : 0;
+  out->arith_armed = 0;
+}
+
 schedc_status sc_inject_check(const sc_inject *in, int nranks, const char *backend, unsigned caps) {
-  if (in->kill_rank >= nranks) return bad_rank("kill", in->kill_rank, nranks);
+  for (int i = 0; i < in->nkill; i++)
+    if (in->kill_ranks[i] >= nranks) return bad_rank("kill", in->kill_ranks[i], nranks);
   if (in->delay_rank >= nranks) return bad_rank("delay", in->delay_rank, nranks);
   if (in->flip_rank >= nranks) return bad_rank("flip", in->flip_rank, nranks);
   if (in->flipout_rank >= nranks) return bad_rank("flipout", in->flipout_rank, nranks);

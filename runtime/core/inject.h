@@ -11,8 +11,11 @@
 
 #include "schedc/schedc.h"
 
+#define SC_INJECT_KILLS 8
 typedef struct sc_inject {
-  int kill_rank, kill_step;  /* -1: none */
+  int kill_rank, kill_step;  /* the first kill item (-1: none): whether any rank is to die */
+  int nkill;                 /* kill items (several ranks may die: kill:1:0,kill:3:0) */
+  int kill_ranks[SC_INJECT_KILLS], kill_steps[SC_INJECT_KILLS];
   int delay_rank, delay_us;
   unsigned jitter_seed, jitter_us;
   int flip_rank, flip_step;  /* flips one bit of the payload flip_rank sends at flip_step */
@@ -24,6 +27,11 @@ typedef struct sc_inject {
                               * (dispatch.c, 0 for internal calls), cleared when it lands (once per
                               * call: a repair's rerun is clean) */
 } sc_inject;
+/* The step at which `rank` is to die (kill:RANK:STEP), or -1. */
+int sc_inject_kill_step(const sc_inject *in, int rank);
+/* The faults of a communicator carried to one shrunk from it (schedc_comm_shrink): a fault named
+ * for old rank r applies to newrank[r] (-1: r is not a member; its faults are dropped). */
+void sc_inject_remap(const sc_inject *in, const int *newrank, int oldn, sc_inject *out);
 /* Parse SCHEDC_INJECT (see inject.c). SCHEDC_EINVAL with a message. */
 schedc_status sc_inject_parse(const char *spec, sc_inject *out);
 /* The parsed faults against the communicator: every rank named exists, and the backend (its

@@ -20,6 +20,8 @@
 #define SC_SHARED_MAGIC 0x53434d31u /* "SCM1" */
 
 enum { SC_ALIVE = 0, SC_DEAD = 1, SC_ABORTED = 2, SC_LEFT = 3 };
+/* sc_slot.shrink: undecided, then once either a member of the shrunk communicator or left out */
+enum { SC_SHRINK_UNDECIDED = 0, SC_SHRINK_JOINED = 1, SC_SHRINK_LEFT_OUT = 2 };
 
 /* One call's descriptor: what the ranks must agree on (core/agree.h), and where this rank's
  * working buffer is for the peers that read it. Two per slot, by call parity: a rank can be at
@@ -61,6 +63,7 @@ typedef struct sc_slot {
   _Atomic uint32_t entered;  /* low 32 bits of the sequence number of the last call it entered */
   _Atomic uint32_t fault;    /* SC_DEAD or SC_ABORTED once it failed (state becomes SC_LEFT when it frees) */
   _Atomic uint64_t fail_seq; /* the call it failed in (before fault/state are set) */
+  _Atomic uint32_t shrink;   /* SC_SHRINK_*: its place in the survivors (shrink.c); changes once, by CAS */
   int32_t pid;
   uint64_t init_hash;
   uint64_t layout;           /* sc_comm_layout_word: SCHEDC_TOPOLOGY, which every rank must share */
@@ -79,6 +82,9 @@ typedef struct sc_shared {
    * compared their arrival lines without it), and that failure is not its call's. */
   _Atomic uint64_t fail_seq;
   char fail_msg[SC_FAILMSG];
+  /* threads: the shared block of the communicator shrunk from this one, published by its rank 0
+   * (0: not yet; 1: it could not make one) */
+  _Atomic uint64_t shrink_next;
   uint32_t ctr_per_rank;     /* counters per rank per kind per parity */
   uint64_t ctr_off;          /* byte offset of the counters from the start of the block */
   uint64_t arr_off;          /* byte offset of the arrival lines */
@@ -147,6 +153,10 @@ typedef struct sc_transport {
   int (*alive)(schedc_comm *c, int r);
   /* Release the transport's part of the state (tdata, its mappings, the shared block). */
   void (*destroy)(schedc_comm *c);
+  /* schedc_comm_shrink, once the members are agreed (old ranks, ascending; this rank is member
+   * `newrank` of k): make this rank's communicator of them with opts and the faults inj. */
+  schedc_status (*regroup)(schedc_comm *old, const int *members, int k, int newrank, const schedc_comm_opts *opts,
+                           const sc_inject *inj, schedc_comm **out);
 } sc_transport;
 
 /* A CPU communicator's state (c->be_data). */
@@ -194,9 +204,13 @@ extern const sc_backend sc_shm_backend;
  * its owner and read-only by the peers that read it. (threads: sc_mem_host_alloc.) */
 schedc_status sc_shm_mem_alloc(schedc_comm *c, sc_memreg *r);
 void sc_shm_mem_free(schedc_comm *c, sc_memreg *r);
-/* A head for `be` with an empty CPU state using transport tr. */
+/* A head for `be` with an empty CPU state using transport tr (inj: the faults to inject, NULL:
+ * SCHEDC_INJECT's; sc_comm_new_inj). */
 schedc_status sc_cpu_new(const sc_backend *be, const sc_transport *tr, int rank, int nranks,
-                         const schedc_comm_opts *opts, schedc_comm **out);
+                         const schedc_comm_opts *opts, const sc_inject *inj, schedc_comm **out);
+/* shrink.c — the backends' shrink entry (sc_backend.shrink): the survivors' agreement in the
+ * shared block, then the transport's regroup. */
+schedc_status sc_cpu_shrink(schedc_comm *c, const schedc_comm_opts *opts, schedc_comm **out);
 /* Common init after the transport set up the shared block: slots, liveness, init barrier, plan
  * hash. */
 schedc_status sc_cpu_start(schedc_comm *c);
@@ -281,6 +295,10 @@ schedc_status sc_arrive(schedc_comm *c, const sc_call *k, const sc_desc *d);
 int sc_small_call(const schedc_comm *c, const sc_call *k);
 schedc_status sc_small_run(schedc_comm *c, const sc_call *k, sc_result *res);
 
+/* exec.c — SCHEDC_INJECT kill: a rank named to die whose injected call failed before it reached its
+ * step (it saw another rank's death first) dies now, so that a kill always happens (two ranks
+ * killed at once both die); otherwise st. */
+schedc_status sc_exec_die_failed(schedc_comm *c, const char *coll, schedc_status st);
 /* exec.c — run this rank's program of a plan over the working buffers in peer[]. */
 /* Where a rank's own cell holds its current value during a call (sc_execargs.loc). Peers only
  * ever read the working buffer; the others are this rank's private shortcuts. */

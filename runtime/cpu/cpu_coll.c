@@ -52,9 +52,9 @@ uint32_t sc_ctr_capacity(int nranks) {
 }
 
 schedc_status sc_cpu_new(const sc_backend *be, const sc_transport *tr, int rank, int nranks,
-                         const schedc_comm_opts *opts, schedc_comm **out) {
+                         const schedc_comm_opts *opts, const sc_inject *inj, schedc_comm **out) {
   schedc_comm *c;
-  schedc_status st = sc_comm_new(be, rank, nranks, opts, &c);
+  schedc_status st = sc_comm_new_inj(be, rank, nranks, opts, inj, &c);
   if (st != SCHEDC_OK) return st;
   sc_cpu *x = calloc(1, sizeof *x);
   if (!x || !(x->peer = calloc((size_t)nranks, sizeof *x->peer))) {
@@ -453,6 +453,7 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k, sc_result 
   }
   atomic_store(&slot->busy, 0u);
   if (st != SCHEDC_OK) {
+    if (sc_call_injects(k)) st = sc_exec_die_failed(c, k->cn, st);
     sc_quiesce(c);
     return st;
   }
@@ -502,6 +503,6 @@ static void cpu_free(schedc_comm *c) {
 /* schedc_mem_alloc: heap memory for threads (every rank's thread reads it already, and t_work
  * shares the receive buffer wherever it lies); a memfd region per allocation for shm. */
 const sc_backend sc_threads_backend = {"threads", SC_CAP_HOST_RESULT | SC_CAP_INJECT_STEPS | SC_CAP_EXACT, cpu_collective,
-                                       cpu_failure, cpu_free, sc_mem_host_alloc, sc_mem_host_free};
+                                       cpu_failure, cpu_free, sc_mem_host_alloc, sc_mem_host_free, sc_cpu_shrink};
 const sc_backend sc_shm_backend = {"shm", SC_CAP_HOST_RESULT | SC_CAP_INJECT_STEPS | SC_CAP_EXACT, cpu_collective, cpu_failure,
-                                   cpu_free, sc_shm_mem_alloc, sc_shm_mem_free};
+                                   cpu_free, sc_shm_mem_alloc, sc_shm_mem_free, sc_cpu_shrink};

@@ -20,15 +20,25 @@
 
 #define MAX_CHAIN 64 /* sources combined per kernel call; longer chains run in pieces */
 
-/* Fault injection at the start of a step of this rank's program. */
-static schedc_status inject_step(schedc_comm *c, uint32_t step, const char *coll) {
-  if (!sc_inject_step(&c->inj, c->rank, step, c->seq)) return SCHEDC_OK;
+/* kill:RANK:STEP: this rank dies at `step` (a thread rank returns, marked dead). */
+static schedc_status die(schedc_comm *c, uint32_t step, const char *coll) {
   if (sc_cpu_of(c)->tr->in_process) {
     sc_fail(c, SC_DEAD, "rank %d was killed by fault injection at step %u", c->rank, step);
     return sc_err(SCHEDC_EPEER, "%s: rank %d killed by fault injection (SCHEDC_INJECT) at step %u", coll, c->rank, step);
   }
   raise(SIGKILL); /* a process: die for real, as a crash would */
-  return SCHEDC_OK;
+  return SCHEDC_EPEER;
+}
+
+schedc_status sc_exec_die_failed(schedc_comm *c, const char *coll, schedc_status st) {
+  if (c->inj.kill_rank < 0 || sc_inject_kill_step(&c->inj, c->rank) < 0) return st;
+  if (atomic_load(&sc_cpu_of(c)->sh->slots[c->rank].state) == SC_DEAD) return st; /* died already */
+  return die(c, 0, coll);
+}
+
+/* Fault injection at the start of a step of this rank's program. */
+static schedc_status inject_step(schedc_comm *c, uint32_t step, const char *coll) {
+  return sc_inject_step(&c->inj, c->rank, step, c->seq) ? die(c, step, coll) : SCHEDC_OK;
 }
 
 /* Slice length in elements: the communicator's slice, at least 64 elements, and few enough

@@ -75,8 +75,11 @@ static void s_destroy(schedc_comm *c) {
   sc_cpu_of(c)->tdata = NULL;
 }
 
+static schedc_status s_regroup(schedc_comm *old, const int *members, int k, int newrank, const schedc_comm_opts *opts,
+                               const sc_inject *inj, schedc_comm **out);
+
 static const sc_transport shm_transport = {0, sc_shm_work, sc_shm_map, sc_shm_share_out, sc_shm_map_outs, s_alive,
-                                           s_destroy};
+                                           s_destroy, s_regroup};
 
 static int valid_job(const char *job) {
   size_t n = strlen(job);
@@ -276,9 +279,9 @@ static schedc_status join_ctl(schedc_comm *c, shmdata *d, const char *name, cons
 }
 
 static schedc_status shm_init(int rank, int nranks, const char *job, const uint8_t tok[16],
-                              const schedc_comm_opts *opts, schedc_comm **out) {
+                              const schedc_comm_opts *opts, const sc_inject *inj, schedc_comm **out) {
   schedc_comm *c;
-  schedc_status st = sc_cpu_new(&sc_shm_backend, &shm_transport, rank, nranks, opts, &c);
+  schedc_status st = sc_cpu_new(&sc_shm_backend, &shm_transport, rank, nranks, opts, inj, &c);
   if (st != SCHEDC_OK) return st;
   shmdata *d = calloc(1, sizeof *d);
   if (!d || !(d->peers = calloc((size_t)nranks, sizeof *d->peers)) || !(d->regs = calloc((size_t)nranks, sizeof *d->regs))) {
@@ -315,6 +318,10 @@ static schedc_status shm_init(int rank, int nranks, const char *job, const uint8
    * they are all alive (one fd per peer). */
   for (int r = 0; r < nranks; r++)
     if (r != rank && (st = sc_shm_open_peer(c, r)) != SCHEDC_OK) goto fail;
+  /* ...and no rank returns before every rank holds its handles: a rank that returned at once and
+   * exited (a job with nothing to do, an argument refused after init) failed a slower peer's init
+   * ("died before rank 0 could map its buffer"). */
+  if (nranks > 1 && (st = sc_barrier(c, "communicator init", sc_now() + c->timeout_s)) != SCHEDC_OK) goto fail;
   *out = c;
   return SCHEDC_OK;
 fail:
@@ -330,7 +337,7 @@ schedc_status schedc_comm_init_shm(int rank, int nranks, const char *job, const 
     return sc_err(SCHEDC_EINVAL, "shm: job id '%s' must be 1-64 characters of [A-Za-z0-9_.-]", job ? job : "(null)");
   uint8_t tok[16];
   job_token(job, tok);
-  return shm_init(rank, nranks, job, tok, opts, out);
+  return shm_init(rank, nranks, job, tok, opts, NULL, out);
 }
 
 /* A uid is only ever turned into a job name and token here, so the segment naming stays in one place. */
@@ -357,5 +364,28 @@ schedc_status schedc_comm_init_shm_uid(int rank, int nranks, const schedc_uid *i
   for (size_t i = 0; i < sizeof id->bytes; i++) snprintf(job + 1 + 2 * i, 3, "%02x", id->bytes[i]);
   if (!out) return sc_err(SCHEDC_EINVAL, "out is NULL");
   /* the token is the id itself: 128 bits drawn by one rank, which no other job holds */
-  return shm_init(rank, nranks, job, id->bytes, opts, out);
+  return shm_init(rank, nranks, job, id->bytes, opts, NULL, out);
+}
+
+/* The shrunk group meets like a new job: its token is drawn from the old job's (the members' secret,
+ * never a name another job can guess) and the member list, and its name from the token, so the
+ * members agree on both without a word, and each shrink of each job meets in a segment of its own. */
+static schedc_status s_regroup(schedc_comm *old, const int *members, int k, int newrank, const schedc_comm_opts *opts,
+                               const sc_inject *inj, schedc_comm **out) {
+  const uint8_t *otok = ((shmdata *)sc_cpu_of(old)->tdata)->tail->token;
+  uint64_t h[2] = {SC_FNV_INIT, 0x73687269e66b2d31ull}; /* "shrink-1"-ish */
+  for (int i = 0; i < 16; i++) {
+    h[0] = sc_fnv_step(h[0], otok[i]);
+    h[1] = sc_mix64(h[1] ^ otok[i]);
+  }
+  for (int i = 0; i < k; i++) {
+    h[0] = sc_mix64(h[0] ^ (uint64_t)members[i]);
+    h[1] = sc_mix64(h[1] + h[0]);
+  }
+  uint8_t tok[16];
+  memcpy(tok, h, 16);
+  char job[2 + 32];
+  job[0] = 's';
+  for (int i = 0; i < 16; i++) snprintf(job + 1 + 2 * i, 3, "%02x", tok[i]);
+  return shm_init(newrank, k, job, tok, opts, inj, out);
 }

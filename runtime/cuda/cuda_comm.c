@@ -174,7 +174,7 @@ static schedc_status one_collective(schedc_comm *c, const sc_call *k, sc_result 
 /* Results are stream-ordered (in device memory when the call returns): this backend verifies
  * inside its own collective (cuda_verify.c), not the core after it. */
 const sc_backend sc_cu_backend_one = {"cuda", SC_CAP_EXACT | SC_CAP_EXACT_DEVICE, one_collective, sc_cu_failure, one_free, sc_cu_mem_alloc,
-                                      sc_cu_mem_free};
+                                      sc_cu_mem_free, NULL};
 
 schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, const schedc_comm_opts *opts,
                                     schedc_comm **comms) {

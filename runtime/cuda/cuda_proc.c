@@ -361,4 +361,4 @@ static schedc_status proc_collective(schedc_comm *c, const sc_call *k, sc_result
 
 /* Results are stream-ordered: verified inside the collective (above), not by the core after it. */
 const sc_backend sc_cu_backend_proc = {"cuda", SC_CAP_EXACT | SC_CAP_EXACT_DEVICE, proc_collective, sc_cu_failure, proc_comm_free, sc_cu_mem_alloc,
-                                       sc_cu_mem_free};
+                                       sc_cu_mem_free, NULL};

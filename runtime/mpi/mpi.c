@@ -151,9 +151,18 @@ static schedc_status m_collective(schedc_comm *c, const sc_call *k, sc_result *r
   return sc_msg_collective(c, k, res, &mpi_port, &((mpidata *)c->be_data)->bufs);
 }
 
+/* schedc_comm_shrink: MPI's fault tolerance (ULFM: MPIX_Comm_shrink, MPIX_Comm_agree) is not in
+ * Open MPI 4.1, and without it a dead process ends the MPI job. */
+static schedc_status m_shrink(schedc_comm *c, const schedc_comm_opts *opts, schedc_comm **out) {
+  (void)opts, (void)out;
+  return sc_err(SCHEDC_EUNAVAIL, "schedc_comm_shrink: the mpi backend cannot shrink a communicator: this MPI (Open "
+                "MPI 4.1) has no ULFM (MPIX_Comm_shrink), and a dead process ends the whole MPI job; rank %d: restart "
+                "the job from a checkpoint (docs/recovery.md), or use the shm backend on one host", c->rank);
+}
+
 /* schedc_mem_alloc: heap memory (messages copy anyway: no copy is saved, the calls just work). */
 static const sc_backend mpi_backend = {"mpi", SC_CAP_HOST_RESULT | SC_CAP_EXACT | SC_CAP_HOSTS, m_collective, NULL, m_free, sc_mem_host_alloc,
-                                       sc_mem_host_free};
+                                       sc_mem_host_free, m_shrink};
 
 /* MPI_COMM_WORLD must be the job the launcher meant: processes started by another launcher
  * (`schedc launch`, torchrun) with SCHEDC_BACKEND=mpi are each a 1-rank MPI job, and would

@@ -407,13 +407,19 @@ static void leaves(void) {
   co.timeout_s = 20;
   CHECK(schedc_comm_init_threads(2, &co, c2) == SCHEDC_OK);
   void *lv[4] = {x, x, x, x};
+  /* blocks of different sizes that tile the leaves are fine (1 + 3: the sum of 4 leaves); blocks
+   * that overlap are refused on every rank, naming both */
   lrank l[2] = {{c2[0], 0, 1, SCHEDC_F32, SCHEDC_SUM_EXACT, 2, lv, y, 0, ""},
                 {c2[1], 1, 3, SCHEDC_F32, SCHEDC_SUM_EXACT, 2, lv, malloc(8), 0, ""}};
   pthread_t t[2];
   for (int r = 0; r < 2; r++) pthread_create(&t[r], NULL, leaves_main, &l[r]);
   for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
+  CHECK(l[0].st == SCHEDC_OK && l[1].st == SCHEDC_OK && y[0] == 4 && y[1] == 8);
+  l[1].first = 0, l[1].m = 2;
+  for (int r = 0; r < 2; r++) pthread_create(&t[r], NULL, leaves_main, &l[r]);
+  for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
   CHECK(l[0].st == SCHEDC_EMISMATCH && l[1].st == SCHEDC_EMISMATCH);
-  CHECK_CONTAINS(l[1].err, "different numbers of leaves");
+  CHECK_CONTAINS(l[1].err, "rank 0 holds [0, 1) and rank 1 [0, 2): they overlap");
   free(l[1].out);
   for (int r = 0; r < 2; r++) schedc_comm_free(c2[r]);
 }

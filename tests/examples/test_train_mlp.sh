@@ -16,10 +16,10 @@ mkdir "$tmp/ck"
 "$S" launch -n 4 -- "$T" --steps 20 --checkpoint "$tmp/ck" >/dev/null
 c=$("$S" launch -n 4 -- "$T" --steps 40 --resume "$tmp/ck" | dig)
 ok "[ '$c' = '$a' ]" "resumed run ($c) differs from the straight run ($a)"
-cp "$tmp/ck/ckpt.bin" "$tmp/bad.bin"; mkdir "$tmp/bad"; mv "$tmp/bad.bin" "$tmp/bad/ckpt.bin"
-printf 'X' | dd of="$tmp/bad/ckpt.bin" bs=1 seek=200 conv=notrunc 2>/dev/null
+mkdir "$tmp/bad"; cp "$tmp/ck/ckpt-0000000020.bin" "$tmp/bad/"
+printf 'X' | dd of="$tmp/bad/ckpt-0000000020.bin" bs=1 seek=700 conv=notrunc 2>/dev/null
 out=$("$S" launch -n 2 --grace 1 -- "$T" --steps 40 --resume "$tmp/bad" 2>&1); rc=$?
-ok "[ $rc != 0 ] && grep -q 'corrupted' <<<\"\$out\"" "a corrupted checkpoint was not refused"
+ok "[ $rc != 0 ] && grep -q 'ckpt-0000000020.bin: tensor .params. fails its CRC32C' <<<\"\$out\"" "a corrupted checkpoint was not refused"
 canon=""
 for n in 1 2 4 8; do
   d=$("$S" launch -n $n -- "$T" --steps 40 --microbatches 8 --order canonical --schedule "$D/tree.lua" | dig)

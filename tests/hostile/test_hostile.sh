@@ -45,7 +45,7 @@ h outputs-created 0 20 "all 2 ranks agree: yes" -- "$S" run "$R" --ranks 2 --cou
 check "[ -f '$tmp/new/deep/rank0.bin' ] && [ -f '$tmp/new/deep/rank1.bin' ]" "--outputs did not create its folder"
 h outputs-not-folder 2 10 "is a regular file, not a folder" -- "$S" run "$R" --ranks 2 --count 16 --outputs "$R"
 h checkpoint-created 0 30 "weights digest" -- "$S" launch -n 2 -- "$TRAIN" --steps 10 --schedule "$R" --checkpoint "$tmp/ck/deep"
-check "[ -f '$tmp/ck/deep/ckpt.bin' ]" "train_mlp --checkpoint did not create its folder"
+check "[ -f '$tmp/ck/deep/ckpt-0000000010.bin' ]" "train_mlp --checkpoint did not create its folder"
 
 # ---- 5. -o never replaces its input or a non-regular file; refused runs touch nothing --------
 cp "$R" x.lua

@@ -28,7 +28,7 @@ static schedc_status rec_collective(schedc_comm *c, const sc_call *k, sc_result 
   return SCHEDC_OK;
 }
 static void rec_free(schedc_comm *c) { c->be_data = NULL; }
-static const sc_backend recorder = {"recorder", 0, rec_collective, NULL, rec_free, NULL, NULL};
+static const sc_backend recorder = {"recorder", 0, rec_collective, NULL, rec_free, NULL, NULL, NULL};
 
 static void numbering(void) {
   schedc_comm *c = NULL;

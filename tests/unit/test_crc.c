@@ -2,7 +2,7 @@
  * test_crc.c — the per-transfer checksum: sc_crc32c (three SSE4.2 lanes joined by a polynomial
  * shift, or a table) must equal this file's own bit-at-a-time CRC32C for every length and
  * alignment around the lane boundaries, the standard check value, and the combine rule; and
- * the verification digest must be path-independent and catch every single-bit flip. The fused
+ * the public continuation (schedc_crc32c); the verification digest must be path-independent and catch every single-bit flip. The fused
  * reduce-and-hash (sc_reduce1_crc, the checksum mode's one-source f32 step) must give the sum's
  * bits (each element's IEEE sum, NaN as the default NaN, against this file's own loop) and the
  * reference CRC32C of the source and of the result, for every length 0..300 and NaN/Inf inputs.
@@ -18,6 +18,7 @@
 
 #include "../check.h"
 #include "kernels.h"
+#include "schedc/schedc.h"
 
 /* Independent reference: one bit at a time, reflected Castagnoli polynomial. */
 static uint32_t ref_crc32c(const unsigned char *b, size_t n) {
@@ -57,6 +58,13 @@ int main(void) {
   int cbad = 0;
   for (size_t a = 0; a <= 5000; a += 37)
     cbad += sc_crc32c_combine(ref_crc32c(buf, a), ref_crc32c(buf + a, 5000 - a), 5000 - a) != ref_crc32c(buf, 5000);
+  CHECK(cbad == 0);
+  /* the public continuation (schedc_crc32c, what checkpoints carry): zlib's convention, any split */
+  CHECK(schedc_crc32c(0, "123456789", 9) == 0xe3069283u && schedc_crc32c(0, "", 0) == 0);
+  cbad = 0;
+  for (size_t a = 0; a <= 5000; a += 37)
+    cbad += schedc_crc32c(schedc_crc32c(0, buf, a), buf + a, 5000 - a) != ref_crc32c(buf, 5000) ||
+            schedc_crc32c_combine(ref_crc32c(buf, a), ref_crc32c(buf + a, 5000 - a), 5000 - a) != ref_crc32c(buf, 5000);
   CHECK(cbad == 0);
   /* any single bit flipped changes the CRC (all 8192 bits of a 1 KiB payload) */
   uint32_t base = sc_crc32c(buf, 1024);
