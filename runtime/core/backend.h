@@ -23,6 +23,8 @@ enum {
    * the grid's words and exchanges them itself (inside its collective, once every rank's input is
    * known), and converts on the device: dispatch.c runs no exact_prepare nor exact_check (cuda) */
   SC_CAP_EXACT_DEVICE = 8,
+  /* quantized wires (quant.h): exact mode's path with the wire's narrow integers as working type */
+  SC_CAP_WIRE = 16,
 };
 
 /* A backend. Operations receive the head; their state is c->be_data. */

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "opreg.h"
 #include "plan.h"
+#include "quant.h"
 
 #define NDEFPLANS ((int)(sizeof ((schedc_comm *)0)->defplan / sizeof ((schedc_comm *)0)->defplan[0]))
 
@@ -86,10 +87,17 @@ const schedc_plan *schedc_comm_default_plan(schedc_comm *c, schedc_collective co
   return p;
 }
 
-/* The arguments of a call checked and its descriptor filled. `count` is the user's count. */
 schedc_status sc_call_make(schedc_comm *c, int coll, const void *sendbuf, void *recvbuf, size_t count,
                            schedc_dtype dtype, schedc_op op, int root, const schedc_plan *plan, unsigned flags,
                            sc_call *k) {
+  return sc_call_make_wire(c, coll, sendbuf, recvbuf, count, dtype, op, root, plan, flags, 0, k);
+}
+
+/* The arguments of a call checked and its descriptor filled. `count` is the user's count; `wire`
+ * a quantized call's SCHEDC_WIRE_* (quant.h: an exact call whose integers are the wire's), or 0. */
+schedc_status sc_call_make_wire(schedc_comm *c, int coll, const void *sendbuf, void *recvbuf, size_t count,
+                                schedc_dtype dtype, schedc_op op, int root, const schedc_plan *plan, unsigned flags,
+                                int wire, sc_call *k) {
   const char *cn = schedc_collective_name((schedc_collective)coll);
   if (!c) return sc_err(SCHEDC_EINVAL, "%s: comm is NULL", cn);
   if (c->broken) {
@@ -102,8 +110,13 @@ schedc_status sc_call_make(schedc_comm *c, int coll, const void *sendbuf, void *
                                          " (a custom operator already freed, or never made by schedc_op_create)" : "");
   schedc_status st;
   if (sc_reduces(coll) && (st = sc_op_check_dtype(op, dtype, cn)) != SCHEDC_OK) return st;
-  /* exact mode: f32/f16/bf16 summed as i64 on a grid (exact.h); allgather and broadcast ignore the op */
-  int exact = sc_reduces(coll) && sc_exact_op(op);
+  if (wire && (st = sc_quant_check(cn, coll, op, dtype, wire, c->nranks)) != SCHEDC_OK) return st;
+  if (wire && !(c->be->caps & SC_CAP_WIRE))
+    return sc_err(SCHEDC_EUNAVAIL, "%s: wire %s: the %s backend has no quantized wire (threads, shm and mpi have)", cn,
+                  sc_wire_name(wire), c->be->name);
+  /* exact mode: f32/f16/bf16 summed as i64 on a grid (exact.h), or as a wire's integers (quant.h);
+   * allgather and broadcast ignore the op */
+  int exact = sc_reduces(coll) && (sc_exact_op(op) || wire);
   if (exact && dtype != SCHEDC_F32 && dtype != SCHEDC_F16 && dtype != SCHEDC_BF16)
     return sc_err(SCHEDC_EINVAL, "%s: op %s takes f32, f16 or bf16 data, not %s (integer sums are exact already)", cn,
                   schedc_op_name(op), schedc_dtype_name(dtype));
@@ -136,9 +149,9 @@ schedc_status sc_call_make(schedc_comm *c, int coll, const void *sendbuf, void *
   const sc_opdef *custom = reduction ? sc_opreg_get(op) : NULL;
   if (custom) k->op_hash = custom->hash;
   if (exact) {
-    k->acc = SCHEDC_I64;
+    k->acc = wire ? (schedc_dtype)sc_quant_type(wire) : SCHEDC_I64;
     k->op = SCHEDC_SUM;
-    k->ex = (sc_exact){SC_EXACT_CALL, coll, (int)dtype, (int)op, 0, SC_EXACT_FINITE, 0, n, 0, NULL};
+    k->ex = (sc_exact){SC_EXACT_CALL, coll, (int)dtype, (int)op, 0, SC_EXACT_FINITE, 0, n, 0, NULL, wire};
   }
   /* The identity check applies to exact calls only: any other call runs under SCHEDC_VERIFY=exact
    * as under none (its checks word 0: the small-message path, no repair). */
@@ -157,7 +170,9 @@ static schedc_status exact_prepare(schedc_comm *c, sc_call *k) {
   if ((int64_t)m * c->nranks > (1 << 30))
     return sc_err(SCHEDC_EINVAL, "%s: exact leaves: %d leaves on each of %d ranks: more than 2^30 in all", k->cn, m,
                   c->nranks);
-  sc_exact_stats(k->dtype, k->send, k->K * (size_t)m, mine);
+  int wire = k->ex.wire; /* a quantized call: its words (quant.h) */
+  if (wire) sc_quant_stats(k->dtype, k->send, k->K * (size_t)m, sc_quant_mag_bits(wire, c->nranks * m), c->rank, mine);
+  else sc_exact_stats(k->dtype, k->send, k->K * (size_t)m, mine);
   mine[4] = m;
   mine[5] = -m;
   sc_call g;
@@ -171,6 +186,7 @@ static schedc_status exact_prepare(schedc_comm *c, sc_call *k) {
   if (all[4] != -all[5])
     return sc_err(SCHEDC_EMISMATCH, "%s: exact leaves: the ranks hold different numbers of leaves (from %lld to %lld "
                   "per rank; call %llu)", k->cn, (long long)-all[5], (long long)all[4], (unsigned long long)g.seq);
+  if (wire) return sc_quant_grid(&k->ex, all, c->nranks * m, k->cn);
   sc_exact_grid(&k->ex, all, c->nranks * m);
   return SCHEDC_OK;
 }

@@ -259,7 +259,7 @@ static schedc_status m_collective(schedc_comm *c, const sc_call *k, sc_result *r
 }
 
 /* schedc_mem_alloc: heap memory (messages copy anyway: no copy is saved, the calls just work). */
-static const sc_backend mpi_backend = {"mpi", SC_CAP_HOST_RESULT | SC_CAP_EXACT, m_collective, NULL, m_free, sc_mem_host_alloc,
+static const sc_backend mpi_backend = {"mpi", SC_CAP_HOST_RESULT | SC_CAP_EXACT | SC_CAP_WIRE, m_collective, NULL, m_free, sc_mem_host_alloc,
                                        sc_mem_host_free};
 
 /* MPI_COMM_WORLD must be the job the launcher meant: processes started by another launcher
