@@ -12,6 +12,14 @@
  *                        schedc_accum_allreduce: each leaf on one fixed-point grid shared by all
  *                        ranks, int64 sums): the same weights for any N dividing L, powers of two
  *                        or not (L = 12: N = 1, 2, 3, 4, 6), on any plan
+ *   --wire q8|q16        gradients summed as 8- or 16-bit integers on one grid (docs/compression.md);
+ *                        with --order exact each micro-batch leaf is quantized on its own
+ *                        (schedc_accum_allreduce_v2): the same weights for any N dividing L
+ *   --topk F             each rank sends its F * NPARAM largest gradient elements (F in (0, 1])
+ *   --feedback           error feedback for --wire or --topk: what a step did not send is added to
+ *                        the next step's gradient (a residual per rank; not with --order exact,
+ *                        whose leaves are summed without one, nor with --checkpoint/--resume, whose
+ *                        format does not hold it)
  *   --schedule FILE      the canonical schedule (default schedules/tree.lua, binomial)
  *   --dtype f32|bf16     gradient type on the wire (bf16: f32 partials, one rounding)
  *   --checkpoint DIR     write DIR/ckpt.bin every 10 steps and at the end (atomic, checksummed;
@@ -157,11 +165,13 @@ static int make_dir(const char *dir) {
 }
 
 int main(int argc, char **argv) {
-  int steps = 40, L = 0, canonical = 0, exact = 0;
+  int steps = 40, L = 0, canonical = 0, exact = 0, feedback = 0;
+  schedc_call_opts copts = SCHEDC_CALL_OPTS_INIT; /* --wire, --topk, --feedback (docs/compression.md) */
   const char *ckdir = NULL, *resume = NULL, *schedule = "schedules/tree.lua";
   schedc_dtype wire = SCHEDC_F32;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--feedback")) { feedback = 1; continue; }
     if (!v) { fprintf(stderr, "train_mlp: %s needs a value\n", a); return 2; }
     if (!strcmp(a, "--steps")) { if (parse_int(v, 0, 1 << 30, &steps)) { fprintf(stderr, "train_mlp: --steps '%s' is not a step count from 0 to 2^30\n", v); return 2; } }
     else if (!strcmp(a, "--microbatches")) { if (parse_int(v, 1, BATCH, &L)) { fprintf(stderr, "train_mlp: --microbatches '%s' is not a count from 1 to %d\n", v, BATCH); return 2; } }
@@ -171,11 +181,29 @@ int main(int argc, char **argv) {
       exact = !strcmp(v, "exact");
     }
     else if (!strcmp(a, "--schedule")) schedule = v;
+    else if (!strcmp(a, "--wire")) {
+      schedc_wire w;
+      if (schedc_wire_parse(v, &w) != SCHEDC_OK) { fprintf(stderr, "train_mlp: --wire q8 or q16\n"); return 2; }
+      copts.wire = (int)w;
+    } else if (!strcmp(a, "--topk")) {
+      char *end;
+      copts.topk = strtod(v, &end);
+      if (*end || !(copts.topk > 0 && copts.topk <= 1)) { fprintf(stderr, "train_mlp: --topk '%s' is not a fraction in (0, 1]\n", v); return 2; }
+    }
     else if (!strcmp(a, "--dtype")) { if (schedc_dtype_parse(v, &wire) || (wire != SCHEDC_F32 && wire != SCHEDC_BF16)) { fprintf(stderr, "train_mlp: --dtype f32 or bf16\n"); return 2; } }
     else if (!strcmp(a, "--checkpoint")) ckdir = v;
     else if (!strcmp(a, "--resume")) resume = v;
     else { fprintf(stderr, "train_mlp: unknown option %s\n", a); return 2; }
     i++;
+  }
+  if ((copts.wire || copts.topk > 0) && (canonical || wire != SCHEDC_F32 || (copts.wire && copts.topk > 0) ||
+                                         (copts.topk > 0 && exact))) {
+    fprintf(stderr, "train_mlp: --wire goes with --order exact or any, --topk with --order any, f32, one of them\n");
+    return 2;
+  }
+  if (feedback && (!(copts.wire || copts.topk > 0) || exact || ckdir || resume)) {
+    fprintf(stderr, "train_mlp: --feedback needs --wire or --topk, and no --order exact, --checkpoint or --resume\n");
+    return 2;
   }
   if (ckdir && make_dir(ckdir)) return 2; /* before training, not at the first save */
   schedc_comm *comm;
@@ -204,7 +232,8 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  float p[NPARAM], v[NPARAM], g[NPARAM], gm[NPARAM];
+  float p[NPARAM], v[NPARAM], g[NPARAM], gm[NPARAM], residual[NPARAM] = {0};
+  if (feedback) copts.residual = residual; /* this rank's: what its steps did not send yet */
   for (int i = 0; i < NPARAM; i++) { p[i] = 0.3f * unit(mix(0xabcdefull + (uint64_t)i)); v[i] = 0; }
   int start = 0;
   if (resume && load(resume, &start, p, v)) { schedc_comm_free(comm); schedc_plan_free(plan); return 1; }
@@ -225,7 +254,7 @@ int main(int argc, char **argv) {
         loss += microbatch_grad(p, step, mb, L, gm);
         schedc_accumulate(acc, mb, gm);
       }
-      st = schedc_accum_allreduce(acc, g, comm, NULL);
+      st = schedc_accum_allreduce_v2(acc, g, comm, NULL, &copts); /* copts.wire: each leaf quantized */
     } else if (canonical) {
       schedc_accum_reset(acc);
       for (int k = 0; k < m; k++) { /* micro-batches in reverse: arrival order must not matter */
@@ -248,6 +277,9 @@ int main(int argc, char **argv) {
       for (int i = 0; i < NPARAM; i++) { uint32_t u; memcpy(&u, &g[i], 4); u += 0x7fff + ((u >> 16) & 1); gb[i] = (uint16_t)(u >> 16); }
       st = schedc_allreduce(gb, gb, NPARAM, SCHEDC_BF16, SCHEDC_SUM, comm, NULL);
       for (int i = 0; i < NPARAM; i++) { uint32_t u = (uint32_t)gb[i] << 16; memcpy(&g[i], &u, 4); }
+    } else if (copts.wire || copts.topk > 0) { /* compressed: a copy in, the residual kept apart from both */
+      memcpy(gm, g, sizeof g);
+      st = schedc_allreduce_v2(gm, g, NPARAM, SCHEDC_F32, SCHEDC_SUM, comm, plan, &copts);
     } else {
       st = schedc_allreduce(g, g, NPARAM, SCHEDC_F32, SCHEDC_SUM, comm, plan);
     }

@@ -72,7 +72,8 @@ static schedc_status with_opts(schedc_comm *c, int coll, const void *send, void 
   if (st != SCHEDC_OK) return st;
   if (!o.wire && o.topk == 0.0) return sc_coll_verified(c, coll, send, recv, count, dtype, op, root, plan, NULL);
   if (op != SCHEDC_SUM && op != SCHEDC_AVG) /* exact mode's ops are a wire of their own (64-bit integers) */
-    return sc_err(SCHEDC_EINVAL, "%s: %s takes op sum or avg, not %s", cn, o.wire ? sc_wire_name(o.wire) : "topk",
+    return sc_err(SCHEDC_EINVAL, "%s: %s%s takes op sum or avg, not %s", cn, o.wire ? "wire " : "topk",
+                  o.wire ? sc_wire_name(o.wire) : "",
                   schedc_op_name(op) ? schedc_op_name(op) : "a custom operator");
   if (o.topk > 0.0) {
     if (coll != SCHEDC_ALLREDUCE) return sc_err(SCHEDC_EINVAL, "%s: opts->topk is for allreduce only", cn);
