@@ -20,9 +20,10 @@ from .errors import _check
 from .names import _parse_op
 from ._backend import _MPI_LAUNCHER_VARS, Options, ProcessGroupSchedc, _host_id, register, set_exact, set_order
 from ._lib import lib
+from .compress import QuantizedState, TopKState, quantized_hook, topk_hook
 
 __all__ = ["init_comm", "HookState", "allreduce_hook", "CanonicalGrads", "ProcessGroupSchedc", "Options",
-           "set_order", "set_exact"]
+           "set_order", "set_exact", "QuantizedState", "quantized_hook", "TopKState", "topk_hook"]
 
 register()  # dist.init_process_group("schedc")
 
