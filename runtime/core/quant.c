@@ -58,14 +58,39 @@ static double mag_value(schedc_dtype dt, uint32_t a) {
   return dt == SCHEDC_F16 ? sc_f16_to_f32((uint16_t)a) : sc_bf16_to_f32((uint16_t)a);
 }
 
+/* The largest magnitude's bits over a prefix of whole vectors (NaN > Inf > finite: the bits order
+ * them), into *amax; returns the elements done. */
+__attribute__((target("avx2"))) static size_t amax_avx2(schedc_dtype dt, const void *x, size_t n, uint32_t *amax) {
+  size_t i = 0;
+  uint32_t l[8], m = 0;
+  if (dt == SCHEDC_F32) {
+    const __m256i mag = _mm256_set1_epi32(0x7fffffff);
+    __m256i v = _mm256_setzero_si256();
+    for (; i + 8 <= n; i += 8)
+      v = _mm256_max_epu32(v, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)((const uint32_t *)x + i)), mag));
+    _mm256_storeu_si256((__m256i *)(void *)l, v);
+  } else {
+    const __m256i mag = _mm256_set1_epi16(0x7fff);
+    __m256i v = _mm256_setzero_si256();
+    for (; i + 16 <= n; i += 16)
+      v = _mm256_max_epu16(v, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)x + i)), mag));
+    v = _mm256_max_epu32(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), _mm256_srli_epi32(v, 16));
+    _mm256_storeu_si256((__m256i *)(void *)l, v);
+  }
+  for (int k = 0; k < 8; k++) m = l[k] > m ? l[k] : m;
+  *amax = m;
+  return i;
+}
+
 void sc_quant_stats(schedc_dtype dt, const void *x, size_t n, int mbits, int rank, int64_t w[SC_EXACT_WORDS]) {
   uint32_t amax = 0, inf = inf_bits(dt);
+  size_t i0 = sc_cpu_avx2() ? amax_avx2(dt, x, n, &amax) : 0;
   if (dt == SCHEDC_F32) {
     const uint32_t *p = x;
-    for (size_t i = 0; i < n; i++) { uint32_t a = p[i] & 0x7fffffffu; amax = a > amax ? a : amax; }
+    for (size_t i = i0; i < n; i++) { uint32_t a = p[i] & 0x7fffffffu; amax = a > amax ? a : amax; }
   } else {
     const uint16_t *p = x;
-    for (size_t i = 0; i < n; i++) { uint32_t a = p[i] & 0x7fffu; amax = a > amax ? a : amax; }
+    for (size_t i = i0; i < n; i++) { uint32_t a = p[i] & 0x7fffu; amax = a > amax ? a : amax; }
   }
   w[0] = SC_EXACT_NONE;
   w[1] = w[2] = w[3] = 0;
@@ -245,10 +270,18 @@ static int64_t widen(int t, int32_t *q, const void *src, size_t n) {
 
 /* sum: S * 2^g as f32 — one IEEE product of exact operands (S < 2^15), so rounded once, subnormals
  * included, when 2^g is a float (g >= -149); below, through double, exact, then rounded once. */
+__attribute__((target("avx2"))) static size_t sums_f32_avx2(float *y, const int32_t *q, size_t n, float s) {
+  const __m256 sv = _mm256_set1_ps(s);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) /* the int32 to float conversion is exact (|S| < 2^15): one rounding, the product's */
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(const void *)(q + i))), sv));
+  return i;
+}
 static void sums_f32(float *y, const int32_t *q, size_t n, int g) {
   if (g >= -149) {
     float s = ldexpf(1.0f, g);
-    for (size_t i = 0; i < n; i++) y[i] = (float)q[i] * s;
+    size_t i = sc_cpu_avx2() ? sums_f32_avx2(y, q, n, s) : 0;
+    for (; i < n; i++) y[i] = (float)q[i] * s;
   } else {
     double s = ldexp(1.0, g);
     for (size_t i = 0; i < n; i++) y[i] = (float)((double)q[i] * s);
@@ -258,9 +291,19 @@ static void sums_f32(float *y, const int32_t *q, size_t n, int g) {
  * the quotient is a rational with denominator nterms <= 2^14, so unless it is a float's midpoint
  * (then double holds it exactly) it lies at least 2^-39 of itself away from every midpoint, far
  * beyond double's error of 2^-53 (docs/compression.md). */
+__attribute__((target("avx2"))) static size_t avgs_f32_avx2(float *y, const int32_t *q, size_t n, double s, double d) {
+  const __m256d sv = _mm256_set1_pd(s), dv = _mm256_set1_pd(d);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) { /* the same IEEE double operations, four lanes */
+    __m256d v = _mm256_mul_pd(_mm256_div_pd(_mm256_cvtepi32_pd(_mm_loadu_si128((const __m128i *)(const void *)(q + i))), dv), sv);
+    _mm_storeu_ps(y + i, _mm256_cvtpd_ps(v));
+  }
+  return i;
+}
 static void avgs_f32(float *y, const int32_t *q, size_t n, int g, int nterms) {
   double s = ldexp(1.0, g), d = nterms;
-  for (size_t i = 0; i < n; i++) y[i] = (float)((double)q[i] / d * s);
+  size_t i = sc_cpu_avx2() ? avgs_f32_avx2(y, q, n, s, d) : 0;
+  for (; i < n; i++) y[i] = (float)((double)q[i] / d * s);
 }
 /* avg for f16/bf16: the quotient as avgs_f32 takes it (on the same side of every float and every
  * midpoint as the exact one, or equal to it), rounded to f32 to odd — toward zero, the last bit set
@@ -319,9 +362,33 @@ __attribute__((target("avx2"))) static void add16_avx2(int16_t *d, const int16_t
   ADD_LOOP(int16_t, uint16_t)
 }
 
+/* The common step, one source, 32 bytes at a time (the vectoriser does not take ADD_LOOP's inner
+ * loop over the sources); the rest through ADD_LOOP. Returns the bytes done. */
+__attribute__((target("avx2"))) static size_t add1_avx2(int t, char *d, const char *a, const char *s, size_t bytes) {
+  size_t i = 0;
+  for (; i + 32 <= bytes; i += 32) {
+    __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(a + i));
+    __m256i y = _mm256_loadu_si256((const __m256i *)(const void *)(s + i));
+    _mm256_storeu_si256((__m256i *)(void *)(d + i), t == SC_DT_Q8 ? _mm256_add_epi8(x, y) : _mm256_add_epi16(x, y));
+  }
+  return i;
+}
+
 void sc_quant_chain(int t, void *dst, const void *a, const void *const *s, int n, size_t len) {
-  if (t == SC_DT_Q8) (sc_cpu_avx2() ? add8_avx2 : add8)(dst, a, s, n, len);
-  else (sc_cpu_avx2() ? add16_avx2 : add16)(dst, a, s, n, len);
+  size_t w = sc_dtype_size(t), done = 0;
+  if (n == 1 && sc_cpu_avx2()) done = add1_avx2(t, dst, a, s[0], len * w) / w;
+  const void *rest[64]; /* the sources past what the vector loop did (a chain has at most nranks) */
+  int k = n < 64 ? n : 64;
+  for (int j = 0; j < k; j++) rest[j] = (const char *)s[j] + done * w;
+  if (n > 64) { /* not met (a cell has fewer writers than ranks in one step), but correct */
+    if (t == SC_DT_Q8) add8(dst, a, s, n, len);
+    else add16(dst, a, s, n, len);
+    return;
+  }
+  char *d = (char *)dst + done * w;
+  const char *a0 = (const char *)a + done * w;
+  if (t == SC_DT_Q8) (sc_cpu_avx2() ? add8_avx2 : add8)((int8_t *)d, (const int8_t *)a0, rest, k, len - done);
+  else (sc_cpu_avx2() ? add16_avx2 : add16)((int16_t *)(void *)d, (const int16_t *)(const void *)a0, rest, k, len - done);
 }
 
 /* ---- error feedback ---- */
