@@ -25,11 +25,16 @@ COLORS = ["#000000", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#ff7f0e"]
 
 
 def run(cmd, env=None):
-    t = time.time()
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
-    if p.returncode:
-        sys.exit("compress_accuracy: %s failed:\n%s%s" % (" ".join(cmd), p.stdout[-2000:], p.stderr[-2000:]))
-    return p.stdout, time.time() - t
+    """stdout and seconds of cmd; a failed run is said and run once more (a torch 1.13 gloo job on a
+    loaded machine has been seen to end with a rank that never exited)."""
+    for attempt in (1, 2):
+        t = time.time()
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
+        if not p.returncode:
+            return p.stdout, time.time() - t
+        print("compress_accuracy: %s failed (exit %d, attempt %d):\n%s\n%s" % (" ".join(cmd), p.returncode, attempt,
+                                                                              p.stdout[-800:], p.stderr[-2000:]), file=sys.stderr)
+    sys.exit(1)
 
 
 def curve(out, pat):

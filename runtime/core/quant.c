@@ -82,6 +82,23 @@ __attribute__((target("avx2"))) static size_t amax_avx2(schedc_dtype dt, const v
   return i;
 }
 
+void sc_quant_words(schedc_dtype dt, uint32_t amax, uint64_t bad, int kind, int mbits, int rank,
+                    int64_t w[SC_EXACT_WORDS]) {
+  w[0] = SC_EXACT_NONE;
+  w[1] = w[2] = w[3] = 0;
+  if (kind) {
+    uint64_t e = bad < ((uint64_t)1 << 40) - 1 ? bad : ((uint64_t)1 << 40) - 2;
+    w[1] = (int64_t)(((uint64_t)(rank + 1) << 42) | ((uint64_t)kind << 40) | (((uint64_t)1 << 40) - 1 - e));
+    return;
+  }
+  if (!amax) return;
+  double A = mag_value(dt, amax);
+  int E = ilogb(A); /* floor(log2 A), subnormals included */
+  /* round(A / 2^(E + 1 - m)) reaches 2^m when A >= (2^m - 1/2) 2^(E + 1 - m) (the tie rounds to the
+   * even 2^m); then this rank needs the next grid up. Both sides exact in double. */
+  w[0] = E + (A >= ldexp(1.0, E + 1) - ldexp(1.0, E - mbits));
+}
+
 void sc_quant_stats(schedc_dtype dt, const void *x, size_t n, int mbits, int rank, int64_t w[SC_EXACT_WORDS]) {
   uint32_t amax = 0, inf = inf_bits(dt);
   size_t i0 = sc_cpu_avx2() ? amax_avx2(dt, x, n, &amax) : 0;
@@ -92,23 +109,15 @@ void sc_quant_stats(schedc_dtype dt, const void *x, size_t n, int mbits, int ran
     const uint16_t *p = x;
     for (size_t i = i0; i < n; i++) { uint32_t a = p[i] & 0x7fffu; amax = a > amax ? a : amax; }
   }
-  w[0] = SC_EXACT_NONE;
-  w[1] = w[2] = w[3] = 0;
-  if (amax >= inf) { /* the first NaN or infinity, for the message (rare: the call fails) */
+  if (amax >= inf) /* the first NaN or infinity, for the message (rare: the call fails) */
     for (size_t i = 0; i < n; i++) {
       uint32_t a = dt == SCHEDC_F32 ? ((const uint32_t *)x)[i] & 0x7fffffffu : ((const uint16_t *)x)[i] & 0x7fffu;
-      if (a < inf) continue;
-      uint64_t e = i < ((uint64_t)1 << 40) - 1 ? i : ((uint64_t)1 << 40) - 2;
-      w[1] = (int64_t)(((uint64_t)(rank + 1) << 42) | ((uint64_t)(a > inf ? 2 : 1) << 40) | (((uint64_t)1 << 40) - 1 - e));
-      return;
+      if (a >= inf) {
+        sc_quant_words(dt, amax, i, a > inf ? 2 : 1, mbits, rank, w);
+        return;
+      }
     }
-  }
-  if (!amax) return;
-  double A = mag_value(dt, amax);
-  int E = ilogb(A); /* floor(log2 A), subnormals included */
-  /* round(A / 2^(E + 1 - m)) reaches 2^m when A >= (2^m - 1/2) 2^(E + 1 - m) (the tie rounds to the
-   * even 2^m); then this rank needs the next grid up. Both sides exact in double. */
-  w[0] = E + (A >= ldexp(1.0, E + 1) - ldexp(1.0, E - mbits));
+  sc_quant_words(dt, amax, 0, 0, mbits, rank, w);
 }
 
 schedc_status sc_quant_grid(sc_exact *ex, const int64_t w[SC_EXACT_WORDS], int nterms, const char *cn) {

@@ -29,6 +29,11 @@ schedc_status sc_quant_check(const char *cn, int coll, schedc_op op, schedc_dtyp
  * zero); w[1] where the first NaN or infinity is ((rank + 1) << 42 | kind << 40 | (2^40 - 1 -
  * element)): the max names the highest such rank and its first element; w[2], w[3] zero. */
 void sc_quant_stats(schedc_dtype dt, const void *x, size_t n, int mbits, int rank, int64_t w[SC_EXACT_WORDS]);
+/* The same words from what a pass over the input found (the cuda backend's schedc_qstats): the
+ * largest magnitude's bits amax, and, when kind is 1 (an infinity) or 2 (NaN), the first such
+ * element's index `bad`. */
+void sc_quant_words(schedc_dtype dt, uint32_t amax, uint64_t bad, int kind, int mbits, int rank,
+                    int64_t w[SC_EXACT_WORDS]);
 /* The grid from the exchanged words for nterms summands: g = w[0] + 1 - mbits, so that every
  * rank's |q| <= 2^mbits - 1. SCHEDC_EINVAL (nothing moved yet) when some input is not finite or
  * the bits are too few; cn and the wire for the message. */
