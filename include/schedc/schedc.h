@@ -575,7 +575,8 @@ typedef struct schedc_call_opts {
  * SCHEDC_EINVAL for an option the call cannot take (errmsg names it: a wire or top-k with another
  * op or dtype, NaN/Inf in an input, too many ranks for the bits, topk out of (0, 1], a residual
  * without wire or top-k, or overlapping a buffer), SCHEDC_EUNAVAIL for a wire format the
- * communicator's backend has not, SCHEDC_EMISMATCH when ranks pass different options. */
+ * communicator's backend has not, SCHEDC_EMISMATCH when ranks pass different options. Wires run on
+ * every backend (cuda: device buffers, stream-ordered); top-k and residuals need host memory. */
 SCHEDC_API schedc_status schedc_allreduce_v2(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype,
                                              schedc_op op, schedc_comm *comm, const schedc_plan *plan,
                                              const schedc_call_opts *opts);

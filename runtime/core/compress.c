@@ -75,6 +75,9 @@ static schedc_status with_opts(schedc_comm *c, int coll, const void *send, void 
     return sc_err(SCHEDC_EINVAL, "%s: %s%s takes op sum or avg, not %s", cn, o.wire ? "wire " : "topk",
                   o.wire ? sc_wire_name(o.wire) : "",
                   schedc_op_name(op) ? schedc_op_name(op) : "a custom operator");
+  if ((o.topk > 0.0 || o.residual) && c && (c->be->caps & SC_CAP_EXACT_DEVICE)) /* device buffers (cuda) */
+    return sc_err(SCHEDC_EUNAVAIL, "%s: opts->%s works on host memory; the %s backend's buffers are device memory "
+                  "(its wires take no residual)", cn, o.topk > 0.0 ? "topk" : "residual", c->be->name);
   if (o.topk > 0.0) {
     if (coll != SCHEDC_ALLREDUCE) return sc_err(SCHEDC_EINVAL, "%s: opts->topk is for allreduce only", cn);
     return sc_topk_allreduce(c, send, recv, count, dtype, op, plan, o.topk, o.residual);

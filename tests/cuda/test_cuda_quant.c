@@ -247,6 +247,17 @@ static void refusals(void) {
   CHECK(j[2].st == SCHEDC_EMISMATCH);
   CHECK_CONTAINS(j[2].err, "wire format");
   for (int r = 0; r < N; r++) { schedc_comm_free(cc[r]); free(j[r].out); }
+  /* top-k and error feedback read and write host memory: refused on device buffers */
+  CHECK(schedc_comm_init_cuda(1, NULL, SCHEDC_CUDA_VIRTUAL, &co, cc) == SCHEDC_OK);
+  float x[4] = {1, 2, 3, 4}, e[4] = {0};
+  schedc_call_opts o = SCHEDC_CALL_OPTS_INIT;
+  o.topk = 0.5;
+  CHECK(schedc_allreduce_v2(x, x, 4, SCHEDC_F32, SCHEDC_SUM, cc[0], NULL, &o) == SCHEDC_EUNAVAIL);
+  CHECK_CONTAINS(schedc_errmsg(), "opts->topk works on host memory");
+  o.topk = 0, o.wire = 8, o.residual = e;
+  CHECK(schedc_allreduce_v2(x, x, 4, SCHEDC_F32, SCHEDC_SUM, cc[0], NULL, &o) == SCHEDC_EUNAVAIL);
+  CHECK_CONTAINS(schedc_errmsg(), "opts->residual works on host memory");
+  schedc_comm_free(cc[0]);
 }
 
 /* NVRTC (no GPU needed): the wires' sources compile, integers end to end. */
