@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-# compress_accuracy.py — compression's accuracy on real training (issue 37, docs/compression.md):
+# accuracy.py — compression's accuracy on real training (issue 37, docs/compression.md):
 # examples/train_mlp (C, 4 ranks) and examples/torch_ddp.py (DDP, 4 processes over gloo) trained to
 # the same number of steps uncompressed (f32), exactly (exact mode), and compressed with error
-# feedback (q16, q8, top-1%; torch: PowerSGD rank 4 too). Writes bench/results/compress_accuracy.tsv
-# (final loss per configuration and its relative difference from f32's), compress_curves.tsv (every
-# loss printed) and the curves as bench/plots/compress_train_mlp.svg and compress_torch.svg.
-# Usage: bench/compress_accuracy.py [BUILD_DIR] [--steps S] [--ranks N]   (PYTHON for the torch example)
+# feedback (q16, q8, top-1%; torch: PowerSGD rank 4 too). Writes bench/compress/accuracy.tsv (final
+# loss per configuration and its relative difference from f32's), curves.tsv (every loss printed) and
+# the curves as bench/compress/curves_train_mlp.svg and curves_torch.svg.
+# Usage: bench/compress/accuracy.py [BUILD_DIR] [--steps S] [--ranks N]   (PYTHON for the torch example)
 import argparse
 import os
 import re
@@ -13,7 +13,8 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.path.join(ROOT, "bench", "compress")
 
 C_CONFIGS = [("f32", []), ("exact", ["--order", "exact"]), ("q16+EF", ["--wire", "q16", "--feedback"]),
              ("q8+EF", ["--wire", "q8", "--feedback"]), ("top1%+EF", ["--topk", "0.01", "--feedback"])]
@@ -98,30 +99,29 @@ def main():
                         "--microbatches", str(a.ranks), "--steps", str(a.steps)] + args, env)
         curves["torch_ddp"].append((name, [(s + 1, v) for s, v in curve(out, r"step (\d+) loss ([0-9.eE+-]+)")]))
         rows.append(("torch_ddp", name, " ".join(args), curves["torch_ddp"][-1][1][-1][1], sec))
-    res = os.path.join(ROOT, "bench", "results")
+    res = OUT
     load = open("/proc/loadavg").read().split()[:3]
     head = ["# date: %s" % time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "# command: bench/compress_accuracy.py %s --steps %d --ranks %d (torch: %s)" % (a.build, a.steps, a.ranks, py),
+            "# command: bench/compress/accuracy.py %s --steps %d --ranks %d (torch: %s)" % (a.build, a.steps, a.ranks, py),
             "# load average after: %s" % " ".join(load)]
-    with open(os.path.join(res, "compress_accuracy.tsv"), "w") as f:
-        f.write("# compress_accuracy.tsv — final loss after the same steps, against f32's (bench/compress_accuracy.py)\n")
+    with open(os.path.join(res, "accuracy.tsv"), "w") as f:
+        f.write("# accuracy.tsv — final loss after the same steps, against f32's (bench/compress/accuracy.py)\n")
         f.write("\n".join(head) + "\n# columns: trainer config final_loss rel_to_f32 seconds args\n")
         base = {t: v for t, n, _, v, _ in rows if n == "f32"}
         for t, n, args, v, sec in rows:
             f.write("%s\t%s\t%.7g\t%+.4f%%\t%.0f\t%s\n" % (t, n, v, (v / base[t] - 1) * 100, sec, args))
-    with open(os.path.join(res, "compress_curves.tsv"), "w") as f:
-        f.write("# compress_curves.tsv — every loss the trainers printed (bench/compress_accuracy.py)\n")
+    with open(os.path.join(res, "curves.tsv"), "w") as f:
+        f.write("# curves.tsv — every loss the trainers printed (bench/compress/accuracy.py)\n")
         f.write("\n".join(head) + "\n# columns: trainer config step loss\n")
         for t, cs in curves.items():
             for n, c in cs:
                 for s, v in c:
                     f.write("%s\t%s\t%d\t%.7g\n" % (t, n, s, v))
-    plots = os.path.join(ROOT, "bench", "plots")
     svg("examples/train_mlp, %d ranks: training loss" % a.ranks, curves["train_mlp"],
-        os.path.join(plots, "compress_train_mlp.svg"))
+        os.path.join(OUT, "curves_train_mlp.svg"))
     svg("examples/torch_ddp.py, %d processes (gloo): loss on held-out rows" % a.ranks, curves["torch_ddp"],
-        os.path.join(plots, "compress_torch.svg"))
-    print(open(os.path.join(res, "compress_accuracy.tsv")).read())
+        os.path.join(OUT, "curves_torch.svg"))
+    print(open(os.path.join(res, "accuracy.tsv")).read())
 
 
 if __name__ == "__main__":

@@ -1,31 +1,32 @@
 #!/usr/bin/env bash
-# compress.sh [BUILD_DIR] — compression's speed on shm (issue 37, docs/compression.md), side by side
+# speed.sh [BUILD_DIR] — compression's speed on shm (issue 37, docs/compression.md), side by side
 # in one run: `schedc bench --backend shm`, allreduce of f32 data, the same element counts for every
 # configuration (1K, 16K, 256K, 4M and 16M elements: 4 KiB to 64 MiB of f32), 2 ranks (RANKS to
 # change), ROUNDS rounds (default 3) with the five configurations interleaved in each: f32 (the
 # plain sum), exact (64-bit integers), q16, q8 (16- and 8-bit integers on the grid), top1 (top-k
-# 1%). Writes, with the date, the machine and its load, bench/results/compress.tsv: per rank count
+# 1%). Writes, with the date, the machine and its load, bench/compress/speed_shm.tsv: per rank count
 # and element count the bytes each rank's plan moves per element, f32's median p50 per call, and
 # each configuration's median p50 over f32's in the same round with the lowest and highest ratio;
-# compress_raw.tsv every round's rows. A machine shared with other work makes the ratios noisy: the
+# speed_shm_raw.tsv every round's rows (bench/compress/, not bench/results/: report.sh's current figures
+# take quiet runs only; these go to the journal). A machine shared with other work makes the ratios noisy: the
 # load average is recorded before and after.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 B=${1:-build}
 S=$B/schedc
 ROUNDS=${ROUNDS:-3}
 RANKS=${RANKS:-2}
 ELEMS=(1024 16384 262144 4194304 16777216)
-res=bench/results
+res=bench/compress
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 sizes=""; for e in "${ELEMS[@]}"; do sizes="$sizes${sizes:+,}$((e * 4))"; done
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 {
-  echo "# compress.tsv — compressed allreduce (q8, q16, top-k 1%) and exact mode against the f32 sum (bench/compress.sh)"
+  echo "# speed_shm.tsv — compressed allreduce (q8, q16, top-k 1%) and exact mode against the f32 sum (bench/compress/speed.sh)"
   echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "# machine: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo); $("$S" info | sed -n 's/^  vector path: //p')"
-  echo "# command: bench/compress.sh (ROUNDS=$ROUNDS RANKS=$RANKS), schedc $("$S" --version | sed 's/^schedc //'), backend shm, f32 data"
+  echo "# command: bench/compress/speed.sh (ROUNDS=$ROUNDS RANKS=$RANKS), schedc $("$S" --version | sed 's/^schedc //'), backend shm, f32 data"
 } >"$tmp/head"
 for n in $RANKS; do
   for r in $(seq "$ROUNDS"); do
@@ -62,6 +63,6 @@ echo "# load average (1, 5, 15 min): $load0 before, $(cut -d' ' -f1-3 /proc/load
           bpe = cs[c] == "top1" ? (n - 1) * 8 * 0.01 : w[c] * 2 * (n - 1) / n
           if (m) printf "%s %s %s %.3f %.1f %.3f %.3f %.3f %.3f %d\n", n, a[2], cs[c], bpe, fm, med(v, m), lo, hi, med(u, m), m } } }' "$tmp/rows" |
     sort -k1,1n -k2,2n
-} >"$res/compress.tsv"
-{ cat "$tmp/head"; echo "# columns: ranks config round elements size_bytes time_us p50_us p99_us max_us"; cat "$tmp/rows"; } >"$res/compress_raw.tsv"
-cat "$res/compress.tsv"
+} >"$res/speed_shm.tsv"
+{ cat "$tmp/head"; echo "# columns: ranks config round elements size_bytes time_us p50_us p99_us max_us"; cat "$tmp/rows"; } >"$res/speed_shm_raw.tsv"
+cat "$res/speed_shm.tsv"
