@@ -192,3 +192,19 @@ int cli_opt_define(const cli_args *a, const char *v, const char **defines, int *
   defines[(*n)++] = v;
   return 0;
 }
+
+int cli_opt_wire(const cli_args *a, const char *v, int *wire) {
+  schedc_wire w;
+  if (schedc_wire_parse(v, &w) == SCHEDC_OK) { *wire = (int)w; return 0; }
+  cli_usage_error(a, "%s '%s' (choose q8 or q16, or default)", a->opt, v);
+  return -1;
+}
+
+int cli_opt_topk(const cli_args *a, const char *v, double *frac) {
+  char *end = NULL;
+  double f = v && *v ? strtod(v, &end) : 0;
+  if (end && *end == '%' && end[1] == 0) f /= 100, end++;
+  if (end && *end == 0 && f > 0 && f <= 1) { *frac = f; return 0; }
+  cli_usage_error(a, "%s '%s' is not a fraction of the elements in (0, 1] (0.01, or 1%%)", a->opt, v);
+  return -1;
+}

@@ -36,6 +36,20 @@ static schedc_status call(schedc_collective c, const void *s, void *r, size_t co
   }
 }
 
+/* call() with the compression options (docs/compression.md): the _v2 collectives. */
+static schedc_status bcall(const benchopts *o, schedc_collective c, const void *s, void *r, size_t count,
+                           schedc_comm *comm, const schedc_plan *plan) {
+  if (!o->wire && !(o->topk > 0)) return call(c, s, r, count, o->dtype, o->op, comm, plan);
+  schedc_call_opts co = SCHEDC_CALL_OPTS_INIT;
+  co.wire = o->wire;
+  co.topk = o->topk;
+  switch (c) {
+  case SCHEDC_REDUCE_SCATTER: return schedc_reduce_scatter_v2(s, r, count, o->dtype, o->op, comm, plan, &co);
+  case SCHEDC_REDUCE: return schedc_reduce_v2(s, r, count, o->dtype, o->op, 0, comm, plan, &co);
+  default: return schedc_allreduce_v2(s, r, count, o->dtype, o->op, comm, plan, &co); /* others refused in cli_bench */
+  }
+}
+
 /* Elements per call argument for a whole-buffer size S (reduce_scatter/allgather: per rank). */
 static size_t call_count(schedc_collective c, size_t S, size_t esz, int n) {
   size_t k = S / esz;
@@ -97,7 +111,7 @@ static void bench_rank(const benchopts *o, const schedc_plan *plan, schedc_colle
     int warm = o->warmup > 0 ? o->warmup : !o->iters; /* automatic count, no warm-up: one probe call */
     double tw = now_s();
     for (int w = 0; w < warm; w++)
-      if ((res->status = call(coll, send, recv, count, o->dtype, o->op, comm, plan))) goto fail;
+      if ((res->status = bcall(o, coll, send, recv, count, comm, plan))) goto fail;
     int iters = o->iters;
     if (!iters) {
       int64_t mine = cli_bench_auto_iters(warm ? (now_s() - tw) / warm * 1e6 : 1), all = 0;
@@ -108,7 +122,7 @@ static void bench_rank(const benchopts *o, const schedc_plan *plan, schedc_colle
     if (!lat) { res->status = SCHEDC_ENOMEM; snprintf(res->err, sizeof res->err, "out of memory (%d call times)", iters); goto out; }
     double t0 = now_s(), prev = t0;
     for (int it = 0; it < iters; it++) {
-      if ((res->status = call(coll, send, recv, count, o->dtype, o->op, comm, plan))) { free(lat); goto fail; }
+      if ((res->status = bcall(o, coll, send, recv, count, comm, plan))) { free(lat); goto fail; }
       double t = now_s();
       lat[it] = (float)((t - prev) * 1e6);
       prev = t;
@@ -189,6 +203,11 @@ static void print_table(const benchopts *o, schedc_collective coll, int n, const
   printf("# schedc bench: %s, %s, backend %s, %d ranks, %s %s, %s after %d warm-up\n", name,
          schedc_collective_name(coll), backend, n, schedc_dtype_name(o->dtype), schedc_op_name(o->op), its,
          o->warmup);
+  if (o->wire || o->topk > 0)
+    printf("# compressed: %s%s%s; size, algbw and busbw count the %s data as given\n", o->wire ? "wire " : "top-k ",
+           o->wire ? schedc_wire_name((schedc_wire)o->wire) : "", o->wire ? " (the plan moves 1 or 2 bytes per element)" : "",
+           schedc_dtype_name(o->dtype));
+  if (o->topk > 0) printf("# top-k: each rank sends a fraction %g of the elements (index and value, 8 bytes each)\n", o->topk);
   printf("# buffers: %s, %s\n", o->plain ? "malloc (--plain: copied into the shared arena and out)"
                                           : "schedc_mem_alloc (shared: no copy into the arena or out)",
          o->inplace ? "in place (--inplace)" : "out of place");
@@ -240,7 +259,7 @@ int cli_bench(int argc, char **argv) {
   int rc = EXIT_USAGE;
   if (!o.defines) return EXIT_REJECTED;
   enum { O_RANKS = 256, O_NODES, O_TUNING, O_COLLECTIVE, O_BACKEND, O_PLAIN, O_INPLACE, O_ITERS, O_WARMUP, O_DTYPE,
-         O_OP, O_MIN, O_MAX, O_FACTOR, O_SIZES, O_EXACT };
+         O_OP, O_MIN, O_MAX, O_FACTOR, O_SIZES, O_EXACT, O_WIRE, O_TOPK };
   static const struct option longopts[] = {
     {"help", no_argument, NULL, 'h'},              {"ranks", required_argument, NULL, O_RANKS},
     {"nodes", required_argument, NULL, O_NODES},   {"tuning", required_argument, NULL, O_TUNING},
@@ -250,7 +269,8 @@ int cli_bench(int argc, char **argv) {
     {"dtype", required_argument, NULL, O_DTYPE},   {"op", required_argument, NULL, O_OP},
     {"min", required_argument, NULL, O_MIN},       {"max", required_argument, NULL, O_MAX},
     {"factor", required_argument, NULL, O_FACTOR}, {"sizes", required_argument, NULL, O_SIZES},
-    {"exact", no_argument, NULL, O_EXACT},
+    {"exact", no_argument, NULL, O_EXACT},         {"wire", required_argument, NULL, O_WIRE},
+    {"topk", required_argument, NULL, O_TOPK},
     {NULL, 0, NULL, 0},
   };
   cli_args a = {.cmd = "bench", .argc = argc, .argv = argv, .shortopts = "hD:", .longopts = longopts};
@@ -262,7 +282,8 @@ int cli_bench(int argc, char **argv) {
     case 'h':
       printf("usage: schedc bench [FILE|PLAN] --ranks N [--backend threads|shm|mpi|net] [--sizes 8,4K,1M,64M |\n"
              "                    --min S --max S --factor F] [--dtype T] [--op OP] [--iters I] [--warmup W] [-D k=v]\n"
-             "                    [--nodes M] [--tuning TABLE] [--collective C] [--plain] [--inplace] [--exact]\n\n"
+             "                    [--nodes M] [--tuning TABLE] [--collective C] [--plain] [--inplace]\n"
+             "                    [--exact | --wire q8|q16 | --topk F]\n\n"
              "Prints '#' header lines, then per size: size (bytes of the whole buffer), count, type, op, time_us\n"
              "(mean of I back-to-back calls after W warm-up calls, slowest rank), algbw and busbw in GB/s\n"
              "(nccl-tests conventions), then p50_us, p99_us and max_us per call and iters. Without --iters:\n"
@@ -272,7 +293,9 @@ int cli_bench(int argc, char **argv) {
              "Buffers come from schedc_mem_alloc (memory every rank maps: no copy into the shared arena\n"
              "and out); --plain: malloc'd buffers, as most callers have. --inplace: send == recv.\n"
              "--exact: --op sum or avg in exact mode (sum_exact, avg_exact: f32, f16, bf16 summed as 64-bit\n"
-             "integers on a shared grid; docs/determinism.md). With mpi, start under mpirun; with net, each\n"
+             "integers on a shared grid; docs/determinism.md). --wire q8|q16: --op sum or avg as 8- or 16-bit\n"
+             "integers on a shared grid; --topk F: allreduce sending the fraction F of each rank's largest\n"
+             "elements, summed exactly (docs/compression.md). With mpi, start under mpirun; with net, each\n"
              "rank under torchrun --no-python, srun or schedc launch (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).\n");
       rc = EXIT_OK;
       goto done;
@@ -302,6 +325,8 @@ int cli_bench(int argc, char **argv) {
       break;
     case O_SIZES: bad = cli_opt_sizes(&a, v, o.sizes, MAXSIZES, &o.nsizes); break;
     case O_EXACT: exact = 1; break;
+    case O_WIRE: bad = cli_opt_wire(&a, v, &o.wire); break;
+    case O_TOPK: bad = cli_opt_topk(&a, v, &o.topk); break;
     case 'D': bad = cli_opt_define(&a, v, o.defines, &o.ndefines); break;
     case CLI_ARG:
       if ((bad = o.file != NULL)) cli_usage_error(&a, "unexpected '%s' (one FILE only)", v);
@@ -312,6 +337,10 @@ int cli_bench(int argc, char **argv) {
     if (bad) goto done;
   }
   if (exact && cli_exact_op(&o.op, "bench")) goto done;
+  if ((exact && (o.wire || o.topk > 0)) || (o.wire && o.topk > 0)) {
+    fprintf(stderr, "schedc bench: --exact, --wire and --topk exclude each other\n");
+    goto done;
+  }
   if (mn || mx) {
     if (!mn) mn = 8;
     if (!mx) mx = mn;
@@ -347,6 +376,13 @@ int cli_bench(int argc, char **argv) {
   if (plan) {
     schedc_plan_get_info(plan, &in);
     coll = in.collective;
+  }
+  if ((o.wire && (coll == SCHEDC_ALLGATHER || coll == SCHEDC_BROADCAST)) || (o.topk > 0 && coll != SCHEDC_ALLREDUCE)) {
+    fprintf(stderr, "schedc bench: %s takes %s, not %s\n", o.wire ? "--wire" : "--topk",
+            o.wire ? "allreduce, reduce_scatter or reduce" : "allreduce", schedc_collective_name(coll));
+    schedc_plan_free(plan);
+    schedc_comm_free(mcomm);
+    goto done;
   }
   int n = o.ranks;
   benchres *res = cli_bench_alloc(n);

@@ -23,6 +23,8 @@ typedef struct benchopts {
   int ndefines;
   int plain;                   /* 1: malloc'd buffers; 0: schedc_mem_alloc's (shared: no copy in or out) */
   int inplace;                 /* 1: send == recv */
+  int wire;                    /* --wire: SCHEDC_WIRE_* (docs/compression.md); 0: none */
+  double topk;                 /* --topk: the fraction each rank sends; 0: dense */
 } benchopts;
 
 typedef struct benchres {

@@ -62,6 +62,10 @@ int cli_opt_int(const cli_args *a, const char *v, int lo, int hi, const char *wh
 int cli_opt_seconds(const cli_args *a, const char *v, double hi, const char *what, double *out);
 /* --sizes: a comma-separated list of byte counts from 1 to 2^40 into sizes[cap], *n of them. */
 int cli_opt_sizes(const cli_args *a, const char *v, size_t *sizes, int cap, int *n);
+/* --wire q8|q16|default (schedc_wire_parse) and --topk F (a fraction in (0, 1], or a percentage
+ * "1%"): 0, or -1 after saying why. */
+int cli_opt_wire(const cli_args *a, const char *v, int *wire);
+int cli_opt_topk(const cli_args *a, const char *v, double *frac);
 /* -D key=value appended to defines[*n] (room for one per argument). 0, or -1 after saying why. */
 int cli_opt_define(const cli_args *a, const char *v, const char **defines, int *n);
 /* The parsers under those (and SCHEDC_TIMEOUT's reader, ranks.c). A count: digits with an

@@ -30,6 +30,8 @@ typedef struct runopts {
   long long slice;
   schedc_dtype dtype;
   schedc_op op;
+  int wire;                   /* --wire: SCHEDC_WIRE_* (docs/compression.md) */
+  double topk;                /* --topk: the fraction each rank sends; 0: dense */
   const char **defines;
   int ndefines;
 } runopts;
@@ -236,6 +238,18 @@ static void rank_results(runctx *x, int rank, const char *buf);
 static schedc_status rank_call(const runctx *x, schedc_comm *comm, int rank, const char *in, char *buf) {
   const runopts *o = x->o;
   size_t blk = x->K / (size_t)x->info.nranks, es = x->esz, K = x->K;
+  if (o->wire || o->topk > 0) { /* compressed (docs/compression.md): the calls with options */
+    schedc_call_opts co = SCHEDC_CALL_OPTS_INIT;
+    co.wire = o->wire;
+    co.topk = o->topk;
+    switch (x->info.collective) {
+    case SCHEDC_ALLREDUCE: return schedc_allreduce_v2(buf, buf, K, o->dtype, o->op, comm, x->plan, &co);
+    case SCHEDC_REDUCE_SCATTER:
+      return schedc_reduce_scatter_v2(in, buf + (size_t)rank * blk * es, blk, o->dtype, o->op, comm, x->plan, &co);
+    case SCHEDC_REDUCE: return schedc_reduce_v2(buf, buf, K, o->dtype, o->op, x->info.root, comm, x->plan, &co);
+    default: break; /* allgather, broadcast: refused before any rank starts */
+    }
+  }
   switch (x->info.collective) {
   case SCHEDC_ALLREDUCE: return schedc_allreduce(buf, buf, K, o->dtype, o->op, comm, x->plan);
   case SCHEDC_REDUCE_SCATTER: return schedc_reduce_scatter(in, buf + (size_t)rank * blk * es, blk, o->dtype, o->op, comm, x->plan);
@@ -467,7 +481,7 @@ static void run_usage(FILE *f) {
   fprintf(f,
           "usage: schedc run FILE|PLAN --ranks N [--nodes M] [--topology T] [--count K] [--dtype T] [--op OP]\n"
           "                  [--backend threads|shm|mpi|net|cuda [--virtual|--processes|--mpi]] [--inputs DIR]\n"
-          "                  [--outputs DIR] [--slice BYTES]\n"
+          "                  [--outputs DIR] [--slice BYTES] [--exact | --wire q8|q16 | --topk F]\n"
           "                  [--iters I] [--timeout S] [--seed S] [--check] [--verify MODE [--repair]] [-D k=v]...\n\n"
           "Run the plan on N ranks (CPU or GPU) and print each rank's 64-bit digest and whether all ranks agree.\n"
           "  --count K      elements per rank buffer (default 1048576)\n"
@@ -475,6 +489,10 @@ static void run_usage(FILE *f) {
           "  --op OP        sum (default), prod, min, max, avg, or FILE.c:NAME (a custom operator, docs/ops.md)\n"
           "  --exact        exact mode: --op sum or avg as sum_exact / avg_exact (f32, f16, bf16): the same\n"
           "                 bits for every plan and backend (docs/determinism.md)\n"
+          "  --wire W       q8 or q16: --op sum or avg (f32, f16, bf16) summed as 8- or 16-bit integers on\n"
+          "                 one grid: the same bits for every plan and backend (docs/compression.md)\n"
+          "  --topk F       allreduce: each rank sends its F * count largest elements (F in (0, 1], or P%%),\n"
+          "                 summed exactly (docs/compression.md)\n"
           "  --backend B    threads (default; ranks are threads), shm (forks N processes), mpi (start\n"
           "                 with mpirun -np N; N comes from MPI), net (start each rank with torchrun --no-python,\n"
           "                 srun or schedc launch: RANK/WORLD_SIZE or SLURM_PROCID/SLURM_NTASKS and MASTER_ADDR,\n"
@@ -500,6 +518,17 @@ static void run_usage(FILE *f) {
 }
 
 
+/* --wire and --topk take the plan's collective? 1 (said why, unless quiet) if not: --wire reduces
+ * (allreduce, reduce_scatter, reduce), --topk is an allreduce. */
+static int compress_refused(const runopts *o, schedc_collective c, int quiet) {
+  if (!o->wire && !(o->topk > 0)) return 0;
+  if (c == SCHEDC_ALLREDUCE || (o->wire && (c == SCHEDC_REDUCE_SCATTER || c == SCHEDC_REDUCE))) return 0;
+  if (!quiet)
+    fprintf(stderr, "schedc run: %s takes an allreduce%s plan, not %s\n", o->wire ? "--wire" : "--topk",
+            o->wire ? ", reduce_scatter or reduce" : "", schedc_collective_name(c));
+  return 1;
+}
+
 /* --exact: --op sum or avg in exact mode (sum_exact, avg_exact); 1 (said why) for another op. */
 static int cli_exact_op(schedc_op *op, const char *cmd) {
   if (*op == SCHEDC_SUM || *op == SCHEDC_SUM_EXACT) *op = SCHEDC_SUM_EXACT;
@@ -513,7 +542,8 @@ static int cli_exact_op(schedc_op *op, const char *cmd) {
 
 int cli_run(int argc, char **argv) {
   enum { O_RANKS = 256, O_NODES, O_TOPOLOGY, O_COUNT, O_DTYPE, O_OP, O_BACKEND, O_VIRTUAL, O_PROCESSES, O_MPI,
-         O_INPUTS, O_OUTPUTS, O_SLICE, O_ITERS, O_SEED, O_TIMEOUT, O_CHECK, O_REPAIR, O_VERIFY, O_EXACT };
+         O_INPUTS, O_OUTPUTS, O_SLICE, O_ITERS, O_SEED, O_TIMEOUT, O_CHECK, O_REPAIR, O_VERIFY, O_EXACT, O_WIRE,
+         O_TOPK };
   static const struct option longopts[] = {
     {"help", no_argument, NULL, 'h'},              {"ranks", required_argument, NULL, O_RANKS},
     {"nodes", required_argument, NULL, O_NODES},   {"topology", required_argument, NULL, O_TOPOLOGY},
@@ -525,7 +555,8 @@ int cli_run(int argc, char **argv) {
     {"iters", required_argument, NULL, O_ITERS},   {"seed", required_argument, NULL, O_SEED},
     {"timeout", required_argument, NULL, O_TIMEOUT}, {"check", no_argument, NULL, O_CHECK},
     {"repair", no_argument, NULL, O_REPAIR},       {"verify", required_argument, NULL, O_VERIFY},
-    {"exact", no_argument, NULL, O_EXACT},
+    {"exact", no_argument, NULL, O_EXACT},         {"wire", required_argument, NULL, O_WIRE},
+    {"topk", required_argument, NULL, O_TOPK},
     {NULL, 0, NULL, 0},
   };
   runopts o = {0};
@@ -576,6 +607,8 @@ int cli_run(int argc, char **argv) {
     case O_CHECK: o.check = 1; break;
     case O_REPAIR: o.repair = 1; break;
     case O_EXACT: exact = 1; break;
+    case O_WIRE: bad = cli_opt_wire(&a, v, &o.wire); break;
+    case O_TOPK: bad = cli_opt_topk(&a, v, &o.topk); break;
     case O_VERIFY:
       if (!strcmp(v, "digest")) o.verify = SCHEDC_VERIFY_DIGEST;
       else if (!strcmp(v, "checksum")) o.verify = SCHEDC_VERIFY_CHECKSUM;
@@ -595,6 +628,10 @@ int cli_run(int argc, char **argv) {
   }
   if (!o.file) { fprintf(stderr, "schedc run: missing FILE (see 'schedc run --help')\n"); goto done; }
   if (exact && cli_exact_op(&o.op, "run")) goto done;
+  if ((exact && (o.wire || o.topk > 0)) || (o.wire && o.topk > 0)) {
+    fprintf(stderr, "schedc run: --exact, --wire and --topk exclude each other\n");
+    goto done;
+  }
   if (!strcmp(backend, "threads")) o.backend = SCHEDC_BACKEND_THREADS;
   else if (!strcmp(backend, "shm")) o.backend = SCHEDC_BACKEND_SHM;
   else if (!strcmp(backend, "mpi")) o.backend = SCHEDC_BACKEND_MPI;
@@ -636,6 +673,10 @@ int cli_run(int argc, char **argv) {
     schedc_plan_free(x.plan);
     goto done;
   }
+  if (compress_refused(&o, x.info.collective, 0)) {
+    schedc_plan_free(x.plan);
+    goto done;
+  }
   if (check_io(&o, n, x.K, x.esz, 0) || check_inject_steps(o.file, x.info.nsteps)) {
     schedc_plan_free(x.plan);
     goto done;
@@ -650,6 +691,8 @@ int cli_run(int argc, char **argv) {
   cli_sb_printf(&banner, "# %s '%s': %s, %d ranks, %d chunks, %lld x %s, op %s, backend %s", o.file, x.info.name,
                 schedc_collective_name(x.info.collective), n, x.info.nchunks, o.count, schedc_dtype_name(o.dtype),
                 schedc_op_name(o.op), backend);
+  if (o.wire) cli_sb_printf(&banner, ", wire %s", schedc_wire_name((schedc_wire)o.wire));
+  if (o.topk > 0) cli_sb_printf(&banner, ", top-k %g", o.topk);
   if (virt) cli_sb_puts(&banner, " (virtual ranks on one GPU)");
   if (procs) cli_sb_puts(&banner, " (a process per GPU)");
   if (nodes && *nodes && strcmp(nodes, "1")) { /* staged across nodes; between processes maybe by NCCL */
@@ -727,7 +770,7 @@ static int run_launched(const runopts *o) {
     schedc_comm_free(comm);
     return EXIT_USAGE;
   }
-  if (check_io(o, n, x.K, x.esz, me != 0)) { /* every process sees the same files: all refuse */
+  if (check_io(o, n, x.K, x.esz, me != 0) || compress_refused(o, x.info.collective, me != 0)) { /* every process: all refuse */
     schedc_plan_free(x.plan);
     schedc_comm_free(comm);
     return EXIT_USAGE;
@@ -740,9 +783,12 @@ static int run_launched(const runopts *o) {
   if (st != SCHEDC_OK) {
     printf("rank %d: error: %s\n", me, mine.status ? mine.err : schedc_errmsg());
   } else if (me == 0) {
-    printf("# %s '%s': %s, %d ranks, %d chunks, %lld x %s, op %s, backend %s\n", o->file, x.info.name,
+    printf("# %s '%s': %s, %d ranks, %d chunks, %lld x %s, op %s, backend %s", o->file, x.info.name,
            schedc_collective_name(x.info.collective), n, x.info.nchunks, o->count, schedc_dtype_name(o->dtype),
            schedc_op_name(o->op), cuda ? "cuda (a process per GPU over MPI)" : net ? "net" : "mpi");
+    if (o->wire) printf(", wire %s", schedc_wire_name((schedc_wire)o->wire));
+    if (o->topk > 0) printf(", top-k %g", o->topk);
+    printf("\n");
     rc = report(&x);
   } else {
     rc = EXIT_OK;

@@ -125,6 +125,17 @@ static inline int sc_cuda_abi_index(int f, int nranks, unsigned variant) {
 #define SC_CUDA_ENTRY_XIN "schedc_xin"
 #define SC_CUDA_ENTRY_XOUT "schedc_xout"
 #define SC_CUDA_XARGS_WORDS 8
+/* A quantized wire (docs/compression.md; the kernel sets of names.h's SC_OP_Q8, SC_OP_Q16): three
+ * kernels of the same block, sc_xargs, its last word `special` standing for the wire's integer bytes
+ * (1 or 2) there; the working type is the wire's integers:
+ *   schedc_qstats: in's n elements -> out's 3 uint32 words, 0 before: the largest magnitude's bits
+ *     (NaN and Inf included: the bits order them), and 0xffffffff minus the index (capped at
+ *     0xfffffffe) of the first NaN, of the first infinity (0: none);
+ *   schedc_qin: n elements onto the grid -> n wire integers (round to nearest, ties to even);
+ *   schedc_qout: n wire integer sums -> n elements, rounded once (avg: the exact quotient by nterms). */
+#define SC_CUDA_ENTRY_QSTATS "schedc_qstats"
+#define SC_CUDA_ENTRY_QIN "schedc_qin"
+#define SC_CUDA_ENTRY_QOUT "schedc_qout"
 enum { SC_CUDA_XFMT_F32 = 0, SC_CUDA_XFMT_F16 = 1, SC_CUDA_XFMT_BF16 = 2 };
 /* the same values as runtime/core/exact.h's SC_EXACT_FINITE, _NAN, _PINF, _NINF */
 enum { SC_CUDA_XSPECIAL_NONE = 0, SC_CUDA_XSPECIAL_NAN = 1, SC_CUDA_XSPECIAL_PINF = 2, SC_CUDA_XSPECIAL_NINF = 3 };

@@ -8,7 +8,7 @@
  * Format: a line "//@@ NAME: note" starts section NAME, which runs to the next such line; the
  * emitter copies a section's text exactly (its trailing blank lines too) and replaces
  * @EPOCH_BITS@ (SC_CUDA_EPOCH_BITS), @ENTRY_WIDEN@, @ENTRY_NARROW@, @ENTRY_AVG@, @ENTRY_XSTATS@,
- * @ENTRY_XIN@, @ENTRY_XOUT@ (the entry points' names, cuda_abi.h) and @NAN@ (the default NaN of the accumulation type) in it. This header
+ * @ENTRY_XIN@, @ENTRY_XOUT@, @ENTRY_QSTATS@, @ENTRY_QIN@, @ENTRY_QOUT@ (the entry points' names, cuda_abi.h) and @NAN@ (the default NaN of the accumulation type) in it. This header
  * comment, before the first section, is never emitted. golden.cuda_emit holds the emitted text
  * byte for byte, so a change here shows there.
  */
@@ -389,6 +389,7 @@ __device__ __forceinline__ sc_u32 sc_xavg(const sc_xfmt &f, long long s, long lo
   return sc_xround(f, s < 0, m, e, r != 0);
 }
 
+//@@ exact_kernels: exact mode's three kernels (after the exact section's helpers)
 /* The grid's words of a rank's input: the largest finite magnitude's bits (a format orders
  * magnitudes as their bits), some NaN, some +Inf, some -Inf; the host makes sc_exact_stats' words
  * of them and exchanges them. out's 4 words are 0 before (the host clears them). */
@@ -425,6 +426,43 @@ extern "C" __global__ void @ENTRY_XOUT@(sc_xargs x) {
     sc_u32 b = x.special ? sv
                : x.avg ? sc_xavg(f, s, x.nterms, (int)x.g)
                        : sc_xround(f, s < 0, s < 0 ? 0 - (sc_u64)s : (sc_u64)s, (int)x.g, 0);
+    if (f.bytes == 4) ((sc_u32 *)x.out)[i] = b;
+    else ((unsigned short *)x.out)[i] = (unsigned short)b;
+  }
+}
+//@@ quant: a quantized wire (q8, q16): the grid's words, onto the grid as the wire's integers, back once
+/* Quantized sums (docs/compression.md): each rank's value an 8- or 16-bit integer on the call's grid
+ * (sc_acc is the wire's type, sc_op wraps; the headroom keeps every sum in range), on exact mode's
+ * integer helpers above, so the bits are runtime/core/quant.c's: onto the grid to nearest, ties to
+ * even (sc_xq), the sum rounded once (sc_xround; avg: the exact quotient, sc_xavg). The block is
+ * sc_xargs with `special` standing for the wire's bytes (codegen/cuda_abi.h). */
+extern "C" __global__ void @ENTRY_QSTATS@(sc_xargs x) {
+  const sc_xfmt f = sc_xfmt_of(x.fmt);
+  sc_u32 amax = 0, nan = 0, inf = 0;
+  for (sc_u64 i = blockIdx.x * (sc_u64)blockDim.x + threadIdx.x; i < x.n; i += (sc_u64)gridDim.x * blockDim.x) {
+    sc_u32 a = sc_xget(f, x.in, i) & (f.sign - 1u), at = 0xffffffffu - (sc_u32)(i < 0xfffffffeull ? i : 0xfffffffeull);
+    if (a > amax) amax = a;
+    if (a > f.inf && at > nan) nan = at;
+    else if (a == f.inf && at > inf) inf = at;
+  }
+  sc_u32 *w = (sc_u32 *)x.out;
+  if (amax) atomicMax(w, amax);
+  if (nan) atomicMax(w + 1, nan);
+  if (inf) atomicMax(w + 2, inf);
+}
+extern "C" __global__ void @ENTRY_QIN@(sc_xargs x) {
+  const sc_xfmt f = sc_xfmt_of(x.fmt);
+  for (sc_u64 i = blockIdx.x * (sc_u64)blockDim.x + threadIdx.x; i < x.n; i += (sc_u64)gridDim.x * blockDim.x) {
+    long long q = sc_xq(f, sc_xget(f, x.in, i), x.g); /* |q| < 2^(bits - 1): the grid's headroom */
+    if (x.special == 1) ((signed char *)x.out)[i] = (signed char)q;
+    else ((short *)x.out)[i] = (short)q;
+  }
+}
+extern "C" __global__ void @ENTRY_QOUT@(sc_xargs x) {
+  const sc_xfmt f = sc_xfmt_of(x.fmt);
+  for (sc_u64 i = blockIdx.x * (sc_u64)blockDim.x + threadIdx.x; i < x.n; i += (sc_u64)gridDim.x * blockDim.x) {
+    long long s = x.special == 1 ? (long long)((const signed char *)x.in)[i] : (long long)((const short *)x.in)[i];
+    sc_u32 b = x.avg ? sc_xavg(f, s, x.nterms, (int)x.g) : sc_xround(f, s < 0, s < 0 ? 0 - (sc_u64)s : (sc_u64)s, (int)x.g, 0);
     if (f.bytes == 4) ((sc_u32 *)x.out)[i] = b;
     else ((unsigned short *)x.out)[i] = (unsigned short)b;
   }

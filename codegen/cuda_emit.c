@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "names.h"
 #include "opreg.h"
 #include "strbuf.h"
 
@@ -51,6 +52,9 @@ static const char *placeholder(const char *key, size_t klen, int dtype, char num
   if (IS("ENTRY_XSTATS")) return SC_CUDA_ENTRY_XSTATS;
   if (IS("ENTRY_XIN")) return SC_CUDA_ENTRY_XIN;
   if (IS("ENTRY_XOUT")) return SC_CUDA_ENTRY_XOUT;
+  if (IS("ENTRY_QSTATS")) return SC_CUDA_ENTRY_QSTATS;
+  if (IS("ENTRY_QIN")) return SC_CUDA_ENTRY_QIN;
+  if (IS("ENTRY_QOUT")) return SC_CUDA_ENTRY_QOUT;
   if (IS("NAN")) return default_nan(dtype);
 #undef IS
   return NULL;
@@ -91,6 +95,10 @@ static void put_fixed(sb *b, const char *name, int dtype) {
  * conversions (the "exact" section) take the format at run time, so the source is the same for
  * f32, f16 and bf16, sum and avg. */
 static int exact_op(int op) { return op == SCHEDC_SUM_EXACT || op == SCHEDC_AVG_EXACT; }
+/* A quantized wire (names.h SC_OP_Q8, SC_OP_Q16; docs/compression.md): the working buffer holds
+ * the wire's 8- or 16-bit integers on the call's grid, summed with wrapping adds; the conversions
+ * ("quant", on exact mode's integer helpers) take the format and avg at run time. */
+static int wire_op(int op) { return sc_op_wire(op); }
 
 /* Element type of the working buffer in device code: the accumulation type of a reduction
  * (f16/bf16 accumulate in f32; exact mode: i64), or, for a plan that only copies (allgather,
@@ -151,7 +159,8 @@ static void emit_op(sb *b, int dtype, int op, int copy_only) {
 
 static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_only, int check, int split) {
   put(b, "typedef unsigned int sc_u32;\ntypedef unsigned long long sc_u64;\ntypedef %s sc_acc;\n",
-      exact_op(op) && !copy_only ? "long long" : elem_type(dtype, copy_only));
+      wire_op(op) && !copy_only ? (wire_op(op) == 8 ? "signed char" : "short")
+      : exact_op(op) && !copy_only ? "long long" : elem_type(dtype, copy_only));
   put(b, "#define SC_NRANKS %u\n#define SC_NCHUNKS %uull\n", ir->nranks, ir->nchunks);
   put_fixed(b, "defs", dtype);
   put_fixed(b, "args_doc", dtype);
@@ -174,6 +183,9 @@ static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_onl
   int words = sc_cuda_abi_index(SC_ABI_NFIELDS, (int)ir->nranks, variant);
   put(b, "static_assert(sizeof(sc_args) == %d * 8, \"the runtime fills %d words (cuda_abi.h)\");\n\n", words, words);
   if (exact_op(op) && !copy_only) emit_op(b, SCHEDC_I64, SCHEDC_SUM, 0); /* the grid's integers */
+  else if (wire_op(op) && !copy_only) /* the wire's integers: the headroom keeps every sum in range */
+    put(b, "__device__ __forceinline__ sc_acc sc_op(sc_acc a, sc_acc b) {\n  return (sc_acc)((%s)a + (%s)b); /* wraps */\n}\n\n",
+        wire_op(op) == 8 ? "unsigned char" : "unsigned short", wire_op(op) == 8 ? "unsigned char" : "unsigned short");
   else emit_op(b, dtype, op, copy_only);
   put_fixed(b, "core", dtype);
   /* Checksum mode: the sum of a cell part is the sum, mod 2^64, of mix(element bits, element
@@ -187,7 +199,8 @@ static void emit_prelude(sb *b, const sc_ir *ir, int dtype, int op, int copy_onl
 }
 
 static void emit_conversions(sb *b, int dtype, int op) {
-  if (exact_op(op)) { put_fixed(b, "exact", dtype); return; }
+  if (exact_op(op)) { put_fixed(b, "exact", dtype); put_fixed(b, "exact_kernels", dtype); return; }
+  if (wire_op(op)) { put_fixed(b, "exact", dtype); put_fixed(b, "quant", dtype); return; }
   if (dtype != SCHEDC_F16 && dtype != SCHEDC_BF16) return;
   put_fixed(b, dtype == SCHEDC_BF16 ? "conv_bf16" : "conv_f16", dtype);
   put_fixed(b, "conv_kernels", dtype);
@@ -340,18 +353,20 @@ char *sc_cuda_emit_checked(const sc_ir *ir, const sc_prog *prog, int rank, int d
 
 char *sc_cuda_emit_split(const sc_ir *ir, const sc_prog *prog, int rank, int dtype, int op, int check,
                          const sc_split *sp) {
-  if (dtype < 0 || dtype >= SCHEDC_DTYPE_COUNT_ || op < 0 || (op >= SCHEDC_OP_COUNT_ && !sc_opreg_get(op) && !exact_op(op)))
+  if (dtype < 0 || dtype >= SCHEDC_DTYPE_COUNT_ || op < 0 ||
+      (op >= SCHEDC_OP_COUNT_ && !sc_opreg_get(op) && !exact_op(op) && !wire_op(op)))
     return NULL;
-  if (exact_op(op) && dtype != SCHEDC_F32 && dtype != SCHEDC_F16 && dtype != SCHEDC_BF16) return NULL;
+  if ((exact_op(op) || wire_op(op)) && dtype != SCHEDC_F32 && dtype != SCHEDC_F16 && dtype != SCHEDC_BF16) return NULL;
   if (rank >= (int)ir->nranks) return NULL;
   int copy_only = ir->collective == SCHEDC_ALLGATHER || ir->collective == SCHEDC_BROADCAST;
-  int exact = exact_op(op) && !copy_only;
+  int exact = (exact_op(op) || wire_op(op)) && !copy_only;
   sb b = SC_STRBUF_INIT;
   put(&b, "/* schedc generated code: plan '%s' (%s, %u ranks, %u chunks, %u steps), %s %s, %s.\n"
           " * Straight-line write groups over the primitives below; no headers, everything comes in as\n"
           " * kernel parameters. Compile with --fmad=false: reductions must be add.rn/mul.rn, never fma. */\n",
       ir->name, sc_ir_collective_name(ir->collective), ir->nranks, ir->nchunks, ir->nsteps,
-      exact ? "f32/f16/bf16" : sc_dtype_name(dtype), exact ? "exact sum/avg" : sc_op_name(op),
+      exact ? "f32/f16/bf16" : sc_dtype_name(dtype),
+      !exact ? sc_op_name(op) : wire_op(op) == 8 ? "q8 sum/avg" : wire_op(op) ? "q16 sum/avg" : "exact sum/avg",
       rank < 0 ? "all ranks" : "one rank");
   emit_prelude(&b, ir, dtype, op, copy_only, check, sp != NULL);
   if (!copy_only) emit_conversions(&b, dtype, op);

@@ -48,7 +48,16 @@ const char *sc_op_name(int op) {
 #undef X
   return op >= 0 && op < SCHEDC_OP_COUNT_ ? op_names[op] : NULL;
 }
-size_t sc_dtype_size(int dtype) { return dtype >= 0 && dtype < SCHEDC_DTYPE_COUNT_ ? dtype_sizes[dtype] : 0; }
+size_t sc_dtype_size(int dtype) {
+  if (dtype == SC_DT_Q8 || dtype == SC_DT_Q16) return dtype == SC_DT_Q8 ? 1 : 2; /* a wire's integers */
+  return dtype >= 0 && dtype < SCHEDC_DTYPE_COUNT_ ? dtype_sizes[dtype] : 0;
+}
+const char *sc_wire_name(int wire) {
+#define X(name, value, str) if (wire == value) return str;
+  SCHEDC_WIRE_LIST(X)
+#undef X
+  return NULL;
+}
 
 /* ---- the public functions (schedc.h) ---- */
 
@@ -59,7 +68,15 @@ const char *schedc_status_str(schedc_status st) {
 const char *schedc_collective_name(schedc_collective c) { return sc_collective_name((int)c); }
 const char *schedc_dtype_name(schedc_dtype t) { return sc_dtype_name((int)t); }
 const char *schedc_op_name(schedc_op op) { return sc_op_name((int)op); }
-size_t schedc_dtype_size(schedc_dtype t) { return sc_dtype_size((int)t); }
+size_t schedc_dtype_size(schedc_dtype t) { return sc_dtype_size((int)t); } /* the runtime's working types too */
+const char *schedc_wire_name(schedc_wire w) { return sc_wire_name((int)w); }
+
+schedc_status schedc_wire_parse(const char *s, schedc_wire *out) {
+#define X(name, value, str) if (s && strcmp(s, str) == 0) { *out = name; return SCHEDC_OK; }
+  SCHEDC_WIRE_LIST(X)
+#undef X
+  return sc_err(SCHEDC_EINVAL, "unknown wire format '%s' (choose default, q8 or q16)", s ? s : "(null)");
+}
 
 schedc_status schedc_dtype_parse(const char *s, schedc_dtype *out) {
   for (int i = 0; s && i < SCHEDC_DTYPE_COUNT_; i++)

@@ -18,6 +18,10 @@ MASTER_ADDR, MASTER_PORT set) leave out --nprocs. --backend schedc: the process 
 is schedc's (`import schedc.torch; init_process_group("schedc")`): DDP's own bucket all-reduce
 (--reduce gloo, no hook) then runs canonical plans; torch 2.x (DDP calls a Python process group
 through a trampoline 1.13 lacks).
+--compress q16|q8|topk|powersgd (DDP, --accumulate grad): a compression hook with error feedback on
+the process group — schedc.torch's quantized_hook (16- or 8-bit integers on one grid) or topk_hook
+(--topk-fraction, default 0.01), or torch's own powerSGD_hook (--powersgd-rank, default 4, from
+step 10); docs/compression.md.
 """
 import argparse
 import os
@@ -75,6 +79,10 @@ def main():
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--bucket-cap-mb", type=float, default=25.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--compress", choices=["q16", "q8", "topk", "powersgd"], default=None,
+                    help="a DDP compression hook with error feedback over the process group (docs/compression.md)")
+    ap.add_argument("--topk-fraction", type=float, default=0.01)
+    ap.add_argument("--powersgd-rank", type=int, default=4)
     args = ap.parse_args()
     if args.nprocs:
         return launch(args, sys.argv[1:])
@@ -97,6 +105,8 @@ def main():
     acc = args.accumulate or ("leaves" if args.reduce == "schedc" and args.order in ("canonical", "exact") else "grad")
     if args.order == "exact" and (acc != "leaves" or args.reduce != "schedc"):
         sys.exit("torch_ddp: --order exact is CanonicalGrads(exact=True): --reduce schedc --accumulate leaves")
+    if args.compress and (acc != "grad" or args.reduce != "gloo"):
+        sys.exit("torch_ddp: --compress is a DDP hook on the process group: --reduce gloo --accumulate grad")
 
     # Data and model made deterministically here, identical on every rank.
     g = torch.Generator().manual_seed(1234 + args.seed)
@@ -121,6 +131,15 @@ def main():
         net = DDP(model, bucket_cap_mb=args.bucket_cap_mb)
         if args.reduce == "schedc":
             net.register_comm_hook(st.HookState(comm, order=args.order, op="avg"), st.allreduce_hook)
+        elif args.compress in ("q16", "q8"):
+            net.register_comm_hook(st.QuantizedState(bits=int(args.compress[1:])), st.quantized_hook)
+        elif args.compress == "topk":
+            net.register_comm_hook(st.TopKState(args.topk_fraction), st.topk_hook)
+        elif args.compress == "powersgd":
+            from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as psgd
+            net.register_comm_hook(psgd.PowerSGDState(process_group=None, matrix_approximation_rank=args.powersgd_rank,
+                                                      start_powerSGD_iter=10, use_error_feedback=True,
+                                                      warm_start=True, random_seed=0), psgd.powerSGD_hook)
 
     for step in range(args.steps):
         for j in range(m):

@@ -15,6 +15,14 @@
  *                        schedc_accum_allreduce: each leaf on one fixed-point grid shared by all
  *                        ranks, int64 sums): the same weights for any N up to L (L = 12: N = 1 to
  *                        12, blocks of unequal size included), on any plan
+ *   --wire q8|q16        gradients summed as 8- or 16-bit integers on one grid (docs/compression.md);
+ *                        with --order exact each micro-batch leaf is quantized on its own
+ *                        (schedc_accum_allreduce_v2): the same weights for any N up to L
+ *   --topk F             each rank sends its F * NPARAM largest gradient elements (F in (0, 1])
+ *   --feedback           error feedback for --wire or --topk: what a step did not send is added to
+ *                        the next step's gradient (a residual per rank; not with --order exact,
+ *                        whose leaves are summed without one, nor with --checkpoint/--resume, whose
+ *                        format does not hold it)
  *   --schedule FILE      the canonical schedule (default schedules/tree.lua, binomial)
  *   --dtype f32|bf16     gradient type on the wire (bf16: f32 partials, one rounding)
  *   --checkpoint DIR     rank 0 writes DIR/ckpt-<step>.bin every E steps and at the end, keeping
@@ -337,7 +345,12 @@ static int make_dir(const char *dir) {
 }
 
 enum { ORDER_ANY = 0, ORDER_CANONICAL = 1, ORDER_EXACT = 2 };
-typedef struct cfg { int steps, L, order; schedc_dtype wire; const char *schedule; } cfg;
+typedef struct cfg {
+  int steps, L, order;
+  schedc_dtype wire;
+  const char *schedule;
+  schedc_call_opts copts; /* --wire, --topk, --feedback (docs/compression.md); residual: this rank's */
+} cfg;
 
 /* One training step on comm: this rank's micro-batches [r*L/n, (r+1)*L/n) summed in the chosen
  * order into g, the loss summed into *tot. SCHEDC_OK, or the failed call's status. */
@@ -358,7 +371,8 @@ static schedc_status train_step(const cfg *cf, schedc_comm *comm, const schedc_p
       loss += microbatch_grad(p, step, mb, L, gm);
       schedc_accumulate(acc, mb, gm);
     }
-    if (cf->order == ORDER_EXACT) st = schedc_accum_allreduce(acc, g, comm, NULL); /* g: every leaf's sum */
+    if (cf->order == ORDER_EXACT) /* g: every leaf's sum; copts.wire: each leaf quantized */
+      st = schedc_accum_allreduce_v2(acc, g, comm, NULL, &cf->copts);
     else schedc_accum_result(acc, g);
     schedc_accum_free(acc);
   } else {
@@ -375,6 +389,9 @@ static schedc_status train_step(const cfg *cf, schedc_comm *comm, const schedc_p
     for (int i = 0; i < NPARAM; i++) { uint32_t u; memcpy(&u, &g[i], 4); u += 0x7fff + ((u >> 16) & 1); gb[i] = (uint16_t)(u >> 16); }
     st = schedc_allreduce(gb, gb, NPARAM, SCHEDC_BF16, SCHEDC_SUM, comm, NULL);
     for (int i = 0; i < NPARAM; i++) { uint32_t u = (uint32_t)gb[i] << 16; memcpy(&g[i], &u, 4); }
+  } else if (cf->copts.wire || cf->copts.topk > 0) { /* compressed: a copy in, the residual kept apart from both */
+    memcpy(gm, g, sizeof gm);
+    st = schedc_allreduce_v2(gm, g, NPARAM, SCHEDC_F32, SCHEDC_SUM, comm, plan, &cf->copts);
   } else {
     st = schedc_allreduce(g, g, NPARAM, SCHEDC_F32, SCHEDC_SUM, comm, plan);
   }
@@ -400,12 +417,13 @@ static int make_plan(const cfg *cf, int n, int rank, schedc_plan **plan) {
 typedef struct diespec { int rank, step, ckpt; } diespec;
 
 int main(int argc, char **argv) {
-  cfg cf = {40, 0, ORDER_ANY, SCHEDC_F32, "schedules/tree.lua"};
-  int every = 10, keep = 3, shrink = 0, ndie = 0;
+  cfg cf = {40, 0, ORDER_ANY, SCHEDC_F32, "schedules/tree.lua", SCHEDC_CALL_OPTS_INIT};
+  int every = 10, keep = 3, shrink = 0, ndie = 0, feedback = 0;
   diespec die[8];
   const char *ckdir = NULL, *resume = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--feedback")) { feedback = 1; continue; }
     if (!v) { fprintf(stderr, "train_mlp: %s needs a value\n", a); return 2; }
     if (!strcmp(a, "--steps")) { if (parse_int(v, 0, 1 << 30, &cf.steps)) { fprintf(stderr, "train_mlp: --steps '%s' is not a step count from 0 to 2^30\n", v); return 2; } }
     else if (!strcmp(a, "--microbatches")) { if (parse_int(v, 1, BATCH, &cf.L)) { fprintf(stderr, "train_mlp: --microbatches '%s' is not a count from 1 to %d\n", v, BATCH); return 2; } }
@@ -414,6 +432,15 @@ int main(int argc, char **argv) {
       cf.order = !strcmp(v, "canonical") ? ORDER_CANONICAL : !strcmp(v, "exact") ? ORDER_EXACT : ORDER_ANY;
     }
     else if (!strcmp(a, "--schedule")) cf.schedule = v;
+    else if (!strcmp(a, "--wire")) {
+      schedc_wire w;
+      if (schedc_wire_parse(v, &w) != SCHEDC_OK) { fprintf(stderr, "train_mlp: --wire q8 or q16\n"); return 2; }
+      cf.copts.wire = (int)w;
+    } else if (!strcmp(a, "--topk")) {
+      char *end;
+      cf.copts.topk = strtod(v, &end);
+      if (*end || !(cf.copts.topk > 0 && cf.copts.topk <= 1)) { fprintf(stderr, "train_mlp: --topk '%s' is not a fraction in (0, 1]\n", v); return 2; }
+    }
     else if (!strcmp(a, "--dtype")) { if (schedc_dtype_parse(v, &cf.wire) || (cf.wire != SCHEDC_F32 && cf.wire != SCHEDC_BF16)) { fprintf(stderr, "train_mlp: --dtype f32 or bf16\n"); return 2; } }
     else if (!strcmp(a, "--checkpoint")) ckdir = v;
     else if (!strcmp(a, "--every")) { if (parse_int(v, 1, 1 << 30, &every)) { fprintf(stderr, "train_mlp: --every '%s' is not a step count from 1\n", v); return 2; } }
@@ -431,6 +458,16 @@ int main(int argc, char **argv) {
     }
     else { fprintf(stderr, "train_mlp: unknown option %s\n", a); return 2; }
     i++;
+  }
+  int compressed = cf.copts.wire || cf.copts.topk > 0;
+  if (compressed && (cf.order == ORDER_CANONICAL || cf.wire != SCHEDC_F32 || (cf.copts.wire && cf.copts.topk > 0) ||
+                     (cf.copts.topk > 0 && cf.order == ORDER_EXACT))) {
+    fprintf(stderr, "train_mlp: --wire goes with --order exact or any, --topk with --order any, f32, one of them\n");
+    return 2;
+  }
+  if (feedback && (!compressed || cf.order == ORDER_EXACT || ckdir || resume)) {
+    fprintf(stderr, "train_mlp: --feedback needs --wire or --topk, and no --order exact, --checkpoint or --resume\n");
+    return 2;
   }
   if (shrink && cf.order != ORDER_EXACT) {
     fprintf(stderr, "train_mlp: --on-failure shrink needs --order exact: only exact sums give the same weights on "
@@ -455,7 +492,8 @@ int main(int argc, char **argv) {
     if (die[i].rank == me0 && die[i].ckpt) die_in_ckpt = die[i].step;
   schedc_plan *plan = NULL;
   if (make_plan(&cf, n, rank, &plan)) { schedc_comm_free(comm); return 1; }
-  float p[NPARAM], v[NPARAM], g[NPARAM];
+  float p[NPARAM], v[NPARAM], g[NPARAM], residual[NPARAM] = {0};
+  if (feedback) cf.copts.residual = residual; /* this rank's: what its steps did not send yet */
   for (int i = 0; i < NPARAM; i++) { p[i] = 0.3f * unit(mix(0xabcdefull + (uint64_t)i)); v[i] = 0; }
   int start = 0;
   if (resume) {

@@ -593,6 +593,76 @@ SCHEDC_API schedc_status schedc_broadcast(const void *sendbuf, void *recvbuf, si
 SCHEDC_API schedc_status schedc_reduce(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype,
                                        schedc_op op, int root, schedc_comm *comm, const schedc_plan *plan);
 
+/* ---- compression: quantized sums, top-k, error feedback (docs/compression.md) --------------
+ * The wire format of a SCHEDC_SUM or SCHEDC_AVG of f32, f16 or bf16 data (allreduce,
+ * reduce_scatter, reduce). QN: every rank puts its input on one grid shared by all ranks (the
+ * scale from an order-free max exchange, as exact mode's) as signed integers of N bits with
+ * N - 1 - ceil(log2 nranks) bits of magnitude (round to nearest, ties to even), so that every
+ * partial sum of any plan fits in N bits; the plan moves and sums those N-bit integers (Q8: one
+ * byte per element in every step, 4x less than f32) and the exact integer sum is rounded to the
+ * data type once (avg: the exact sum divided by nranks, rounded once). The sum is exact on the
+ * grid, so every plan, backend, slice size and rank layout gives the same bits for the same
+ * inputs; against the exact sum of the inputs the error is at most nranks half-units of the grid
+ * plus the final rounding (docs/compression.md states the grid and the bound). NaN or Inf in any
+ * rank's input is SCHEDC_EINVAL on every rank (naming the rank and element), as is a rank count
+ * the bits cannot hold (Q8: at most 64 ranks, Q16: 16384), and nothing is written to the output. */
+#define SCHEDC_WIRE_LIST(X)                                                    \
+  X(SCHEDC_WIRE_DEFAULT, 0, "default")                                         \
+  X(SCHEDC_WIRE_Q8, 8, "q8")                                                   \
+  X(SCHEDC_WIRE_Q16, 16, "q16")
+
+typedef enum schedc_wire {
+#define SCHEDC_X_(name, value, str) name = value,
+  SCHEDC_WIRE_LIST(SCHEDC_X_)
+#undef SCHEDC_X_
+} schedc_wire;
+
+/* "default", "q8", "q16", or NULL if out of range. */
+SCHEDC_API const char *schedc_wire_name(schedc_wire w);
+/* Parse a spelling back; SCHEDC_EINVAL (errmsg lists the choices) if unknown. */
+SCHEDC_API schedc_status schedc_wire_parse(const char *s, schedc_wire *out);
+
+/* Options of one call (the _v2 collectives). Zero means default: the plain call.
+ * wire: SCHEDC_WIRE_*: the quantized sums above.
+ * topk: top-k sparsification (allreduce only, SUM or AVG of f32, f16, bf16): each rank sends its
+ *   k = ceil(topk * count) largest-magnitude elements (ties: the lower index first) with their
+ *   indices, every rank receives every rank's (an allgather of k index-value pairs), and the union
+ *   is summed exactly on one grid (exact mode's, docs/determinism.md), so the result is the bits of
+ *   exact mode's sum of the ranks' sparsified inputs — the same on every rank, run, plan, backend
+ *   and rank order; elements no rank sent are +0. When nranks * k > 2 * count the exact dense sum
+ *   of the sparsified inputs is cheaper and is taken instead (the same bits). 0 < topk <= 1.
+ * residual: error feedback: a caller-owned buffer of as many elements of the data type as the send
+ *   buffer (zeros before the first call), apart from sendbuf and recvbuf. The call sends
+ *   v = sendbuf + residual (added in f32, rounded to the data type once) instead of sendbuf, and
+ *   leaves residual = v - what this rank contributed (for a wire: v minus its integers times the
+ *   grid's unit; for top-k: v with the sent elements zeroed), computed exactly: over any number
+ *   of calls, what a rank contributed plus its last residual is the sum of its inputs (up to the
+ *   roundings of the additions v; docs/compression.md). Unchanged when the call fails.
+ *   Requires wire or topk. */
+typedef struct schedc_call_opts {
+  size_t size;               /* sizeof(schedc_call_opts) */
+  int wire;                  /* SCHEDC_WIRE_*; 0: the data type itself */
+  double topk;               /* fraction of the elements each rank sends; 0: all (dense) */
+  void *residual;            /* error feedback's residual, or NULL */
+} schedc_call_opts;
+#define SCHEDC_CALL_OPTS_INIT {sizeof(schedc_call_opts), 0, 0.0, NULL}
+
+/* The collectives above with options (opts NULL: as without). Statuses as theirs, and
+ * SCHEDC_EINVAL for an option the call cannot take (errmsg names it: a wire or top-k with another
+ * op or dtype, NaN/Inf in an input, too many ranks for the bits, topk out of (0, 1], a residual
+ * without wire or top-k, or overlapping a buffer), SCHEDC_EUNAVAIL for a wire format the
+ * communicator's backend has not, SCHEDC_EMISMATCH when ranks pass different options. Wires run on
+ * every backend (cuda: device buffers, stream-ordered); top-k and residuals need host memory. */
+SCHEDC_API schedc_status schedc_allreduce_v2(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype,
+                                             schedc_op op, schedc_comm *comm, const schedc_plan *plan,
+                                             const schedc_call_opts *opts);
+SCHEDC_API schedc_status schedc_reduce_scatter_v2(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                                  schedc_dtype dtype, schedc_op op, schedc_comm *comm,
+                                                  const schedc_plan *plan, const schedc_call_opts *opts);
+SCHEDC_API schedc_status schedc_reduce_v2(const void *sendbuf, void *recvbuf, size_t count, schedc_dtype dtype,
+                                          schedc_op op, int root, schedc_comm *comm, const schedc_plan *plan,
+                                          const schedc_call_opts *opts);
+
 /* A built-in plan: the ring for `collective` on nranks ranks (root for broadcast/reduce), as the
  * communicators use by default. Caller frees it. */
 SCHEDC_API schedc_status schedc_plan_builtin(schedc_collective collective, int nranks, int root, schedc_plan **out);
@@ -782,6 +852,12 @@ SCHEDC_API void schedc_accum_free(schedc_accum *acc);
  * rank's leaves). Reuse after schedc_accum_reset. */
 SCHEDC_API schedc_status schedc_accum_allreduce(schedc_accum *acc, void *recv, schedc_comm *comm,
                                                 const schedc_plan *plan);
+/* schedc_accum_allreduce with call options: opts->wire quantizes every leaf onto the grid on its
+ * own, with headroom for the L leaves in all (N - 1 - ceil(log2 L) bits of magnitude), and sums the
+ * N-bit integers: the same bits for every rank count dividing the leaves. topk and residual are
+ * refused here. opts NULL: schedc_accum_allreduce. */
+SCHEDC_API schedc_status schedc_accum_allreduce_v2(schedc_accum *acc, void *recv, schedc_comm *comm,
+                                                   const schedc_plan *plan, const schedc_call_opts *opts);
 
 /* ---- custom reduction operators (docs/ops.md) ----------------------------------------------
  * An operator is a C function `T name(T a, T b)` in a file of its own, T one of float, double,

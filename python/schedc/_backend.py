@@ -14,6 +14,7 @@ import torch
 import torch.distributed as dist
 
 from . import Comm, Error, Plan, _order, canonical_plan, unique_id
+from .compress import _issued, _sparse_allreduce
 
 __all__ = ["ProcessGroupSchedc", "Options", "set_order", "set_exact", "register"]
 
@@ -51,13 +52,21 @@ class Options:
     ``exact=True``: exact mode for the group: every SUM and AVG of float32, float16 and bfloat16
     (all_reduce, reduce, reduce_scatter in every form, coalesced) is the exact sum on one grid,
     rounded once — the same bits for every plan and rank layout (docs/determinism.md). None (the
-    default): ``$SCHEDC_TORCH_EXACT`` (1 or 0) when the group is made; ``set_exact`` later."""
+    default): ``$SCHEDC_TORCH_EXACT`` (1 or 0) when the group is made; ``set_exact`` later.
 
-    def __init__(self, order: str = "canonical", exact: Optional[bool] = None) -> None:
+    ``wire="q8"`` or ``"q16"``: every SUM and AVG of float32, float16 and bfloat16 CPU tensors
+    (all_reduce, reduce, reduce_scatter, coalesced) is summed as 8- or 16-bit integers on one grid,
+    the same bits for every plan and rank layout (docs/compression.md); error feedback needs a
+    residual per tensor: schedc.torch.quantized_hook's."""
+
+    def __init__(self, order: str = "canonical", exact: Optional[bool] = None, wire: Optional[str] = None) -> None:
         if order not in ORDERS:
             raise ValueError("schedc.torch.Options: order must be one of %s, not %r" % (ORDERS, order))
+        if wire not in (None, "default", "q8", "q16") or (wire in ("q8", "q16") and exact):
+            raise ValueError("schedc.torch.Options: wire must be 'q8' or 'q16' (not with exact=True), not %r" % (wire,))
         self.order = order
         self.exact = exact
+        self.wire = None if wire == "default" else wire
 
 
 def _op_name(op: Any) -> str:
@@ -321,6 +330,7 @@ class ProcessGroupSchedc(dist.ProcessGroup):
         self.order = (options.order if isinstance(options, Options) else "canonical")
         ex = options.exact if isinstance(options, Options) else None
         self.exact = _env_exact() if ex is None else bool(ex)
+        self.wire = options.wire if isinstance(options, Options) else None  # docs/compression.md
         self.comm = _make_comm(store, self._r, self._n, _timeout_s(timeout), global_ranks)
         try:
             self.gloo = dist.ProcessGroupGloo(dist.PrefixStore("schedc-gloo/", store), self._r, self._n, timeout)
@@ -374,6 +384,14 @@ class ProcessGroupSchedc(dist.ProcessGroup):
             self._plans[key] = p
         return p
 
+    def _compress(self, op: str, t: torch.Tensor) -> Dict[str, Any]:
+        """The compression of a SUM/AVG issued now: a hook's for this call (compress.py), else the
+        group's wire for float CPU tensors; as Comm's keyword arguments ({}: none)."""
+        kw = _issued()
+        if not kw and self.wire and op in ("sum", "avg") and t.dtype in _EXACT_TORCH and not t.is_cuda:
+            kw = {"wire": self.wire}
+        return kw
+
     def _exact(self, op: str, dtype: torch.dtype) -> bool:
         """Whether this op runs in exact mode: the group's option, for SUM/AVG of f32/f16/bf16."""
         return self.exact and op in ("sum", "avg") and dtype in _EXACT_TORCH
@@ -404,12 +422,17 @@ class ProcessGroupSchedc(dist.ProcessGroup):
             tensors = [tensors]
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         t = _one(tensors, "allreduce")
-        _check_dtype(t.dtype, "allreduce", op)  # refused now, in the caller
+        sparse = t.is_sparse  # a sparse COO tensor: gathered and summed in rank order (compress.py)
+        if not sparse:
+            _check_dtype(t.dtype, "allreduce", op)  # refused now, in the caller
         plan = self._plan("allreduce")
-        ex = self._exact(op, t.dtype)
+        cw = {} if sparse else self._compress(op, t)
+        ex = self._exact(op, t.dtype) and not cw
 
         def run() -> None:
-            self._reduce_into(t, op, "allreduce", lambda b: self.comm.allreduce(b, op=op, plan=plan, exact=ex))
+            if sparse:
+                return _sparse_allreduce(self, t, op)
+            self._reduce_into(t, op, "allreduce", lambda b: self.comm.allreduce(b, op=op, plan=plan, exact=ex, **cw))
         return self._submit(run, tensors, tensors, opts, "allreduce")
 
     def allreduce_coalesced(self, tensors: List[torch.Tensor], opts: Any = None) -> _Work:
@@ -421,15 +444,17 @@ class ProcessGroupSchedc(dist.ProcessGroup):
             _check_dtype(tensors[0].dtype, "allreduce_coalesced", op)
         plan = self._plan("allreduce")
         # exact: one grid for the concatenation (per call), so a tensor's bits can depend on the others'
-        # scale (docs/python.md)
-        ex = bool(tensors) and self._exact(op, tensors[0].dtype)
+        # scale (docs/python.md); a wire likewise
+        cw = self._compress(op, tensors[0]) if tensors else {}
+        cw.pop("residual", None)  # a hook's residual is a bucket's: not the concatenation's
+        ex = bool(tensors) and self._exact(op, tensors[0].dtype) and not cw
 
         def run() -> None:
             if not tensors:
                 return
             flat = torch.cat([t.reshape(-1) for t in tensors])  # canonical: layout cannot change the bits
             self._reduce_into(flat, op, "allreduce_coalesced",
-                              lambda b: self.comm.allreduce(b, op=op, plan=plan, exact=ex))
+                              lambda b: self.comm.allreduce(b, op=op, plan=plan, exact=ex, **cw))
             off = 0
             for t in tensors:
                 k = t.numel()
@@ -443,10 +468,12 @@ class ProcessGroupSchedc(dist.ProcessGroup):
         t = _one(tensors, "reduce")
         _check_dtype(t.dtype, "reduce", op)
         plan = self._plan("reduce", root)
-        ex = self._exact(op, t.dtype)
+        cw = self._compress(op, t)
+        cw.pop("topk", None)
+        ex = self._exact(op, t.dtype) and not cw
 
         def run() -> None:
-            self._reduce_into(t, op, "reduce", lambda b: self.comm.reduce(b, root=root, op=op, plan=plan, exact=ex))
+            self._reduce_into(t, op, "reduce", lambda b: self.comm.reduce(b, root=root, op=op, plan=plan, exact=ex, **cw))
         return self._submit(run, tensors, tensors, opts, "reduce")
 
     def _rs(self, out: torch.Tensor, inp: torch.Tensor, op: str, what: str, exact: bool, plan: Optional[Plan]) -> None:
@@ -457,8 +484,9 @@ class ProcessGroupSchedc(dist.ProcessGroup):
                                "(got %d of %s)" % (what, self._n, out.numel(), inp.numel(), inp.dtype))
         pi = _Prepared(inp, what, True, op)
         po = _Prepared(out, what, True, op)
+        cw = {"wire": self.wire} if self.wire and op in ("sum", "avg") and out.dtype in _EXACT_TORCH and not out.is_cuda else {}
         self.comm.reduce_scatter(pi.buf, po.buf, op=op, plan=plan,
-                                 exact=exact and op in ("sum", "avg") and out.dtype in _EXACT_TORCH)
+                                 exact=exact and op in ("sum", "avg") and out.dtype in _EXACT_TORCH and not cw, **cw)
         po.finish()
 
     def reduce_scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]],

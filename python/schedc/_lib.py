@@ -57,6 +57,11 @@ class CommOpts(ctypes.Structure):
                 ("verify", c_int), ("repair", c_int), ("tuning", c_char_p)]
 
 
+class CallOpts(ctypes.Structure):
+    """schedc_call_opts: a call's compression (docs/compression.md)."""
+    _fields_ = [("size", c_size_t), ("wire", c_int), ("topk", c_double), ("residual", c_void_p)]
+
+
 class Uid(ctypes.Structure):
     _fields_ = [("bytes", ctypes.c_ubyte * 16)]
 
@@ -102,6 +107,11 @@ _proto("schedc_reduce_scatter", c_int, P, P, c_size_t, c_int, c_int, P, P)
 _proto("schedc_allgather", c_int, P, P, c_size_t, c_int, P, P)
 _proto("schedc_broadcast", c_int, P, P, c_size_t, c_int, c_int, P, P)
 _proto("schedc_reduce", c_int, P, P, c_size_t, c_int, c_int, c_int, P, P)
+_proto("schedc_allreduce_v2", c_int, P, P, c_size_t, c_int, c_int, P, P, ctypes.POINTER(CallOpts))
+_proto("schedc_reduce_scatter_v2", c_int, P, P, c_size_t, c_int, c_int, P, P, ctypes.POINTER(CallOpts))
+_proto("schedc_reduce_v2", c_int, P, P, c_size_t, c_int, c_int, c_int, P, P, ctypes.POINTER(CallOpts))
+_proto("schedc_accum_allreduce_v2", c_int, P, P, P, P, ctypes.POINTER(CallOpts))
+_proto("schedc_wire_parse", c_int, c_char_p, ctypes.POINTER(c_int))
 _proto("schedc_digest", c_uint64, P, c_size_t)
 _proto("schedc_accum_create", c_int, c_size_t, c_int, c_int, c_int, c_int, ctypes.POINTER(P))
 _proto("schedc_accumulate", c_int, P, c_int, P)

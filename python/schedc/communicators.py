@@ -14,7 +14,7 @@ from . import _lib
 from ._lib import lib
 from .buffers import _ESIZE, _Buf, _block, _same_memory
 from .errors import Error, _check
-from .names import _exact_op, _parse_op
+from .names import _call_opts, _exact_op, _parse_op
 from .plans import Plan
 
 
@@ -236,49 +236,80 @@ class Comm:
             raise TypeError("schedc: plan must be a schedc.Plan, not %s" % type(plan).__name__)
         return plan._h().value  # a closed plan's NULL would silently mean "the default plan"
 
-    def allreduce(self, tensor: Any, op: str = "sum", plan: Optional[Plan] = None, exact: bool = False) -> Any:
+    def allreduce(self, tensor: Any, op: str = "sum", plan: Optional[Plan] = None, exact: bool = False,
+                  wire: Optional[str] = None, topk: Optional[float] = None, residual: Any = None) -> Any:
         """Reduce ``tensor`` across ranks in place (op: sum, prod, min, max, avg = sum then one
         division); every rank gets the plan's proven bits. ``exact=True`` (sum, avg of float32,
         float16, bfloat16): exact mode, the same bits for every plan and rank layout (the exact sum
-        of the inputs on one grid, rounded once: docs/determinism.md). Returns ``tensor``."""
+        of the inputs on one grid, rounded once: docs/determinism.md). Compression
+        (docs/compression.md; sum, avg of float32, float16, bfloat16 in host memory): ``wire="q8"``
+        or ``"q16"`` sums 8- or 16-bit integers on one grid, ``topk=F`` sends each rank's F * count
+        largest elements, summed exactly; ``residual`` (a tensor of the same dtype and size, zeros at
+        first) is error feedback: added to the input and left holding what was not sent. Every
+        plan and rank layout gives the same bits. Returns ``tensor``."""
         b = _Buf(tensor, "allreduce")
+        co, keep = _call_opts("allreduce", b.dtype, op, wire, topk, residual, b.count)
+        if co is not None and exact:
+            raise ValueError("schedc.allreduce: exact=True and wire/topk/residual exclude each other")
         o = _exact_op(op, b.dtype, "allreduce") if exact else _parse_op(op)
         with self._lock:
             h = self._handle_for(b, "allreduce")
-            _check(lib.schedc_allreduce(b.ptr, b.ptr, b.count, b.dtype, o, h, self._plan(plan)), "allreduce")
+            if co is not None:
+                _check(lib.schedc_allreduce_v2(b.ptr, b.ptr, b.count, b.dtype, o, h, self._plan(plan),
+                                               ctypes.byref(co)), "allreduce")
+            else:
+                _check(lib.schedc_allreduce(b.ptr, b.ptr, b.count, b.dtype, o, h, self._plan(plan)), "allreduce")
+        del keep
         return tensor
 
     def reduce(self, tensor: Any, root: int = 0, op: str = "sum", plan: Optional[Plan] = None,
-               exact: bool = False) -> Any:
+               exact: bool = False, wire: Optional[str] = None, residual: Any = None) -> Any:
         """Reduce ``tensor`` across ranks into ``root``'s tensor, in place (schedc_reduce); the other
         ranks' tensors are left as they were. A plan must be a reduce plan for this root
-        (``canonical_plan(n, "reduce", root)``). ``exact=True``: as for allreduce. Returns ``tensor``."""
+        (``canonical_plan(n, "reduce", root)``). ``exact=True``, ``wire``, ``residual``: as for
+        allreduce. Returns ``tensor``."""
         b = _Buf(tensor, "reduce")
+        co, keep = _call_opts("reduce", b.dtype, op, wire, None, residual, b.count)
+        if co is not None and exact:
+            raise ValueError("schedc.reduce: exact=True and wire/residual exclude each other")
         o = _exact_op(op, b.dtype, "reduce") if exact else _parse_op(op)
         with self._lock:
             h = self._handle_for(b, "reduce")
-            _check(lib.schedc_reduce(b.ptr, b.ptr, b.count, b.dtype, o, int(root), h, self._plan(plan)), "reduce")
+            if co is not None:
+                _check(lib.schedc_reduce_v2(b.ptr, b.ptr, b.count, b.dtype, o, int(root), h, self._plan(plan),
+                                            ctypes.byref(co)), "reduce")
+            else:
+                _check(lib.schedc_reduce(b.ptr, b.ptr, b.count, b.dtype, o, int(root), h, self._plan(plan)), "reduce")
+        del keep
         return tensor
 
     def reduce_scatter(self, tensor: Any, output: Any = None, op: str = "sum", plan: Optional[Plan] = None,
-                       exact: bool = False) -> Any:
+                       exact: bool = False, wire: Optional[str] = None, residual: Any = None) -> Any:
         """``tensor`` holds nranks equal blocks; block ``rank`` of the reduction goes to ``output``
         (count/nranks elements, same dtype) or, without one, into ``tensor``'s own block in place.
-        ``exact=True``: as for allreduce (the grid is the whole input's). Returns the output (or that
-        block's view)."""
+        ``exact=True``, ``wire``, ``residual`` (the input's size): as for allreduce (the grid is the
+        whole input's). Returns the output (or that block's view)."""
         b = _Buf(tensor, "reduce_scatter")
         n = self.nranks
         if b.count % n:
             raise ValueError("schedc.reduce_scatter: %d elements do not split into %d equal blocks" % (b.count, n))
         k = b.count // n
+        co, keep = _call_opts("reduce_scatter", b.dtype, op, wire, None, residual, b.count)
+        if co is not None and exact:
+            raise ValueError("schedc.reduce_scatter: exact=True and wire/residual exclude each other")
         o = _exact_op(op, b.dtype, "reduce_scatter") if exact else _parse_op(op)
         out = _Buf(output, "reduce_scatter") if output is not None else b.new(k, "reduce_scatter")
         if out.dtype != b.dtype or out.count != k:
             raise ValueError("schedc.reduce_scatter: output must have %d elements of the input's dtype" % k)
         _same_memory(b, out, "reduce_scatter")
         with self._lock:
-            _check(lib.schedc_reduce_scatter(b.ptr, out.ptr, k, b.dtype, o, self._handle_for(b, "reduce_scatter"),
-                                             self._plan(plan)), "reduce_scatter")
+            h = self._handle_for(b, "reduce_scatter")
+            if co is not None:
+                _check(lib.schedc_reduce_scatter_v2(b.ptr, out.ptr, k, b.dtype, o, h, self._plan(plan),
+                                                    ctypes.byref(co)), "reduce_scatter")
+            else:
+                _check(lib.schedc_reduce_scatter(b.ptr, out.ptr, k, b.dtype, o, h, self._plan(plan)), "reduce_scatter")
+        del keep
         if output is not None:
             return output
         if b.kind == "cuda":  # a torch tensor: the copy is stream-ordered after the collective

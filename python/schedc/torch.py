@@ -20,10 +20,12 @@ from .errors import _check
 from .names import _parse_op
 from ._backend import _MPI_LAUNCHER_VARS, Options, ProcessGroupSchedc, _host_id, register, set_exact, set_order
 from ._lib import lib
+from .compress import QuantizedState, TopKState, quantized_hook, topk_hook
 from .checkpoint import load as load_checkpoint, save as save_checkpoint  # docs/recovery.md
 
 __all__ = ["init_comm", "HookState", "allreduce_hook", "CanonicalGrads", "ProcessGroupSchedc", "Options",
-           "set_order", "set_exact", "save_checkpoint", "load_checkpoint"]
+           "set_order", "set_exact", "save_checkpoint", "load_checkpoint",
+           "QuantizedState", "quantized_hook", "TopKState", "topk_hook"]
 
 register()  # dist.init_process_group("schedc")
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "compress.h"
 #include "err.h"
 #include "exact.h"
 #include "fpenv.h"
@@ -170,6 +171,18 @@ void schedc_accum_free(schedc_accum *a) {
 /* An exact allreduce whose send buffer is the n leaves (sc_exact.nleaves): each rank's leaves go
  * onto the call's grid one by one in sc_work_in; the call is then verified as schedc_allreduce's. */
 schedc_status schedc_accum_allreduce(schedc_accum *a, void *recv, schedc_comm *comm, const schedc_plan *plan) {
+  return schedc_accum_allreduce_v2(a, recv, comm, plan, NULL);
+}
+
+/* With options: a wire quantizes each leaf onto the grid (quant.h; headroom for every leaf). */
+schedc_status schedc_accum_allreduce_v2(schedc_accum *a, void *recv, schedc_comm *comm, const schedc_plan *plan,
+                                        const schedc_call_opts *opts) {
+  schedc_call_opts o;
+  schedc_status st = sc_call_opts_read(opts, "schedc_accum_allreduce", &o);
+  if (st != SCHEDC_OK) return st;
+  if (o.topk != 0.0 || o.residual)
+    return sc_err(SCHEDC_EINVAL, "schedc_accum_allreduce: opts->%s is not for exact leaves (only opts->wire is)",
+                  o.topk != 0.0 ? "topk" : "residual");
   if (!a || (!recv && a->count)) return sc_err(SCHEDC_EINVAL, "schedc_accum_allreduce: accumulator or recv is NULL");
   if (!a->leaves)
     return sc_err(SCHEDC_EINVAL, "schedc_accum_allreduce: the accumulator is not exact (op %s): use schedc_accum_result "
@@ -180,7 +193,7 @@ schedc_status schedc_accum_allreduce(schedc_accum *a, void *recv, schedc_comm *c
                     a->first, a->first + a->n);
   sc_call k;
   sc_result res;
-  schedc_status st = sc_call_make(comm, SCHEDC_ALLREDUCE, a->leaves, recv, a->count, a->dtype, a->op, 0, plan, 0, &k);
+  st = sc_call_make_wire(comm, SCHEDC_ALLREDUCE, a->leaves, recv, a->count, a->dtype, a->op, 0, plan, 0, o.wire, &k);
   if (st != SCHEDC_OK) return st;
   k.ex.nleaves = a->n;
   k.ex.leaf0 = a->first;

@@ -9,6 +9,7 @@
 #include "agree.h"
 #include "comm.h"
 #include "err.h"
+#include "names.h"
 #include "plan.h"
 
 void sc_agreement_of(sc_agreement *a, const sc_call *k, uint32_t path) {
@@ -30,16 +31,17 @@ void sc_agreement_of(sc_agreement *a, const sc_call *k, uint32_t path) {
   a->root = (uint32_t)k->root;
   a->checks = k->checks;
   a->path = path;
+  a->wire = (uint32_t)k->ex.wire;
 }
 
 /* The compared fields as words, in the order a difference is named (the call's number first: the
  * other fields describe another call then); their names for the message beside them. */
-enum { NFIELDS = 11 };
-static const char *const field_name[NFIELDS] = {"call sequence", "collective", "dtype", "op",
+enum { NFIELDS = 12 };
+static const char *const field_name[NFIELDS] = {"call sequence", "collective", "dtype", "op", "wire format",
                                                 "custom operator's source", "root", "count", "plan", "slice size",
                                                 "verification (SCHEDC_VERIFY, SCHEDC_REPAIR)", "path"};
 static void words(const sc_agreement *a, uint64_t w[NFIELDS]) {
-  const uint64_t f[NFIELDS] = {a->seq, a->coll, a->dtype, a->op, a->op_hash, a->root, a->count, a->plan_hash,
+  const uint64_t f[NFIELDS] = {a->seq, a->coll, a->dtype, a->op, a->wire, a->op_hash, a->root, a->count, a->plan_hash,
                                a->slice, a->checks, a->path};
   memcpy(w, f, sizeof f);
 }
@@ -70,16 +72,17 @@ static void value(char *out, size_t cap, int field, const sc_agreement *a) {
   case 1: name = schedc_collective_name((schedc_collective)a->coll); break;
   case 2: name = schedc_dtype_name((schedc_dtype)a->dtype); break;
   case 3: name = a->op == (uint32_t)SCHEDC_OP_CUSTOM_BASE ? "a custom operator" : schedc_op_name((schedc_op)a->op); break;
-  case 4: snprintf(out, cap, "%016llx", (unsigned long long)a->op_hash); return;
-  case 5: snprintf(out, cap, "%u", a->root); return;
-  case 6: snprintf(out, cap, "%llu", (unsigned long long)a->count); return;
-  case 7: snprintf(out, cap, "%016llx", (unsigned long long)a->plan_hash); return;
-  case 8: snprintf(out, cap, "%llu bytes", (unsigned long long)a->slice); return;
-  case 9: sc_checks_name(a->checks, out, cap); return;
-  case 10: name = path_name(a->path); break;
+  case 4: name = sc_wire_name((int)a->wire); break;
+  case 5: snprintf(out, cap, "%016llx", (unsigned long long)a->op_hash); return;
+  case 6: snprintf(out, cap, "%u", a->root); return;
+  case 7: snprintf(out, cap, "%llu", (unsigned long long)a->count); return;
+  case 8: snprintf(out, cap, "%016llx", (unsigned long long)a->plan_hash); return;
+  case 9: snprintf(out, cap, "%llu bytes", (unsigned long long)a->slice); return;
+  case 10: sc_checks_name(a->checks, out, cap); return;
+  case 11: name = path_name(a->path); break;
   }
   if (name) snprintf(out, cap, "%s", name);
-  else snprintf(out, cap, "%u", field == 1 ? a->coll : field == 2 ? a->dtype : a->op);
+  else snprintf(out, cap, "%u", field == 1 ? a->coll : field == 2 ? a->dtype : field == 4 ? a->wire : a->op);
 }
 
 schedc_status sc_agreement_check(const char *cn, int me, const sc_agreement *mine, int r, const sc_agreement *theirs) {

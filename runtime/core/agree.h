@@ -23,6 +23,7 @@ typedef struct sc_agreement {
   uint32_t coll, dtype, op, root;
   uint32_t checks;           /* the call's integrity settings (sc_call.checks) */
   uint32_t path;             /* SC_PATH_* */
+  uint32_t wire;             /* a quantized call's SCHEDC_WIRE_* (0: none) */
 } sc_agreement;
 
 /* This rank's agreement for call k, run on path `path`. */

@@ -26,6 +26,8 @@ enum {
   /* the backend learns its ranks' hosts at init (sc_comm_set_hosts, which checks a tuning table's
    * `hosts` line against them); without it the ranks are on one host for that check (mpi) */
   SC_CAP_HOSTS = 16,
+  /* quantized wires (quant.h): exact mode's path with the wire's narrow integers as working type */
+  SC_CAP_WIRE = 32,
 };
 
 /* A backend. Operations receive the head; their state is c->be_data. */

@@ -77,6 +77,10 @@ void *sc_scratch(schedc_comm *c, size_t bytes);
  * flags instead of mode state; nothing verifies them. */
 schedc_status sc_call_make(schedc_comm *c, int coll, const void *send, void *recv, size_t count, schedc_dtype dtype,
                            schedc_op op, int root, const schedc_plan *plan, unsigned flags, sc_call *k);
+/* sc_call_make with a wire format (SCHEDC_WIRE_*, 0: none): a quantized call (quant.h). */
+schedc_status sc_call_make_wire(schedc_comm *c, int coll, const void *send, void *recv, size_t count,
+                                schedc_dtype dtype, schedc_op op, int root, const schedc_plan *plan, unsigned flags,
+                                int wire, sc_call *k);
 schedc_status sc_call_run(schedc_comm *c, sc_call *k, sc_result *res);
 schedc_status sc_coll(schedc_comm *c, int coll, const void *send, void *recv, size_t count, schedc_dtype dtype,
                       schedc_op op, int root, const schedc_plan *plan, unsigned flags);

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "opreg.h"
 #include "plan.h"
+#include "quant.h"
 
 #define NDEFPLANS ((int)(sizeof ((schedc_comm *)0)->defplan / sizeof ((schedc_comm *)0)->defplan[0]))
 
@@ -92,10 +93,17 @@ const schedc_plan *schedc_comm_default_plan(schedc_comm *c, schedc_collective co
   return p;
 }
 
-/* The arguments of a call checked and its descriptor filled. `count` is the user's count. */
 schedc_status sc_call_make(schedc_comm *c, int coll, const void *sendbuf, void *recvbuf, size_t count,
                            schedc_dtype dtype, schedc_op op, int root, const schedc_plan *plan, unsigned flags,
                            sc_call *k) {
+  return sc_call_make_wire(c, coll, sendbuf, recvbuf, count, dtype, op, root, plan, flags, 0, k);
+}
+
+/* The arguments of a call checked and its descriptor filled. `count` is the user's count; `wire`
+ * a quantized call's SCHEDC_WIRE_* (quant.h: an exact call whose integers are the wire's), or 0. */
+schedc_status sc_call_make_wire(schedc_comm *c, int coll, const void *sendbuf, void *recvbuf, size_t count,
+                                schedc_dtype dtype, schedc_op op, int root, const schedc_plan *plan, unsigned flags,
+                                int wire, sc_call *k) {
   const char *cn = schedc_collective_name((schedc_collective)coll);
   if (!c) return sc_err(SCHEDC_EINVAL, "%s: comm is NULL", cn);
   if (c->broken) {
@@ -108,8 +116,13 @@ schedc_status sc_call_make(schedc_comm *c, int coll, const void *sendbuf, void *
                                          " (a custom operator already freed, or never made by schedc_op_create)" : "");
   schedc_status st;
   if (sc_reduces(coll) && (st = sc_op_check_dtype(op, dtype, cn)) != SCHEDC_OK) return st;
-  /* exact mode: f32/f16/bf16 summed as i64 on a grid (exact.h); allgather and broadcast ignore the op */
-  int exact = sc_reduces(coll) && sc_exact_op(op);
+  if (wire && (st = sc_quant_check(cn, coll, op, dtype, wire, c->nranks)) != SCHEDC_OK) return st;
+  if (wire && !(c->be->caps & SC_CAP_WIRE))
+    return sc_err(SCHEDC_EUNAVAIL, "%s: wire %s: the %s backend has no quantized wire (threads, shm and mpi have)", cn,
+                  sc_wire_name(wire), c->be->name);
+  /* exact mode: f32/f16/bf16 summed as i64 on a grid (exact.h), or as a wire's integers (quant.h);
+   * allgather and broadcast ignore the op */
+  int exact = sc_reduces(coll) && (sc_exact_op(op) || wire);
   if (exact && dtype != SCHEDC_F32 && dtype != SCHEDC_F16 && dtype != SCHEDC_BF16)
     return sc_err(SCHEDC_EINVAL, "%s: op %s takes f32, f16 or bf16 data, not %s (integer sums are exact already)", cn,
                   schedc_op_name(op), schedc_dtype_name(dtype));
@@ -142,9 +155,9 @@ schedc_status sc_call_make(schedc_comm *c, int coll, const void *sendbuf, void *
   const sc_opdef *custom = reduction ? sc_opreg_get(op) : NULL;
   if (custom) k->op_hash = custom->hash;
   if (exact) {
-    k->acc = SCHEDC_I64;
+    k->acc = wire ? (schedc_dtype)sc_quant_type(wire) : SCHEDC_I64;
     k->op = SCHEDC_SUM;
-    k->ex = (sc_exact){SC_EXACT_CALL, coll, (int)dtype, (int)op, 0, SC_EXACT_FINITE, 0, n, 0, NULL, 0};
+    k->ex = (sc_exact){SC_EXACT_CALL, coll, (int)dtype, (int)op, 0, SC_EXACT_FINITE, 0, n, 0, NULL, 0, wire};
   }
   /* The identity check applies to exact calls only: any other call runs under SCHEDC_VERIFY=exact
    * as under none (its checks word 0: the small-message path, no repair). */
@@ -206,7 +219,12 @@ static schedc_status exact_prepare(schedc_comm *c, sc_call *k) {
     free(all);
     return sc_err(SCHEDC_ENOMEM, "%s: out of memory for the exact grid's exchange", k->cn);
   }
-  sc_exact_stats(k->dtype, k->send, k->K * (size_t)m, mine);
+  /* A quantized call's words depend on its number of summands (quant.h: the magnitude bits); with
+   * leaves that is the L the exchange finds, so they assume equal blocks (n * m) and are made and
+   * exchanged again below when the blocks say otherwise. */
+  int wire = k->ex.wire;
+  if (wire) sc_quant_stats(k->dtype, k->send, k->K * (size_t)m, sc_quant_mag_bits(wire, n * m), c->rank, mine);
+  else sc_exact_stats(k->dtype, k->send, k->K * (size_t)m, mine);
   mine[4] = m;
   mine[5] = -m;
   for (size_t i = SC_EXACT_WORDS; i < nw; i++) mine[i] = INT64_MIN;
@@ -225,7 +243,20 @@ static schedc_status exact_prepare(schedc_comm *c, sc_call *k) {
   }
   int L = n;
   if (st == SCHEDC_OK && leaves) st = leaf_blocks(k, n, all + SC_EXACT_WORDS, g.seq, &L);
-  if (st == SCHEDC_OK) sc_exact_grid(&k->ex, all, L);
+  if (st == SCHEDC_OK && wire && L != n * m) { /* every rank found the same L: all take this branch */
+    sc_quant_stats(k->dtype, k->send, k->K * (size_t)m, sc_quant_mag_bits(wire, L), c->rank, mine);
+    st = sc_call_make(c, SCHEDC_ALLREDUCE, mine, all, SC_EXACT_WORDS, SCHEDC_I64, SCHEDC_MAX, 0, NULL,
+                      SC_CALL_INTERNAL, &g);
+    if (st == SCHEDC_OK) {
+      g.ex = k->ex;
+      g.ex.mode = SC_EXACT_GRID;
+      st = sc_call_run(c, &g, &r);
+    }
+  }
+  if (st == SCHEDC_OK) {
+    if (wire) st = sc_quant_grid(&k->ex, all, L, k->cn);
+    else sc_exact_grid(&k->ex, all, L);
+  }
   free(mine);
   free(all);
   return st;

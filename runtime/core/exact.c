@@ -15,6 +15,7 @@
 #include "exact.h"
 #include "exact_simd.h"
 #include "kernels.h"
+#include "quant.h"
 
 /* ---- the formats: significand bits (with the hidden one), smallest normal exponent, bits ---- */
 typedef struct fmt { int p, emin; uint32_t inf, sign, qnan; } fmt;
@@ -155,10 +156,12 @@ static uint64_t in_leaves(const sc_exact *ex, schedc_dtype dt, int64_t *dst, con
 }
 
 uint64_t sc_exact_in_summed(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n) {
+  if (ex->wire) return sc_quant_in(ex, dt, dst, src, n); /* a quantized call: its wire's integers */
   return in_leaves(ex, dt, dst, src, n, 1);
 }
 void sc_exact_in(const sc_exact *ex, schedc_dtype dt, int64_t *dst, const void *src, size_t n) {
-  in_leaves(ex, dt, dst, src, n, 0);
+  if (ex->wire) sc_quant_in(ex, dt, dst, src, n);
+  else in_leaves(ex, dt, dst, src, n, 0);
 }
 
 uint64_t sc_exact_isum(const int64_t *x, size_t n) {
@@ -214,9 +217,11 @@ static uint32_t avg_bits(schedc_dtype dt, int64_t s, int n, int g) {
 
 static uint64_t out_all(const sc_exact *ex, schedc_dtype dt, void *dst, const int64_t *src, size_t n, int want);
 void sc_exact_out(const sc_exact *ex, schedc_dtype dt, void *dst, const int64_t *src, size_t n) {
-  out_all(ex, dt, dst, src, n, 0);
+  if (ex->wire) sc_quant_out(ex, dt, dst, src, n);
+  else out_all(ex, dt, dst, src, n, 0);
 }
 uint64_t sc_exact_out_summed(const sc_exact *ex, schedc_dtype dt, void *dst, const int64_t *src, size_t n) {
+  if (ex->wire) return sc_quant_out(ex, dt, dst, src, n); /* a quantized call: its wire's integers */
   return out_all(ex, dt, dst, src, n, 1);
 }
 

@@ -46,6 +46,8 @@ typedef struct sc_exact {
   int leaf0;                 /* CALL with nleaves >= 1: this rank's first leaf; the ranks' blocks
                               * [leaf0, leaf0 + nleaves) must tile 0..L-1 (any sizes), and nterms
                               * is L (dispatch.c) */
+  int wire;                  /* 0: exact mode's i64; SCHEDC_WIRE_Q8 or _Q16: a quantized call (quant.h), whose
+                              * conversions the ones below hand to quant.c */
 } sc_exact;
 
 /* Is op an exact op, and the plain op it computes (SUM or AVG)? */
@@ -62,6 +64,8 @@ void sc_exact_stats(schedc_dtype dt, const void *x, size_t n, int64_t w[SC_EXACT
 void sc_exact_grid(sc_exact *ex, const int64_t w[SC_EXACT_WORDS], int nterms);
 
 
+/* A quantized call's grid (ex->wire set, quant.h) takes the same entries below: its integers are
+ * the wire's (dst/src then point to int8 or int16, not int64). */
 /* In: n elements of dtype on the grid as int64 (round to nearest, ties to even; zeros when the
  * result is special); with leaves, the sum of every leaf's (leaf j at src + j * n elements). Out:
  * n sums (int64) to dtype, avg divided by ex->nterms first, rounded once. */

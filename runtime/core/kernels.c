@@ -8,7 +8,9 @@
  */
 #include "kernels.h"
 #include "cpufeat.h"
+#include "names.h"
 #include "opreg.h"
+#include "quant.h"
 
 #include <math.h>
 #include <string.h>
@@ -274,7 +276,7 @@ void sc_reduce_chain(schedc_dtype t, schedc_op op, void *dst, const void *a, con
     return;
   }
   int sum = op == SCHEDC_SUM || op == SCHEDC_AVG;
-  switch (t) {
+  switch ((int)t) { /* int: the wire types are outside the enum */
   case SCHEDC_F32:
     if (sum && n == 1) sum1_f32(dst, a, s[0], len);
     else if (n == 1) one_float(op, dst, a, s[0], len);
@@ -293,6 +295,7 @@ void sc_reduce_chain(schedc_dtype t, schedc_op op, void *dst, const void *a, con
     if (n == 1) one_int64_t(op, dst, a, s[0], len);
     else chain_int64_t(op, dst, a, s, n, len);
     break;
+  case SC_DT_Q8: case SC_DT_Q16: sc_quant_chain((int)t, dst, a, s, n, len); break; /* a wire's integers (sums) */
   default: break; /* f16/bf16 never reach here: they accumulate in f32 */
   }
 }

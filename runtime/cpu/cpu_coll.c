@@ -292,9 +292,9 @@ static void digest_out(schedc_comm *c, const sc_call *k, char *W, const sc_execa
         crc = sp->dig[(size_t)ch * nsl + j];
       } else {
         char *from = where == SC_LOC_SEND ? (char *)sp->init + slo * asz : W + slo * asz;
-        if (k->ex.mode == SC_EXACT_CALL) { /* exact: the integers rounded once (avg divided exactly first) */
-          res->exact_out += sc_exact_isum((const int64_t *)(void *)from, n); /* dispatch.c's identity */
-          sc_exact_out(&k->ex, k->dtype, dst, (const int64_t *)from, n);
+        if (k->ex.mode == SC_EXACT_CALL) { /* exact: the integers rounded once (avg divided exactly first), and
+                                            * summed for dispatch.c's identity (a wire's too: exact.h) */
+          res->exact_out += sc_exact_out_summed(&k->ex, k->dtype, dst, (const int64_t *)(void *)from, n);
           crc = sc_crc32c(dst, n * dsz);
         } else if (k->acc != k->dtype) { /* W is the transport's, in the accumulation type */
           if (avg) sc_divide(k->acc, from, n, c->nranks);
@@ -502,7 +502,7 @@ static void cpu_free(schedc_comm *c) {
 
 /* schedc_mem_alloc: heap memory for threads (every rank's thread reads it already, and t_work
  * shares the receive buffer wherever it lies); a memfd region per allocation for shm. */
-const sc_backend sc_threads_backend = {"threads", SC_CAP_HOST_RESULT | SC_CAP_INJECT_STEPS | SC_CAP_EXACT, cpu_collective,
+const sc_backend sc_threads_backend = {"threads", SC_CAP_HOST_RESULT | SC_CAP_INJECT_STEPS | SC_CAP_EXACT | SC_CAP_WIRE, cpu_collective,
                                        cpu_failure, cpu_free, sc_mem_host_alloc, sc_mem_host_free, sc_cpu_shrink};
-const sc_backend sc_shm_backend = {"shm", SC_CAP_HOST_RESULT | SC_CAP_INJECT_STEPS | SC_CAP_EXACT, cpu_collective, cpu_failure,
+const sc_backend sc_shm_backend = {"shm", SC_CAP_HOST_RESULT | SC_CAP_INJECT_STEPS | SC_CAP_EXACT | SC_CAP_WIRE, cpu_collective, cpu_failure,
                                    cpu_free, sc_shm_mem_alloc, sc_shm_mem_free, sc_cpu_shrink};

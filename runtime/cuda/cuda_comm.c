@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "quant.h"
 #include "agree.h"
 #include "cuda_modes.h"
 #include "cuda_phase.h"
@@ -80,7 +81,7 @@ static schedc_status launch(cu_group *g, cu_call *c) {
   int coll = k->coll, root = k->root;
   cu_kset *ks = NULL;
   int exact = k->ex.mode == SC_EXACT_CALL;
-  schedc_status st = sc_cu_kset(g, k->plan, (int)k->dtype, exact ? k->ex.op : (int)k->op, &ks);
+  schedc_status st = sc_cu_kset(g, k->plan, (int)k->dtype, exact ? sc_cu_exact_kop(&k->ex) : (int)k->op, &ks);
   if (st != SCHEDC_OK) return st;
   /* counters, temps, working buffers; fresh counters are 0: below every epoch */
   if ((st = grow(g, g->ctr, &g->ctr_bytes, (size_t)ir->nchunks * (size_t)g->nblk * CU_CELL_BYTES)) != SCHEDC_OK)
@@ -100,7 +101,8 @@ static schedc_status launch(cu_group *g, cu_call *c) {
     int64_t w[SC_EXACT_WORDS];
     if ((st = sc_cu_exact_words(g, c, ks, w)) != SCHEDC_OK) return st;
     c->ex = k->ex;
-    sc_exact_grid(&c->ex, w, g->N);
+    if (c->ex.wire && (st = sc_quant_grid(&c->ex, w, g->N, k->cn)) != SCHEDC_OK) return st; /* NaN, Inf: refused */
+    if (!c->ex.wire) sc_exact_grid(&c->ex, w, g->N);
   }
   for (int r = 0; r < g->n; r++) {
     char *W = direct || (coll == SCHEDC_REDUCE && r == root && same) ? c->recv[r] : g->work[r];
@@ -173,7 +175,7 @@ static schedc_status one_collective(schedc_comm *c, const sc_call *k, sc_result 
 
 /* Results are stream-ordered (in device memory when the call returns): this backend verifies
  * inside its own collective (cuda_verify.c), not the core after it. */
-const sc_backend sc_cu_backend_one = {"cuda", SC_CAP_EXACT | SC_CAP_EXACT_DEVICE, one_collective, sc_cu_failure, one_free, sc_cu_mem_alloc,
+const sc_backend sc_cu_backend_one = {"cuda", SC_CAP_EXACT | SC_CAP_EXACT_DEVICE | SC_CAP_WIRE, one_collective, sc_cu_failure, one_free, sc_cu_mem_alloc,
                                       sc_cu_mem_free, NULL};
 
 schedc_status schedc_comm_init_cuda(int nranks, const int *devices, int flags, const schedc_comm_opts *opts,

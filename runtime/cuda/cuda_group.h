@@ -33,7 +33,8 @@ typedef struct cu_kset {
   void **mod;                /* [n]; virtual: only [0] */
   void **run_fn;             /* [n]: schedc_all (one process) or schedc_rank<me> (a process per GPU) */
   void **widen, **narrow, **avg; /* [n], NULL where the plan has none */
-  void **xstats, **xin, **xout; /* [n]: exact mode's kernels (cuda_abi.h), NULL in other sets */
+  void **xstats, **xin, **xout; /* [n]: exact mode's kernels, or a wire's set's schedc_qstats, _qin, _qout
+                                 * (cuda_abi.h); NULL in other sets */
 } cu_kset;
 
 /* The communicator's verification and injection settings, fixed at init (cuda_verify.c). */

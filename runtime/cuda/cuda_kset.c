@@ -11,6 +11,7 @@
 #include "cuda_emit.h"
 #include "cuda_kset.h"
 #include "err.h"
+#include "names.h"
 #include "opreg.h"
 
 static void kset_free(cu_group *g, cu_kset *k) {
@@ -52,6 +53,7 @@ schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, int dtype, int op
   int check = g->vf.check;
   /* exact mode: one source for f32, f16 and bf16, sum and avg (the format is a kernel parameter) */
   if (op == SCHEDC_SUM_EXACT || op == SCHEDC_AVG_EXACT) { dtype = SCHEDC_F32; op = SCHEDC_SUM_EXACT; }
+  if (sc_op_wire(op)) dtype = SCHEDC_F32; /* a wire's likewise (names.h SC_OP_Q8, SC_OP_Q16) */
   uint64_t key = plan->hash ^ ((uint64_t)(dtype + 1) << 56) ^ ((uint64_t)(op + 1) << 48) ^ ((uint64_t)check << 40) ^
                  ((uint64_t)g->nnodes << 32);
   const sc_opdef *custom = sc_opreg_get(op); /* a custom op's kernels are keyed by its source too */
@@ -81,6 +83,8 @@ schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, int dtype, int op
                      ? SCHEDC_OK : sc_err(SCHEDC_ENOMEM, "out of memory");
   int conv = strstr(src, "void " SC_CUDA_ENTRY_WIDEN "(") != NULL, avg = strstr(src, "void " SC_CUDA_ENTRY_AVG "(") != NULL;
   int exact = strstr(src, "void " SC_CUDA_ENTRY_XIN "(") != NULL;
+  /* a wire's set: its grid kernels (schedc_qstats, _qin, _qout) in the same slots as exact mode's */
+  int wire = strstr(src, "void " SC_CUDA_ENTRY_QIN "(") != NULL;
   for (int r = 0; r < g->n && st == SCHEDC_OK; r++) {
     if (g->virt && r > 0) { /* one module on the one device */
       k->widen[r] = k->widen[0]; k->narrow[r] = k->narrow[0]; k->avg[r] = k->avg[0];
@@ -96,6 +100,9 @@ schedc_status sc_cu_kset(cu_group *g, const schedc_plan *plan, int dtype, int op
     if (st == SCHEDC_OK && exact) st = g->dv->kernel(k->mod[r], SC_CUDA_ENTRY_XSTATS, &k->xstats[r]);
     if (st == SCHEDC_OK && exact) st = g->dv->kernel(k->mod[r], SC_CUDA_ENTRY_XIN, &k->xin[r]);
     if (st == SCHEDC_OK && exact) st = g->dv->kernel(k->mod[r], SC_CUDA_ENTRY_XOUT, &k->xout[r]);
+    if (st == SCHEDC_OK && wire) st = g->dv->kernel(k->mod[r], SC_CUDA_ENTRY_QSTATS, &k->xstats[r]);
+    if (st == SCHEDC_OK && wire) st = g->dv->kernel(k->mod[r], SC_CUDA_ENTRY_QIN, &k->xin[r]);
+    if (st == SCHEDC_OK && wire) st = g->dv->kernel(k->mod[r], SC_CUDA_ENTRY_QOUT, &k->xout[r]);
   }
   free(src);
   if (st != SCHEDC_OK) { kset_free(g, k); return st; }

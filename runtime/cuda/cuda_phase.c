@@ -10,6 +10,7 @@
 #include "cuda_phase.h"
 #include "err.h"
 #include "kernels.h"
+#include "quant.h"
 
 schedc_status sc_cu_call_fits(const sc_call *k) {
   const sc_ir *ir = &k->plan->ir;
@@ -91,8 +92,37 @@ static void xargs(uint64_t x[SC_CUDA_XARGS_WORDS], const void *in, void *out, si
   x[3] = dtype == SCHEDC_F16 ? SC_CUDA_XFMT_F16 : dtype == SCHEDC_BF16 ? SC_CUDA_XFMT_BF16 : SC_CUDA_XFMT_F32;
   x[4] = (uint64_t)(int64_t)(ex ? ex->g : 0);
   x[5] = (uint64_t)(ex ? ex->nterms : 1);
-  x[6] = ex && ex->op == SCHEDC_AVG_EXACT;
+  x[6] = ex && (ex->op == SCHEDC_AVG_EXACT || (ex->wire && ex->op == SCHEDC_AVG));
   x[7] = (uint64_t)(ex ? ex->special : 0);
+  if (ex && ex->wire) x[7] = (uint64_t)ex->wire / 8; /* a wire's kernels: its integers' bytes (cuda_abi.h) */
+}
+
+/* A quantized call's grid words (quant.h) from its schedc_qstats words on every slot: the largest
+ * magnitude, the first NaN and the first infinity, as sc_quant_stats takes them on the host. */
+static schedc_status quant_words(cu_group *g, const cu_call *c, const cu_kset *k, int64_t w[SC_EXACT_WORDS]) {
+  const sc_call *call = c->call;
+  int mbits = sc_quant_mag_bits(call->ex.wire, g->N);
+  static const uint32_t zero[4];
+  schedc_status st = SCHEDC_OK;
+  for (int s = 0; s < g->n && st == SCHEDC_OK; s++) {
+    uint32_t got[4];
+    if ((st = g->dv->select(g->dev[s])) != SCHEDC_OK) break;
+    if (!g->xstat[s] && (st = g->dv->alloc(256, &g->xstat[s])) != SCHEDC_OK) break;
+    uint64_t x[SC_CUDA_XARGS_WORDS];
+    xargs(x, c->send[s], g->xstat[s], call->K, (int)call->dtype, &call->ex);
+    void *pr[] = {x};
+    if ((st = g->dv->copy(g->xstat[s], zero, sizeof zero, g->stream[s])) == SCHEDC_OK &&
+        (st = elementwise(g, s, k->xstats[s], pr, call->K)) == SCHEDC_OK &&
+        (st = g->dv->copy(got, g->xstat[s], sizeof got, g->stream[s])) == SCHEDC_OK)
+      st = sc_cu_sync(g, g->stream[s]);
+    if (st != SCHEDC_OK) break;
+    uint64_t nan = got[1] ? 0xffffffffu - got[1] : UINT64_MAX, inf = got[2] ? 0xffffffffu - got[2] : UINT64_MAX;
+    int64_t mine[SC_EXACT_WORDS];
+    sc_quant_words(call->dtype, got[0], nan < inf ? nan : inf, nan < inf ? 2 : inf != UINT64_MAX, mbits,
+                   g->me < 0 ? s : g->me, mine);
+    for (int i = 0; i < 4; i++) w[i] = mine[i] > w[i] ? mine[i] : w[i];
+  }
+  return st;
 }
 
 schedc_status sc_cu_exact_words(cu_group *g, const cu_call *c, const cu_kset *k, int64_t w[SC_EXACT_WORDS]) {
@@ -101,6 +131,7 @@ schedc_status sc_cu_exact_words(cu_group *g, const cu_call *c, const cu_kset *k,
   w[1] = w[2] = w[3] = 0;
   w[4] = 1; /* leaves per rank: one input (exact leaves are refused on cuda) */
   w[5] = -1;
+  if (call->ex.wire) return quant_words(g, c, k, w);
   static const uint32_t zero[4];
   schedc_status st = SCHEDC_OK;
   for (int s = 0; s < g->n && st == SCHEDC_OK; s++) {

@@ -8,6 +8,7 @@
 #ifndef SC_CUDA_PHASE_H
 #define SC_CUDA_PHASE_H
 
+#include "names.h"
 #include "cuda_kset.h"
 #include "cuda_verify.h"
 #include "exact.h"
@@ -57,6 +58,12 @@ typedef struct cu_mode {
  * them between processes (a max: any order) and make the grid with sc_exact_grid. The host waits
  * for the stream here: an exact call is not only enqueued when it returns. */
 schedc_status sc_cu_exact_words(cu_group *g, const cu_call *c, const cu_kset *k, int64_t w[SC_EXACT_WORDS]);
+/* The op an exact or quantized call's kernel set is keyed and emitted by: exact mode's op, or a
+ * wire's (names.h SC_OP_Q8, SC_OP_Q16; a wire's words come from schedc_qstats, its grid from
+ * sc_quant_grid, quant.h). */
+static inline int sc_cu_exact_kop(const sc_exact *ex) {
+  return ex->wire == SCHEDC_WIRE_Q8 ? SC_OP_Q8 : ex->wire == SCHEDC_WIRE_Q16 ? SC_OP_Q16 : ex->op;
+}
 /* SCHEDC_EUNAVAIL when the plan has too many steps or transfers for the kernels' counters. */
 schedc_status sc_cu_call_fits(const sc_call *k);
 /* The call's sizes (temps, tile, mirror stride; memory and buffers still unset). */

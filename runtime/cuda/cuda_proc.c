@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "quant.h"
 #include "agree.h"
 #include "cuda_modes.h"
 #include "cuda_net.h"
@@ -275,6 +276,7 @@ static schedc_status exact_grid(cu_group *g, cu_call *c, const cu_kset *ks, sche
     for (int i = 0; i < SC_EXACT_WORDS; i++) w[i] = (int64_t)t[i] > w[i] ? (int64_t)t[i] : w[i];
   }
   c->ex = c->call->ex;
+  if (c->ex.wire) return sc_quant_grid(&c->ex, w, g->N, c->call->cn); /* NaN, Inf: refused on every rank alike */
   sc_exact_grid(&c->ex, w, g->N);
   return SCHEDC_OK;
 }
@@ -330,7 +332,7 @@ static schedc_status run_call(cu_group *g, const sc_call *k) {
   cu_kset *ks = NULL;
   int exact = k->ex.mode == SC_EXACT_CALL;
   int agreed = st == SCHEDC_OK; /* every rank alike: the exchanges above decided it */
-  if (st == SCHEDC_OK) st = sc_cu_kset(g, k->plan, (int)k->dtype, exact ? k->ex.op : (int)k->op, &ks);
+  if (st == SCHEDC_OK) st = sc_cu_kset(g, k->plan, (int)k->dtype, exact ? sc_cu_exact_kop(&k->ex) : (int)k->op, &ks);
   if (agreed && exact) st = exact_grid(g, &c, ks, st); /* every rank takes part, even one whose kernels failed */
   if (st != SCHEDC_OK) return sc_cu_breaks(g, st);
   /* peers' working buffers and counters as mapped here; only this rank's temps and mirrors */
@@ -360,5 +362,5 @@ static schedc_status proc_collective(schedc_comm *c, const sc_call *k, sc_result
 }
 
 /* Results are stream-ordered: verified inside the collective (above), not by the core after it. */
-const sc_backend sc_cu_backend_proc = {"cuda", SC_CAP_EXACT | SC_CAP_EXACT_DEVICE, proc_collective, sc_cu_failure, proc_comm_free, sc_cu_mem_alloc,
+const sc_backend sc_cu_backend_proc = {"cuda", SC_CAP_EXACT | SC_CAP_EXACT_DEVICE | SC_CAP_WIRE, proc_collective, sc_cu_failure, proc_comm_free, sc_cu_mem_alloc,
                                        sc_cu_mem_free, NULL};

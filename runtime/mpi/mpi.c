@@ -161,7 +161,7 @@ static schedc_status m_shrink(schedc_comm *c, const schedc_comm_opts *opts, sche
 }
 
 /* schedc_mem_alloc: heap memory (messages copy anyway: no copy is saved, the calls just work). */
-static const sc_backend mpi_backend = {"mpi", SC_CAP_HOST_RESULT | SC_CAP_EXACT | SC_CAP_HOSTS, m_collective, NULL, m_free, sc_mem_host_alloc,
+static const sc_backend mpi_backend = {"mpi", SC_CAP_HOST_RESULT | SC_CAP_EXACT | SC_CAP_HOSTS | SC_CAP_WIRE, m_collective, NULL, m_free, sc_mem_host_alloc,
                                        sc_mem_host_free, m_shrink};
 
 /* MPI_COMM_WORLD must be the job the launcher meant: processes started by another launcher

@@ -260,5 +260,5 @@ static void n_free(schedc_comm *c) {
 
 /* schedc_mem_alloc: heap memory (messages copy anyway). Steps inject kill, delay and jitter. No shrink
  * yet (issue 38's part across hosts: SCHEDC_EUNAVAIL, restart from a checkpoint). */
-const sc_backend sc_net_backend = {"net", SC_CAP_HOST_RESULT | SC_CAP_INJECT_STEPS | SC_CAP_EXACT | SC_CAP_HOSTS,
+const sc_backend sc_net_backend = {"net", SC_CAP_HOST_RESULT | SC_CAP_INJECT_STEPS | SC_CAP_EXACT | SC_CAP_HOSTS | SC_CAP_WIRE,
                                    n_collective, n_failure, n_free, sc_mem_host_alloc, sc_mem_host_free, NULL};

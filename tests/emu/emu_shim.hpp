@@ -146,7 +146,7 @@ static void sc_emu_run_block(unsigned nthreads, void (*body)(void *), void *arg)
 /* One launch: the kernel, its arguments (copied, as the driver does), a thread per block. */
 struct sc_emu_launch {
   char kind;   /* 'r': (sc_args), 'A': (sc_args, first, count), 'w': widen, 'n': narrow, 'a': avg,
-                * 'x': exact mode's kernels (sc_xargs: only in an exact source) */
+                * 'x': exact mode's and a wire's kernels (sc_xargs: only in such a source) */
   void *fn;
   unsigned grid, block;
   sc_args args;
@@ -213,7 +213,8 @@ extern "C" void *sc_emu_start(void *fn, const char *name, unsigned grid, unsigne
     l->n = *(sc_u64 *)params[1];
     l->nranks = *(int *)params[2];
 #ifdef SC_XARGS
-  } else if (!strcmp(name, "schedc_xstats") || !strcmp(name, "schedc_xin") || !strcmp(name, "schedc_xout")) {
+  } else if (!strcmp(name, "schedc_xstats") || !strcmp(name, "schedc_xin") || !strcmp(name, "schedc_xout") ||
+             !strcmp(name, "schedc_qstats") || !strcmp(name, "schedc_qin") || !strcmp(name, "schedc_qout")) {
     l->kind = 'x';
     memcpy(&l->xa, params[0], sizeof l->xa);
 #endif

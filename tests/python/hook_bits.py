@@ -2,8 +2,8 @@
 # DDP runs PyTorch's own communication hooks (fp16/bf16 compression, PowerSGD) over a backend.
 # Launches N ranks of a 32-64-64-3 MLP, STEPS SGD steps, and prints each rank's weights digest,
 # for every (backend, bucket_cap_mb, ranks) asked for. Results: docs/python.md.
-# Usage: hook_bits.py [--hook powersgd|fp16|bf16|none] [--backends schedc,gloo] [--caps 25,0.001]
-#        [--ranks 2,4] [--steps 6]   (torch 2.x; PYTHONPATH=python, SCHEDC_LIBRARY as for the tests)
+# Usage: hook_bits.py [--hook powersgd|fp16|bf16|q8|q16|topk|none] [--backends schedc,gloo] [--caps 25,0.001]
+#        [--ranks 2,4] [--steps 6] [--psgd-rank 1]   (torch 2.x; PYTHONPATH=python, SCHEDC_LIBRARY as for the tests)
 import argparse
 import os
 import socket
@@ -32,10 +32,14 @@ def rank_main(a):
         ddp.register_comm_hook(None, default_hooks.bf16_compress_hook)
     elif a.hook == "powersgd":
         # rank-1 approximation from step 2 on (vanilla all-reduce before), error feedback, warm start
-        state = psgd.PowerSGDState(process_group=None, matrix_approximation_rank=1, start_powerSGD_iter=2,
+        state = psgd.PowerSGDState(process_group=None, matrix_approximation_rank=a.psgd_rank, start_powerSGD_iter=2,
                                    min_compression_rate=0.5, use_error_feedback=True, warm_start=True,
                                    random_seed=0)
         ddp.register_comm_hook(state, psgd.powerSGD_hook)
+    elif a.hook in ("q8", "q16"):  # schedc's (docs/compression.md): the same bits over any group
+        ddp.register_comm_hook(schedc.torch.QuantizedState(bits=int(a.hook[1:])), schedc.torch.quantized_hook)
+    elif a.hook == "topk":
+        ddp.register_comm_hook(schedc.torch.TopKState(0.05), schedc.torch.topk_hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
     for it in range(a.steps):
         g = torch.Generator().manual_seed(1000 + it * n + rank)
@@ -61,6 +65,7 @@ def main():
     ap.add_argument("--caps", default="25,0.001")
     ap.add_argument("--ranks", default="2,4")
     ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--psgd-rank", type=int, default=1, help="PowerSGD's matrix_approximation_rank")
     ap.add_argument("--rank-main", action="store_true")
     ap.add_argument("--backend", default="schedc")
     ap.add_argument("--cap", type=float, default=25)
@@ -72,7 +77,7 @@ def main():
             for cap in a.caps.split(","):
                 port = free_port()
                 ps = [subprocess.Popen([sys.executable, __file__, "--rank-main", "--backend", b, "--cap", cap,
-                                        "--hook", a.hook, "--steps", str(a.steps)],
+                                        "--hook", a.hook, "--steps", str(a.steps), "--psgd-rank", str(a.psgd_rank)],
                                        env=dict(os.environ, RANK=str(r), WORLD_SIZE=str(n), MASTER_ADDR="127.0.0.1",
                                                 MASTER_PORT=str(port)),
                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(n)]

@@ -25,7 +25,7 @@ if [ "${1:-}" = --torch2 ] || [ "${1:-}" = --recover ]; then
     exec "$venv/bin/python" -m pytest -q -p no:cacheprovider "$here/test_recover.py" -k "fsdp or torchrun" "$@"
   fi
   exec "$venv/bin/python" -m pytest -q -p no:cacheprovider "$here/test_backend.py" "$here/test_fixes.py" "$here/test_net.py" \
-    "$here/test_order.py" "$here/test_torch_suite.py" "$@"
+    "$here/test_order.py" "$here/test_torch_suite.py" "$here/test_compress.py::test_schedc_backend_wire_hooks_and_sparse" "$@"
 fi
 py=""
 for c in ${SCHEDC_TEST_PYTHON:-/usr/bin/python3 python3}; do

@@ -13,8 +13,9 @@ if int(torch.__version__.split(".")[0]) < 2:
     pytest.skip("PyTorch's suite is run on torch 2.x (python.torch2)", allow_module_level=True)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# collectives with arithmetic on schedc, data movement on schedc, and DDP through the backend
-SELECTION = ["test_all_reduce_sum", "test_all_gather", "test_DistributedDataParallelCPU"]
+# collectives with arithmetic on schedc, data movement on schedc, DDP through the backend, and the
+# sparse all_reduce the suite gates on gloo (ungated: torch_suite.py's _UNGATED)
+SELECTION = ["test_all_reduce_sum", "test_all_gather", "test_DistributedDataParallelCPU", "test_sparse_all_reduce_sum"]
 
 
 def test_pytorch_distributed_suite_selection(tmp_path):
@@ -22,7 +23,7 @@ def test_pytorch_distributed_suite_selection(tmp_path):
     # without CI: under CI=true PyTorch's run_tests writes XML reports through xmlrunner, which
     # is not one of the suite's dependencies here (the results are read from unittest's summary)
     env = {k: v for k, v in os.environ.items() if k != "CI"}
-    env.update(BACKEND="schedc", WORLD_SIZE="2", TEMP_DIR=str(tmp_path))
+    env.update(BACKEND="schedc", WORLD_SIZE="2", TEMP_DIR=str(tmp_path), SCHEDC_SUITE_UNGATE="1")
     p = subprocess.run([sys.executable, os.path.join(HERE, "torch_suite.py"), "-v"] + args,
                        env=env, capture_output=True, text=True, timeout=600)
     tail = p.stderr[-4000:]

@@ -88,6 +88,12 @@ static void agreement(void) {
   CHECK(sc_agreement_check("allreduce", 1, &a, 0, &b) == SCHEDC_EMISMATCH);
   CHECK_EQ_STR(schedc_errmsg(), "allreduce: rank 1 and rank 0 disagree on the dtype of call 7 (rank 1: f32; rank 0: bf16)");
   b = a;
+  b.wire = SCHEDC_WIRE_Q8; /* a quantized call against a plain one (compression, issue 37) */
+  CHECK(sc_agreement_fp(&a) != sc_agreement_fp(&b));
+  CHECK(sc_agreement_check("allreduce", 0, &a, 1, &b) == SCHEDC_EMISMATCH);
+  CHECK_EQ_STR(schedc_errmsg(), "allreduce: rank 0 and rank 1 disagree on the wire format of call 7 (rank 0: default; "
+                                "rank 1: q8)");
+  b = a;
   b.checks = SC_V_DIGEST | SC_V_REPAIR;
   CHECK(sc_agreement_check("allreduce", 0, &a, 1, &b) == SCHEDC_EMISMATCH);
   CHECK_CONTAINS(schedc_errmsg(), "disagree on the verification (SCHEDC_VERIFY, SCHEDC_REPAIR) of call 7 (rank 0: "

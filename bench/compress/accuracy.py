@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+# accuracy.py — compression's accuracy on real training (issue 37, docs/compression.md):
+# examples/train_mlp (C, 4 ranks) and examples/torch_ddp.py (DDP, 4 processes over gloo) trained to
+# the same number of steps uncompressed (f32), exactly (exact mode), and compressed with error
+# feedback (q16, q8, top-1%; torch: PowerSGD rank 4 too). Writes bench/compress/accuracy.tsv (final
+# loss per configuration and its relative difference from f32's), curves.tsv (every loss printed) and
+# the curves as bench/compress/curves_train_mlp.svg and curves_torch.svg.
+# Usage: bench/compress/accuracy.py [BUILD_DIR] [--steps S] [--ranks N]   (PYTHON for the torch example)
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.path.join(ROOT, "bench", "compress")
+
+C_CONFIGS = [("f32", []), ("exact", ["--order", "exact"]), ("q16+EF", ["--wire", "q16", "--feedback"]),
+             ("q8+EF", ["--wire", "q8", "--feedback"]), ("top1%+EF", ["--topk", "0.01", "--feedback"])]
+T_CONFIGS = [("f32", ["--reduce", "gloo"]), ("exact", ["--reduce", "schedc", "--order", "exact"]),
+             ("q16+EF", ["--reduce", "gloo", "--compress", "q16"]), ("q8+EF", ["--reduce", "gloo", "--compress", "q8"]),
+             ("top1%+EF", ["--reduce", "gloo", "--compress", "topk", "--topk-fraction", "0.01"]),
+             ("PowerSGD r4", ["--reduce", "gloo", "--compress", "powersgd", "--powersgd-rank", "4"])]
+COLORS = ["#000000", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#ff7f0e"]
+
+
+def run(cmd, env=None):
+    """stdout and seconds of cmd; a failed run is said and run once more (a torch 1.13 gloo job on a
+    loaded machine has been seen to end with a rank that never exited)."""
+    for attempt in (1, 2):
+        t = time.time()
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
+        if not p.returncode:
+            return p.stdout, time.time() - t
+        print("compress_accuracy: %s failed (exit %d, attempt %d):\n%s\n%s" % (" ".join(cmd), p.returncode, attempt,
+                                                                              p.stdout[-800:], p.stderr[-2000:]), file=sys.stderr)
+    sys.exit(1)
+
+
+def curve(out, pat):
+    return [(int(m.group(1)), float(m.group(2))) for m in re.finditer(pat, out)]
+
+
+def svg(title, curves, path):
+    """Loss against step, log-scale loss, one polyline per configuration, a legend."""
+    import math
+    W, H, L, R, T, B = 640, 400, 60, 150, 30, 40
+    xs = [s for _, c in curves for s, _ in c]
+    ys = [math.log10(v) for _, c in curves for _, v in c if v > 0]
+    x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
+    y1 += (y1 - y0) * 0.05 or 0.1
+    y0 -= (y1 - y0) * 0.05 or 0.1
+    px = lambda s: L + (s - x0) / ((x1 - x0) or 1) * (W - L - R)  # noqa: E731
+    py = lambda v: T + (y1 - math.log10(v)) / (y1 - y0) * (H - T - B)  # noqa: E731
+    o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">' % (W, H),
+         '<rect width="100%" height="100%" fill="white"/>',
+         '<text x="%d" y="18" font-size="13">%s</text>' % (L, title),
+         '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (L, H - B, W - R, H - B),
+         '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (L, T, L, H - B),
+         '<text x="%d" y="%d" text-anchor="middle">step</text>' % ((L + W - R) // 2, H - 8),
+         '<text x="14" y="%d" transform="rotate(-90 14 %d)" text-anchor="middle">loss (log scale)</text>'
+         % ((T + H - B) // 2, (T + H - B) // 2)]
+    for k in range(5):
+        s = x0 + (x1 - x0) * k / 4
+        o.append('<text x="%.1f" y="%d" text-anchor="middle">%d</text>' % (px(s), H - B + 14, s))
+        v = 10 ** (y0 + (y1 - y0) * k / 4)
+        o.append('<text x="%d" y="%.1f" text-anchor="end">%.3g</text>' % (L - 4, py(v) + 4, v))
+        o.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>' % (L, py(v), W - R, py(v)))
+    for i, (name, c) in enumerate(curves):
+        pts = " ".join("%.1f,%.1f" % (px(s), py(v)) for s, v in c if v > 0)
+        o.append('<polyline fill="none" stroke="%s" stroke-width="1.3" points="%s"/>' % (COLORS[i % 6], pts))
+        o.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/>'
+                 % (W - R + 10, T + 10 + 16 * i, W - R + 30, T + 10 + 16 * i, COLORS[i % 6]))
+        o.append('<text x="%d" y="%d">%s</text>' % (W - R + 35, T + 14 + 16 * i, name))
+    o.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(o) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build", nargs="?", default="build")
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--ranks", type=int, default=4)
+    a = ap.parse_args()
+    b = os.path.join(ROOT, a.build)
+    py = os.environ.get("PYTHON", "/usr/bin/python3")
+    env = dict(os.environ, SCHEDC_LIBRARY=os.path.join(b, "lib", "libschedc.so"),
+               PYTHONPATH=os.path.join(ROOT, "python"), OMP_NUM_THREADS="1")
+    rows, curves = [], {"train_mlp": [], "torch_ddp": []}
+    for name, args in C_CONFIGS:
+        out, sec = run([os.path.join(b, "schedc"), "launch", "-n", str(a.ranks), "--", os.path.join(b, "train_mlp"),
+                        "--steps", str(a.steps)] + args, env)
+        curves["train_mlp"].append((name, curve(out, r"step\s+(\d+)\s+loss ([0-9.eE+-]+)")))
+        rows.append(("train_mlp", name, " ".join(args), curves["train_mlp"][-1][1][-1][1], sec))
+    for name, args in T_CONFIGS:
+        out, sec = run([py, os.path.join(ROOT, "examples", "torch_ddp.py"), "--nprocs", str(a.ranks),
+                        "--microbatches", str(a.ranks), "--steps", str(a.steps)] + args, env)
+        curves["torch_ddp"].append((name, [(s + 1, v) for s, v in curve(out, r"step (\d+) loss ([0-9.eE+-]+)")]))
+        rows.append(("torch_ddp", name, " ".join(args), curves["torch_ddp"][-1][1][-1][1], sec))
+    res = OUT
+    load = open("/proc/loadavg").read().split()[:3]
+    head = ["# date: %s" % time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "# command: bench/compress/accuracy.py %s --steps %d --ranks %d (torch: %s)" % (a.build, a.steps, a.ranks, py),
+            "# load average after: %s" % " ".join(load)]
+    with open(os.path.join(res, "accuracy.tsv"), "w") as f:
+        f.write("# accuracy.tsv — final loss after the same steps, against f32's (bench/compress/accuracy.py)\n")
+        f.write("\n".join(head) + "\n# columns: trainer config final_loss rel_to_f32 seconds args\n")
+        base = {t: v for t, n, _, v, _ in rows if n == "f32"}
+        for t, n, args, v, sec in rows:
+            f.write("%s\t%s\t%.7g\t%+.4f%%\t%.0f\t%s\n" % (t, n, v, (v / base[t] - 1) * 100, sec, args))
+    with open(os.path.join(res, "curves.tsv"), "w") as f:
+        f.write("# curves.tsv — every loss the trainers printed (bench/compress/accuracy.py)\n")
+        f.write("\n".join(head) + "\n# columns: trainer config step loss\n")
+        for t, cs in curves.items():
+            for n, c in cs:
+                for s, v in c:
+                    f.write("%s\t%s\t%d\t%.7g\n" % (t, n, s, v))
+    svg("examples/train_mlp, %d ranks: training loss" % a.ranks, curves["train_mlp"],
+        os.path.join(OUT, "curves_train_mlp.svg"))
+    svg("examples/torch_ddp.py, %d processes (gloo): loss on held-out rows" % a.ranks, curves["torch_ddp"],
+        os.path.join(OUT, "curves_torch.svg"))
+    print(open(os.path.join(res, "accuracy.tsv")).read())
+
+
+if __name__ == "__main__":
+    main()
