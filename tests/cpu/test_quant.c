@@ -7,7 +7,7 @@
  * reduce_scatter / reduce x f32 / bf16 / f16 x sum / avg x q8 / q16 x the small-message and plan
  * paths (sampled), on threads and shm processes: every rank's result is the reference's bits, so
  * every plan, backend and rank layout gives one result; the bound is checked exactly per element.
- * Then: the grid's carry and ties; exact leaves on a wire at 1, 2, 3, 4, 6 ranks; error feedback's
+ * Then: the grid's carry and ties; exact leaves on a wire at 1 to 7 ranks (blocks of unequal size too); error feedback's
  * property over many calls; top-k (sparse and dense paths, ties, error feedback); bad input (NaN,
  * Inf, too many ranks, options) with nothing written; ranks disagreeing on the wire.
  * Usage: test_quant SCHEDULES_DIR [threads|shm]
@@ -386,7 +386,9 @@ static void bad_input(void) {
   CHECK(st[0] == SCHEDC_EMISMATCH && st[1] == SCHEDC_EMISMATCH);
 }
 
-/* ---- exact leaves on a wire: 12 leaves at 1, 2, 3, 4, 6 ranks, one result (the 12 as 12 summands) ---- */
+/* ---- exact leaves on a wire: 12 leaves at 1 to 7 ranks, one result (the 12 as 12 summands); at 5 and 7
+ * ranks the blocks differ in size (7: 2, 2, 1, 2, 2, 1, 2), so a rank's own guess of the summands
+ * (its leaves times the ranks: 7 or 14) is not L, and the words are made again for L ---- */
 enum { NL = 12 };
 typedef struct lrank { schedc_comm *c; int first, m, wire; schedc_dtype dt; schedc_op op; size_t count;
                        void *const *leaf; void *out; schedc_status st; char err[512]; } lrank;
@@ -402,7 +404,7 @@ static void *leaves_main(void *p) {
   return NULL;
 }
 static void leaves(void) {
-  const int ns[] = {1, 2, 3, 4, 6};
+  const int ns[] = {1, 2, 3, 4, 5, 6, 7};
   int cases = 0, failed = 0;
   for (int wi = 0; wi < 2; wi++)
     for (int d = 0; d < 2; d++) {
@@ -415,18 +417,23 @@ static void leaves(void) {
         leaf[j] = malloc(count * es);
         for (size_t i = 0; i < count; i++) put(dt, leaf[j], i, qinput(&f, NL, j, i, 5 + wi));
       }
+      /* q8: the largest, 15.25 = 2^4 * 61/64 in leaf 0 (above every other input), rounds up to 2^m on
+       * L = 12's grid (m = 3: at or above 2^4 * 15/16) but not on a 7-summand one (m = 4: 31/32),
+       * which 7 ranks' rank 0 (one leaf) would assume: its words must be made for L. */
+      if (wire == 8) put(dt, leaf[0], 0, (uint32_t)(3 - f.emin + 1) << (f.p - 1) | 29u << (f.p - 6));
       char *want = malloc(count * es);
       failed += qref_reference(dt, wire, avg, leaf, NL, count, want, NULL) != 0; /* 12 summands: 4 bits of headroom */
       for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
-        int n = ns[ni], m = NL / n, bad = 0;
-        schedc_comm *comms[6];
+        int n = ns[ni], bad = 0;
+        schedc_comm *comms[7];
         schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
         co.timeout_s = 60;
         if (schedc_comm_init_threads(n, &co, comms) != SCHEDC_OK) { failed++; continue; }
-        lrank l[6];
-        pthread_t t[6];
+        lrank l[7];
+        pthread_t t[7];
         for (int r = 0; r < n; r++) {
-          l[r] = (lrank){comms[r], r * m, m, wire, dt, avg ? SCHEDC_AVG_EXACT : SCHEDC_SUM_EXACT, count, leaf,
+          int first = r * NL / n, m = (r + 1) * NL / n - first;
+          l[r] = (lrank){comms[r], first, m, wire, dt, avg ? SCHEDC_AVG_EXACT : SCHEDC_SUM_EXACT, count, leaf,
                          malloc(count * es), 0, ""};
           pthread_create(&t[r], NULL, leaves_main, &l[r]);
         }
@@ -443,8 +450,8 @@ static void leaves(void) {
       for (int j = 0; j < NL; j++) free(leaf[j]);
       free(want);
     }
-  printf("leaves on a wire: 12 leaves on 1, 2, 3, 4, 6 ranks: %d cases, %d failed\n", cases, failed);
-  CHECK(failed == 0 && cases == 20);
+  printf("leaves on a wire: 12 leaves on 1 to 7 ranks: %d cases, %d failed\n", cases, failed);
+  CHECK(failed == 0 && cases == 28);
 }
 
 /* ---- error feedback: per rank, what it contributed plus its last residual is the sum of its
