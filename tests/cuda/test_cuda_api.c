@@ -282,7 +282,7 @@ static void processes(void) {
   CHECK(in_processes(2, net_dies));
   CHECK(in_processes(2, two_hosts));
   CHECK(schedc_comm_init_cuda_over(NULL, 0, NULL, &c) == SCHEDC_EINVAL);
-  CHECK_CONTAINS(schedc_errmsg(), "host: NULL (a CPU communicator of the same ranks: shm or mpi)");
+  CHECK_CONTAINS(schedc_errmsg(), "host: NULL (a CPU communicator of the same ranks: shm, mpi or net)");
   setenv("SCHEDC_CUDA_NET", "tcp", 1);
   CHECK(schedc_comm_init_cuda_rank(0, 1, 0, "capi", NULL, &c) == SCHEDC_EINVAL);
   CHECK_CONTAINS(schedc_errmsg(), "SCHEDC_CUDA_NET='tcp': ipc (peers map each other's device memory: one host) or nccl");
