@@ -117,7 +117,7 @@ static int one_case(const char *name, int n, int R, unsigned killed, int step, c
   if (box == MAP_FAILED) return 1;
   memset(box, 0, sizeof *box);
   schedc_comm_opts co = SCHEDC_COMM_OPTS_INIT;
-  co.timeout_s = h->stall_ms && !h->dies ? 0.5 : 10;
+  co.timeout_s = h->stall_ms && !h->dies ? 1 : 10;
   pid_t pid[MAXR];
   fflush(stdout);
   for (int r = 0; r < n; r++) {
@@ -196,7 +196,7 @@ int main(void) {
   /* no failure: shrink gives everyone */
   failed += one_case("no failure", 3, 2, 0, 0, &healthy, 0x7, NULL);
   /* rank 2 joins after the timeout: the others go on without it; it is told it was left out */
-  const how late = {1500, 2, 0, 0};
+  const how late = {2500, 2, 0, 0};
   failed += one_case("a late rank left out", 4, 4, 1u << 3, 1, &late, 0x3, "rank 2 was left out");
   for (int s = 0; s < STEPS; s++)
     for (int j = 0; j < NL; j++) free(g_leaf[s][j]);
