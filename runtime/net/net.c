@@ -253,6 +253,7 @@ static void n_free(schedc_comm *c) {
     return;
   }
   if (n->worker) sc_net_drop_all(n);
+  if (n->worker && n->gen) sc_net_drain(n, 0, 0); /* a shrunk one: its parent's late messages */
   sc_net_ucx_close(n, c->nranks, !c->broken && !n->failed);
   sc_msgbufs_free(&n->bufs);
   free(n->reqs);

@@ -98,8 +98,10 @@ int sc_net_alive(const sc_netpeer *p);
 /* Did the lost connection to p end because its process is gone for certain (its host reset the
  * connection: the process exited), rather than unheard of (a link down, a stall)? */
 int sc_net_lost_for_good(const sc_netpeer *p);
-/* Close endpoints now (forced, bounded): a shrink's left-out ranks (their peers' eps). */
-void sc_net_ucx_close_eps(sc_net *n, ucp_ep_h *eps, int count);
+/* Receive and drop the queued messages whose tag matches tag under mask (bounded: a large one from
+ * a dead rank is cancelled): a shrunk worker's late messages of the old generation, so that none
+ * holds memory or is left unread when the worker closes. */
+void sc_net_drain(sc_net *n, ucp_tag_t tag, ucp_tag_t mask);
 
 /* Tags: the worker's generation (2 bits), what a message is (2), its sender, the call (low 16 bits)
  * and the step or exchange. */

@@ -297,10 +297,12 @@ static schedc_status agree_on_members(agree *a) {
   sc_net_progress(a->n);
   for (int c = 0; c < a->N; c++) {
     ucp_tag_recv_info_t info;
-    if (c != a->me && ucp_tag_probe_nb(a->n->worker, tag(a, c, c, 1), ~(ucp_tag_t)0, 0, &info))
+    if (c != a->me && ucp_tag_probe_nb(a->n->worker, tag(a, c, c, 1), ~(ucp_tag_t)0, 0, &info)) {
+      sc_net_drain(a->n, tag(a, c, c, 1) & SC_NET_GEN_MASK, SC_NET_GEN_MASK); /* nothing left unread */
       return sc_err(SCHEDC_EPEER, "schedc_comm_shrink: rank %d was left out: the survivors' coordinator, rank %d "
                     "(host %s), did not hear from it within the timeout of %.3g s and went on without it (it called "
                     "schedc_comm_shrink too late)", a->me, c, a->n->peer[c].hostname, a->c->timeout_s);
+    }
   }
   sc_net_beat(a->c); /* at once: a peer on another host that died is found by its reset */
   for (int round = 0; round <= a->N; round++) {
@@ -321,28 +323,6 @@ static void out_list(const agree *a, char *buf, size_t cap) {
   buf[0] = 0;
   for (int r = 0; r < a->N && len + 32 < cap; r++)
     if (a->st[r] != IN) len += (size_t)snprintf(buf + len, cap - len, "%s%d (%s)", len ? ", " : "", r, state_name(a->st[r]));
-}
-
-/* Old-generation messages still queued in the worker (a dead rank's last sends, views that came
- * late): received and dropped, so they hold no memory for the new communicator's life. */
-static void drain(sc_net *n, uint32_t gen) {
-  for (int i = 0; i < 4096; i++) {
-    ucp_tag_recv_info_t info;
-    ucp_tag_message_h m = ucp_tag_probe_nb(n->worker, (ucp_tag_t)(gen & 3u) << 62, SC_NET_GEN_MASK, 1, &info);
-    if (!m) return;
-    void *buf = malloc(info.length ? info.length : 1);
-    if (!buf) return;
-    ucp_request_param_t rp;
-    memset(&rp, 0, sizeof rp);
-    void *q = ucp_tag_msg_recv_nbx(n->worker, buf, info.length, m, &rp);
-    double until = sc_now() + 0.5;
-    while (UCS_PTR_IS_PTR(q) && ucp_request_check_status(q) == UCS_INPROGRESS && sc_now() < until) sc_net_progress(n);
-    if (UCS_PTR_IS_PTR(q)) {
-      if (ucp_request_check_status(q) == UCS_INPROGRESS) ucp_request_cancel(n->worker, q), sc_net_progress(n);
-      ucp_request_free(q);
-    }
-    free(buf);
-  }
 }
 
 /* The new communicator: the old one's worker and its members' endpoints, renumbered; the old head
@@ -375,7 +355,7 @@ static schedc_status regroup(schedc_comm *c, agree *a, const schedc_comm_opts *o
     return st;
   }
   /* the transport moves: peers renumbered, the others' endpoints kept until the worker closes */
-  memcpy(grave, n->grave, (size_t)n->ngrave * sizeof *grave);
+  if (n->ngrave) memcpy(grave, n->grave, (size_t)n->ngrave * sizeof *grave);
   int ngrave = n->ngrave;
   for (int r = 0; r < N; r++) {
     if (newrank[r] < 0) {
@@ -427,7 +407,7 @@ static schedc_status regroup(schedc_comm *c, agree *a, const schedc_comm_opts *o
     st = sc_err(st, "schedc_comm_shrink: rank %d agreed on %d members but could not make their communicator: %s",
                 a->me, k, msg);
   } else {
-    drain(n, oldgen);
+    sc_net_drain(n, (ucp_tag_t)(oldgen & 3u) << 62, SC_NET_GEN_MASK); /* the old one's late messages */
     *out = nc;
   }
   free(all);

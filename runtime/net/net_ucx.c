@@ -198,7 +198,31 @@ void sc_net_beat(schedc_comm *c) {
   tell_all(c, AM_BEAT, NULL, 0);
 }
 
-void sc_net_ucx_close_eps(sc_net *n, ucp_ep_h *eps, int count) {
+void sc_net_drain(sc_net *n, ucp_tag_t tag, ucp_tag_t mask) {
+  for (int i = 0; i < 4096; i++) {
+    ucp_tag_recv_info_t info;
+    ucp_tag_message_h m = ucp_tag_probe_nb(n->worker, tag, mask, 1, &info);
+    if (!m) return;
+    void *buf = malloc(info.length ? info.length : 1);
+    if (!buf) return;
+    ucp_request_param_t rp;
+    memset(&rp, 0, sizeof rp);
+    void *q = ucp_tag_msg_recv_nbx(n->worker, buf, info.length, m, &rp);
+    double until = sc_now() + 0.5; /* a large one from a rank that died may never complete */
+    while (UCS_PTR_IS_PTR(q) && ucp_request_check_status(q) == UCS_INPROGRESS && sc_now() < until) sc_net_progress(n);
+    if (UCS_PTR_IS_PTR(q)) {
+      if (ucp_request_check_status(q) == UCS_INPROGRESS) {
+        ucp_request_cancel(n->worker, q);
+        sc_net_progress(n);
+      }
+      ucp_request_free(q);
+    }
+    free(buf);
+  }
+}
+
+/* Close endpoints now (forced, bounded): those to the ranks shrinks left out. */
+static void close_eps(sc_net *n, ucp_ep_h *eps, int count) {
   ucp_request_param_t rp;
   memset(&rp, 0, sizeof rp);
   rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -214,7 +238,7 @@ void sc_net_ucx_close_eps(sc_net *n, ucp_ep_h *eps, int count) {
 }
 
 void sc_net_ucx_close(sc_net *n, int nranks, int flush) {
-  if (n->worker && n->ngrave) sc_net_ucx_close_eps(n, n->grave, n->ngrave); /* a shrink's left-out ranks' */
+  if (n->worker && n->ngrave) close_eps(n, n->grave, n->ngrave); /* a shrink's left-out ranks' */
   if (n->worker) {
     /* every endpoint closed at once; flushed (what was sent reaches its peer) unless the
      * communicator broke, bounded either way */

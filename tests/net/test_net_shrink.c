@@ -139,10 +139,11 @@ static int one_case(const char *name, int n, int R, unsigned killed, int step, c
         _exit(1);
       }
       run_rank(&box->r[r], c, r, h);
-      _exit(0);
+      exit(0); /* atexit: in the ASan tree LeakSanitizer checks what the shrink left (status 23) */
     }
   }
-  for (int r = 0; r < n; r++) waitpid(pid[r], NULL, 0);
+  int status[MAXR];
+  for (int r = 0; r < n; r++) waitpid(pid[r], &status[r], 0);
   unsetenv("SCHEDC_INJECT");
   if (box->state == 3) {
     munmap(box, sizeof *box);
@@ -161,6 +162,10 @@ static int one_case(const char *name, int n, int R, unsigned killed, int step, c
     else {
       ok = x->done && x->nmembers == k && !memcmp(x->members, wl, (size_t)k * sizeof(int)) && x->nshrink == 1;
       for (int s = 0; s < STEPS && ok; s++) ok = !memcmp(x->out[s], g_want[s], sizeof g_want[s]);
+    }
+    if (ok && !(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0)) {
+      ok = 0;
+      fprintf(stderr, "  rank %d: exit status %#x (a sanitizer's report?)\n", r, status[r]);
     }
     if (!ok) {
       bad++;
