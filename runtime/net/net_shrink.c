@@ -3,10 +3,11 @@
  * agree by messages over the connections they already have, then the new communicator takes over
  * the old one's UCX worker and its endpoints to the members, renumbered in their old order.
  *
- * The agreement (docs/recovery.md "Shrinking on net"). Each rank keeps a view: every rank IN,
- * SUSPECT (not heard within the timeout, or its connection lost without a reset: it may live
- * behind a link that is down) or DEAD (its process is gone: a reset connection, or a pid on this
- * host that no longer runs). The coordinator is the lowest rank IN in a rank's view. Every rank
+ * The agreement (docs/recovery.md "On net: an agreement by messages"). Each rank keeps a view:
+ * every rank IN, SUSPECT (not heard within the timeout, or its connection lost: it may live behind
+ * a link that is down; UCX 1.13 over TCP reports a killed peer as an endpoint timeout too) or DEAD
+ * (its process is gone: a pid on this host that no longer runs, or a reset connection); views
+ * travel, so a death seen on its own host is known to all. The coordinator is the lowest rank IN in a rank's view. Every rank
  * sends its view to its coordinator (VIEW) and waits; the coordinator merges the views of every
  * rank it holds IN (taking the worse state of each rank), marks those that did not send theirs
  * within the timeout SUSPECT, and proposes the result (DECIDE, numbered) to every rank not DEAD;
