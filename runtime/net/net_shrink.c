@@ -204,8 +204,12 @@ static schedc_status coordinate(agree *a) {
     }
     tick(a, moved, &idle);
   }
-  /* propose, until every member acknowledged the same proposal */
+  /* propose, until every member acknowledged the same proposal; what was proposed is what is
+   * committed (a->st may learn more meanwhile: a rank out turning dead changes no member) */
+  unsigned char *sent = malloc((size_t)N);
+  if (!sent) st = sc_err(SCHEDC_ENOMEM, "schedc_comm_shrink: out of memory");
   for (uint32_t attempt = 0; st == SCHEDC_OK; attempt++) {
+    memcpy(sent, a->st, (size_t)N);
     for (int r = 0; r < N; r++)
       if (r != me && a->st[r] != DEAD) send_msg(a, r, me, 1, M_DECIDE, attempt);
     memset(have, 0, (size_t)N);
@@ -223,6 +227,8 @@ static schedc_status coordinate(agree *a) {
       if (!waiting && !changed) {
         for (int r = 0; r < N; r++)
           if (r != me && a->st[r] == IN) send_msg(a, r, me, 1, M_COMMIT, attempt);
+        memcpy(a->st, sent, (size_t)N);
+        free(sent);
         free(have);
         return SCHEDC_OK;
       }
@@ -234,6 +240,7 @@ static schedc_status coordinate(agree *a) {
       tick(a, moved, &idle);
     }
   }
+  free(sent);
   free(have);
   return st;
 }
@@ -257,6 +264,7 @@ static int follow(agree *a, int coord) {
     if (got(a, coord, coord, 1, &h)) {
       moved++;
       deadline = sc_now() + T; /* it is alive and deciding */
+      hard = deadline + 2 * T;
       if (h.type == M_DECIDE) {
         memcpy(held, a->in + sizeof h, (size_t)N);
         if (held[me] != IN) {
