@@ -23,11 +23,10 @@
 
 #include "../check.h"
 #include "../exact_ref.h"
+#include "../shrink_steps.h"
 #include "schedc/schedc.h"
 
-enum { NL = 12, COUNT = 300, STEPS = 2, MAXR = 8 };
-static void *g_leaf[STEPS][NL];
-static float g_want[STEPS][COUNT];
+enum { MAXR = 8 };
 
 /* One rank's part and what it saw: shared with the parent. */
 typedef struct rk {
@@ -44,18 +43,6 @@ typedef struct how {
   int who, dies;             /* dies: SIGKILL (the coordinator dies while the others agree); else joins late */
   int healthy;               /* no failure: every rank shrinks after step 0 */
 } how;
-
-/* Step s: this rank's block of the 12 leaves (by index), summed exactly over every rank. */
-static schedc_status step_call(schedc_comm *c, int s, float *out) {
-  int n = schedc_comm_nranks(c), r = schedc_comm_rank(c);
-  int first = r * NL / n, m = (r + 1) * NL / n - first;
-  schedc_accum *a = NULL;
-  schedc_status st = schedc_accum_create(COUNT, SCHEDC_F32, s ? SCHEDC_AVG_EXACT : SCHEDC_SUM_EXACT, first, m, &a);
-  for (int j = 0; j < m && st == SCHEDC_OK; j++) st = schedc_accumulate(a, first + j, g_leaf[s][first + j]);
-  if (st == SCHEDC_OK) st = schedc_accum_allreduce(a, out, c, NULL);
-  schedc_accum_free(a);
-  return st;
-}
 
 static void run_rank(rk *k, schedc_comm *c, int rank, const how *h) {
   int cur = 0;
@@ -179,14 +166,7 @@ static int one_case(const char *name, int n, int R, unsigned killed, int step, c
 }
 
 int main(void) {
-  for (int s = 0; s < STEPS; s++) { /* the leaves and the reference: 12 summands, evaluated here */
-    fmt f = fmt_of(SCHEDC_F32);
-    for (int j = 0; j < NL; j++) {
-      g_leaf[s][j] = malloc(COUNT * sizeof(float));
-      for (size_t i = 0; i < COUNT; i++) put(SCHEDC_F32, g_leaf[s][j], i, input(&f, NL, j, i, 7 + s));
-    }
-    CHECK(reference(SCHEDC_F32, s, g_leaf[s], NL, COUNT, g_want[s]) == 0);
-  }
+  CHECK(steps_setup() == 0); /* the leaves and the reference: 12 summands, evaluated here */
   const how plain = {0, -1, 0, 0}, healthy = {0, -1, 0, 1};
   int failed = 0;
   /* one rank lost inside the allreduce, on one host (its process watched) */
@@ -208,8 +188,7 @@ int main(void) {
   /* rank 2 joins after the timeout: the others go on without it; it is told it was left out */
   const how late = {2500, 2, 0, 0};
   failed += one_case("a late rank left out", 4, 4, 1u << 3, 1, &late, 0x3, "rank 2 was left out");
-  for (int s = 0; s < STEPS; s++)
-    for (int j = 0; j < NL; j++) free(g_leaf[s][j]);
+  steps_free();
   CHECK(failed == 0);
   return DONE();
 }

@@ -61,6 +61,15 @@ def threads_allgather(n):
     return make
 
 
+def run_threads(rank, n):
+    """rank(r) for r in range(n), each in a thread of its own; joined (60 s each)."""
+    th = [threading.Thread(target=rank, args=(r,)) for r in range(n)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join(60)
+
+
 def test_comm_net_allgather_bits():
     """Three ranks in threads of this process, bootstrapped by a Python function: an allreduce
     gives every rank the ring's trees over the inputs, evaluated here."""
@@ -80,11 +89,7 @@ def test_comm_net_allgather_bits():
                 outs[r] = x
         except BaseException as e:
             errs.append(e)
-    th = [threading.Thread(target=rank, args=(r,)) for r in range(n)]
-    for t in th:
-        t.start()
-    for t in th:
-        t.join(60)
+    run_threads(rank, n)
     assert not errs, errs
     for r in range(n):
         assert reduce_by_plan(ring, r, ins).tobytes() == outs[r].tobytes()
@@ -124,11 +129,7 @@ def test_comm_net_shrink():
             s2.close()
         except BaseException as e:
             errs.append(e)
-    th = [threading.Thread(target=rank, args=(r,)) for r in range(n)]
-    for t in th:
-        t.start()
-    for t in th:
-        t.join(60)
+    run_threads(rank, n)
     assert not errs, errs
     assert got[0] == (0, 2, [0, 1], [30.0] * 5, 2, [3.0] * 3)
     assert got[1] == (1, 2, [0, 1], [30.0] * 5, 2, [3.0] * 3)
