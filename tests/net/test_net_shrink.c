@@ -42,17 +42,30 @@ typedef struct how {
   int stall_ms;              /* the rank `who` waits this long after its call failed, then: */
   int who, dies;             /* dies: SIGKILL (the coordinator dies while the others agree); else joins late */
   int healthy;               /* no failure: every rank shrinks after step 0 */
+  int second;                /* a rank that dies (SIGKILL) right after its first shrink: the survivors
+                              * shrink the shrunk communicator (its worker's next generation); -1 */
 } how;
 
 static void run_rank(rk *k, schedc_comm *c, int rank, const how *h) {
-  int cur = 0;
+  int cur = 0, resync = 0; /* resync: agree on the step first (after a shrink) */
   while (cur < STEPS) {
-    schedc_status st = step_call(c, cur, k->out[cur]);
-    if (st == SCHEDC_OK && !(h->healthy && cur == 0 && !k->nshrink)) { cur++; continue; }
-    if (st == SCHEDC_OK) cur++; /* healthy: shrink after step 0 anyway */
-    else if ((st != SCHEDC_EPEER && st != SCHEDC_ETIMEOUT) || k->nshrink) {
+    schedc_status st;
+    if (resync) { /* go on from the earliest step a survivor has not finished */
+      int64_t mine = cur, lo = -1;
+      if ((st = schedc_allreduce(&mine, &lo, 1, SCHEDC_I64, SCHEDC_MIN, c, NULL)) == SCHEDC_OK) {
+        cur = (int)lo;
+        resync = 0;
+        continue;
+      }
+    } else {
+      st = step_call(c, cur, k->out[cur]);
+      if (st == SCHEDC_OK && !(h->healthy && cur == 0 && !k->nshrink)) { cur++; continue; }
+      if (st == SCHEDC_OK) cur++; /* healthy: shrink after step 0 anyway */
+    }
+    if (st != SCHEDC_OK && ((st != SCHEDC_EPEER && st != SCHEDC_ETIMEOUT) || k->nshrink > (h->second >= 0))) {
       k->st = st;
-      snprintf(k->err, sizeof k->err, "step %d: %s", cur, schedc_errmsg());
+      snprintf(k->err, sizeof k->err, "%s %d: %s", resync ? "agreeing on the step after shrink" : "step",
+               resync ? k->nshrink : cur, schedc_errmsg());
       break;
     }
     if (rank == h->who && h->stall_ms) {
@@ -68,13 +81,8 @@ static void run_rank(rk *k, schedc_comm *c, int rank, const how *h) {
     schedc_comm_free(c);
     c = nc;
     k->nshrink++;
-    int64_t mine = cur, lo = -1; /* go on from the earliest step a survivor has not finished */
-    if ((st = schedc_allreduce(&mine, &lo, 1, SCHEDC_I64, SCHEDC_MIN, c, NULL)) != SCHEDC_OK) {
-      k->st = st;
-      snprintf(k->err, sizeof k->err, "agreeing on the step: %s", schedc_errmsg());
-      break;
-    }
-    cur = (int)lo;
+    if (rank == h->second && k->nshrink == 1) raise(SIGKILL);
+    resync = 1;
   }
   if (cur == STEPS) {
     k->done = 1;
@@ -142,12 +150,12 @@ static int one_case(const char *name, int n, int R, unsigned killed, int step, c
     if (want >> r & 1) wl[k++] = r;
   for (int r = 0; r < n && !bad; r++) {
     rk *x = &box->r[r];
-    if (killed >> r & 1 || (h->dies && r == h->who)) continue;
+    if (killed >> r & 1 || (h->dies && r == h->who) || r == h->second) continue;
     int ok;
     if (!(want >> r & 1)) /* left out: refused, naming why */
       ok = !x->done && x->st == SCHEDC_EPEER && msg && strstr(x->err, msg);
     else {
-      ok = x->done && x->nmembers == k && !memcmp(x->members, wl, (size_t)k * sizeof(int)) && x->nshrink == 1;
+      ok = x->done && x->nmembers == k && !memcmp(x->members, wl, (size_t)k * sizeof(int)) && x->nshrink == 1 + (h->second >= 0);
       for (int s = 0; s < STEPS && ok; s++) ok = !memcmp(x->out[s], g_want[s], sizeof g_want[s]);
     }
     if (ok && !(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0)) {
@@ -167,7 +175,7 @@ static int one_case(const char *name, int n, int R, unsigned killed, int step, c
 
 int main(void) {
   CHECK(steps_setup() == 0); /* the leaves and the reference: 12 summands, evaluated here */
-  const how plain = {0, -1, 0, 0}, healthy = {0, -1, 0, 1};
+  const how plain = {0, -1, 0, 0, -1}, healthy = {0, -1, 0, 1, -1};
   int failed = 0;
   /* one rank lost inside the allreduce, on one host (its process watched) */
   failed += one_case("one lost, one host", 3, 3, 1u << 1, 1, &plain, 0x5, NULL);
@@ -181,12 +189,16 @@ int main(void) {
   failed += one_case("two of three hosts lost: no quorum", 3, 1, 1u << 1 | 1u << 2, 1, &plain, 0,
                      "only 1 of the 3 ranks not known dead agreed to go on");
   /* the coordinator (rank 0) dies while the others agree: rank 1 takes over */
-  const how coord = {300, 0, 1, 0};
+  const how coord = {300, 0, 1, 0, -1};
   failed += one_case("coordinator dies in the agreement", 4, 4, 1u << 3, 1, &coord, 0x6, NULL);
+  /* a second death after the first shrink, across two pretend hosts: the shrunk communicator shrinks
+   * again (its worker's third generation: the first two's late messages must not match) */
+  const how twice = {0, -1, 0, 0, 2};
+  failed += one_case("shrunk twice, 2 hosts", 5, 3, 1u << 4, 1, &twice, 0xb, NULL);
   /* no failure: shrink gives everyone */
   failed += one_case("no failure", 3, 2, 0, 0, &healthy, 0x7, NULL);
   /* rank 2 joins after the timeout: the others go on without it; it is told it was left out */
-  const how late = {2500, 2, 0, 0};
+  const how late = {2500, 2, 0, 0, -1};
   failed += one_case("a late rank left out", 4, 4, 1u << 3, 1, &late, 0x3, "rank 2 was left out");
   steps_free();
   CHECK(failed == 0);
