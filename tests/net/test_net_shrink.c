@@ -2,12 +2,12 @@
  * test_net_shrink.c — schedc_comm_shrink on the net backend (forked ranks from a schedc_uid_net
  * id, some on pretend hosts: UCX over TCP between them, shared memory within one). Ranks die
  * (SCHEDC_INJECT kill inside an exact allreduce, one or two at once; the survivors' coordinator
- * killed while they agree), the survivors shrink, agree on where to go on and redo the step with
+ * killed while they agree; a second death after the first shrink), the survivors shrink, agree on where to go on and redo the step with
  * the 12 exact leaves spread over whoever is left: every survivor must end both steps with the bits
  * of exact_ref.h's evaluation of the 12 leaves (the run that never failed) and hold the same member
  * list (asked again over the new communicator: a split group would gather another). Also: shrink
  * with no failure gives everyone; a survivor that joins too late is refused, naming why, while the
- * others go on. Exit 77 when schedc has no net backend.
+ * others go on; a survivor without a quorum (two of three one-rank hosts lost) is refused. Exit 77 when schedc has no net backend.
  */
 #define _GNU_SOURCE
 #include <signal.h>
