@@ -60,7 +60,8 @@ typedef struct agree {
   unsigned char *st;         /* [N] this rank's view */
   rx *rx;                    /* [N] */
   size_t msz;                /* a message's bytes */
-  unsigned char *out;        /* a message being sent (sends are waited for: they are eager) */
+  struct tx { void *req; unsigned char *buf; int dst; } *tx; /* sends in flight, each its own buffer */
+  int ntx, tx_cap;
   unsigned char *in;         /* the message got() returned last: its header, then the states */
   double alive_at;           /* when processes on this host were last checked */
 } agree;
@@ -96,25 +97,57 @@ static int lowest_in(const agree *a) {
   return a->me;
 }
 
-/* Send one message to dst (eager and small: done at once, or within 0.2 s, else dropped — the
- * peer is gone or its link is, which the waits then see). */
+/* Send one message to dst, not waited for (a dead peer's send may never complete): kept in a->tx
+ * with its own buffer until reap() sees it done. */
 static void send_msg(agree *a, int dst, int coord, int dir, uint32_t type, uint32_t attempt) {
   sc_netpeer *p = &a->n->peer[dst];
   if (!p->ep || p->lost) return;
+  if (a->ntx == a->tx_cap) {
+    int cap = a->tx_cap ? 2 * a->tx_cap : 16;
+    struct tx *t = realloc(a->tx, (size_t)cap * sizeof *t);
+    if (!t) return; /* (unsent: the waits see the silence) */
+    a->tx = t;
+    a->tx_cap = cap;
+  }
+  unsigned char *buf = malloc(a->msz);
+  if (!buf) return;
   shmsg h = {type, attempt, (uint32_t)coord, (uint32_t)a->N};
-  memcpy(a->out, &h, sizeof h);
-  memcpy(a->out + sizeof h, a->st, (size_t)a->N);
+  memcpy(buf, &h, sizeof h);
+  memcpy(buf + sizeof h, a->st, (size_t)a->N);
   ucp_request_param_t rp;
   memset(&rp, 0, sizeof rp);
-  void *q = ucp_tag_send_nbx(p->ep, a->out, a->msz, tag(a, a->me, coord, dir), &rp);
-  if (!UCS_PTR_IS_PTR(q)) return; /* done, or its endpoint failed (the error handler marked it) */
-  double until = sc_now() + 0.2;
-  while (ucp_request_check_status(q) == UCS_INPROGRESS && sc_now() < until) sc_net_progress(a->n);
-  if (ucp_request_check_status(q) == UCS_INPROGRESS) {
-    ucp_request_cancel(a->n->worker, q);
-    sc_net_progress(a->n);
+  void *q = ucp_tag_send_nbx(p->ep, buf, a->msz, tag(a, a->me, coord, dir), &rp);
+  if (!UCS_PTR_IS_PTR(q)) { /* done, or its endpoint failed (the error handler marked it) */
+    free(buf);
+    return;
   }
-  ucp_request_free(q);
+  a->tx[a->ntx++] = (struct tx){q, buf, dst};
+}
+
+/* Release the sends that are done; with `wait` seconds, first wait (bounded) for those to ranks
+ * still IN, then cancel every one left (sends to ranks out may never complete). */
+static void reap(agree *a, double wait) {
+  double until = sc_now() + wait;
+  for (int pending = 1; wait > 0 && pending && sc_now() < until;) {
+    sc_net_progress(a->n);
+    pending = 0;
+    for (int i = 0; i < a->ntx; i++)
+      pending |= a->st[a->tx[i].dst] == IN && ucp_request_check_status(a->tx[i].req) == UCS_INPROGRESS;
+  }
+  int k = 0;
+  for (int i = 0; i < a->ntx; i++) {
+    if (ucp_request_check_status(a->tx[i].req) == UCS_INPROGRESS) {
+      if (!wait) {
+        a->tx[k++] = a->tx[i];
+        continue;
+      }
+      ucp_request_cancel(a->n->worker, a->tx[i].req);
+      sc_net_progress(a->n);
+    }
+    ucp_request_free(a->tx[i].req);
+    free(a->tx[i].buf);
+  }
+  a->ntx = k;
 }
 
 static void cancel_rx(agree *a, int r) {
@@ -164,6 +197,7 @@ static double beat_interval(const schedc_comm *c) {
 /* Between polls: heartbeats (this rank is alive and in the agreement; sending them is also how a
  * dead peer across hosts is found: its host resets the connection), and a nap when idle. */
 static void tick(agree *a, unsigned moved, unsigned *idle) {
+  reap(a, 0);
   if (sc_now() - a->n->beat_at > beat_interval(a->c)) sc_net_beat(a->c);
   if (moved) *idle = 0;
   else if (++*idle > 64) sc_net_sleep(a->n, 0.002);
@@ -433,14 +467,15 @@ schedc_status sc_net_shrink(schedc_comm *c, const schedc_comm_opts *opts, schedc
   if (!n->worker) /* a husk: shrunk already (comm.c refuses that first) */
     return sc_err(SCHEDC_EINVAL, "schedc_comm_shrink: rank %d: %s", c->rank, n->why);
   sc_net_drop_all(n); /* what the failed call left posted */
-  agree a = {c, n, c->nranks, c->rank, calloc((size_t)c->nranks, 1), calloc((size_t)c->nranks, sizeof(rx)),
-             sizeof(shmsg) + (size_t)c->nranks, NULL, NULL, 0};
-  a.out = malloc(a.msz);
+  agree a = {.c = c, .n = n, .N = c->nranks, .me = c->rank, .st = calloc((size_t)c->nranks, 1),
+             .rx = calloc((size_t)c->nranks, sizeof(rx)), .msz = sizeof(shmsg) + (size_t)c->nranks};
   a.in = malloc(a.msz);
-  int ok = a.st && a.rx && a.out && a.in;
+  int ok = a.st && a.rx && a.in;
   for (int r = 0; ok && r < a.N; r++) ok = (a.rx[r].buf = malloc(a.msz)) != NULL;
   schedc_status st = ok ? agree_on_members(&a) : sc_err(SCHEDC_ENOMEM, "schedc_comm_shrink: out of memory");
   for (int r = 0; a.rx && r < a.N; r++) cancel_rx(&a, r);
+  if (a.st) reap(&a, 0.5); /* the last proposal or commit on its way to each member */
+  free(a.tx);
   if (st == SCHEDC_OK) {
     int k = 0, dead = 0;
     for (int r = 0; r < a.N; r++) k += a.st[r] == IN, dead += a.st[r] == DEAD;
@@ -460,7 +495,6 @@ schedc_status sc_net_shrink(schedc_comm *c, const schedc_comm_opts *opts, schedc
   for (int r = 0; a.rx && r < a.N; r++) free(a.rx[r].buf);
   free(a.rx);
   free(a.st);
-  free(a.out);
   free(a.in);
   return st;
 }

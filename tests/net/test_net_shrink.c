@@ -35,7 +35,14 @@ typedef struct rk {
   float out[STEPS][COUNT];
   schedc_status st;          /* the failure it could not go on from (0: none) */
   char err[480];
+  double t_err, t_shrunk;    /* when its first call failed, its first shrink returned (CLOCK_MONOTONIC) */
 } rk;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 /* What a case does beside SCHEDC_INJECT's kills. */
 typedef struct how {
@@ -62,6 +69,7 @@ static void run_rank(rk *k, schedc_comm *c, int rank, const how *h) {
       if (st == SCHEDC_OK && !(h->healthy && cur == 0 && !k->nshrink)) { cur++; continue; }
       if (st == SCHEDC_OK) cur++; /* healthy: shrink after step 0 anyway */
     }
+    if (st != SCHEDC_OK && !k->t_err) k->t_err = now_s();
     if (st != SCHEDC_OK && ((st != SCHEDC_EPEER && st != SCHEDC_ETIMEOUT) || k->nshrink > (h->second >= 0))) {
       k->st = st;
       snprintf(k->err, sizeof k->err, "%s %d: %s", resync ? "agreeing on the step after shrink" : "step",
@@ -78,6 +86,7 @@ static void run_rank(rk *k, schedc_comm *c, int rank, const how *h) {
       snprintf(k->err, sizeof k->err, "shrink: %s", schedc_errmsg());
       break;
     }
+    if (!k->t_shrunk) k->t_shrunk = now_s();
     schedc_comm_free(c);
     c = nc;
     k->nshrink++;
@@ -168,7 +177,15 @@ static int one_case(const char *name, int n, int R, unsigned killed, int step, c
               x->nmembers, want >> r & 1 ? k : 0, x->err);
     }
   }
-  printf("%s %s: n=%d, %d per host, killed %#x at step %d\n", bad ? "FAIL" : "ok", name, n, R, killed, step);
+  double e0 = 0, s1 = 0; /* the first survivor's error, the last survivor's shrink */
+  for (int r = 0; r < n; r++) {
+    const rk *x = &box->r[r];
+    if (x->t_err && (!e0 || x->t_err < e0)) e0 = x->t_err;
+    if (x->t_shrunk > s1) s1 = x->t_shrunk;
+  }
+  printf("%s %s: n=%d, %d per host, killed %#x at step %d", bad ? "FAIL" : "ok", name, n, R, killed, step);
+  if (e0 && s1 > e0) printf(" (every survivor shrunk %.1f ms after the first error)", (s1 - e0) * 1e3);
+  printf("\n");
   munmap(box, sizeof *box);
   return bad != 0;
 }
