@@ -512,7 +512,9 @@ SCHEDC_API void schedc_comm_free(schedc_comm *comm);
  * made get this, the others a communicator whose next call reports the death — shrink that one);
  * SCHEDC_ETIMEOUT (the new communicator's rendezvous); SCHEDC_EUNAVAIL (a backend that cannot:
  * mpi, since Open MPI 4.1 has no ULFM and a dead process ends the MPI job; cuda); SCHEDC_ENOMEM;
- * SCHEDC_EIO (shm segments). Backends: threads, shm. *newcomm is NULL on failure. */
+ * SCHEDC_EIO (shm segments). Backends: threads, shm, net (there the survivors agree by messages
+ * through a coordinator, and a group that is not more than half of the ranks not known dead fails
+ * with SCHEDC_EPEER rather than risk a split: docs/recovery.md). *newcomm is NULL on failure. */
 SCHEDC_API schedc_status schedc_comm_shrink(schedc_comm *comm, const schedc_comm_opts *opts, schedc_comm **newcomm);
 /* The rank that `rank` of comm had in the communicator comm was shrunk from (schedc_comm_shrink);
  * rank itself for a communicator made otherwise; -1 when comm is NULL or rank out of range. */

@@ -355,7 +355,7 @@ class Comm:
     def shrink(self, timeout: Optional[float] = None) -> "Comm":
         """After a call raised SCHEDC_EPEER (or SCHEDC_ETIMEOUT) because a rank died: agree with the
         other live ranks on who is still there and return a new communicator of exactly them,
-        renumbered in their old order (schedc_comm_shrink; threads and shm backends). Every rank
+        renumbered in their old order (schedc_comm_shrink; threads, shm and net backends). Every rank
         still alive calls it; each waits for the others (up to the timeout) and all get the same
         members — the agreement cannot split. ``parent_rank(r)`` maps the new ranks back. This
         communicator stays broken: close it. ``timeout``: the new one's (default: this one's).

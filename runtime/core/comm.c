@@ -152,7 +152,7 @@ schedc_status schedc_comm_shrink(schedc_comm *c, const schedc_comm_opts *opts, s
   *out = NULL;
   if (!c) return sc_err(SCHEDC_EINVAL, "schedc_comm_shrink: comm is NULL");
   if (!c->be->shrink)
-    return sc_err(SCHEDC_EUNAVAIL, "schedc_comm_shrink: the %s backend cannot shrink a communicator (threads and shm "
+    return sc_err(SCHEDC_EUNAVAIL, "schedc_comm_shrink: the %s backend cannot shrink a communicator (threads, shm and net "
                   "can); restart the job from a checkpoint instead (docs/recovery.md)", c->be->name);
   if (c->shrunk)
     return sc_err(SCHEDC_EINVAL, "schedc_comm_shrink: rank %d already shrank this communicator (once per "

@@ -59,7 +59,7 @@ static schedc_status post_send(schedc_comm *c, int dst, ucp_tag_t tag, const voi
 }
 
 /* End every posted operation (after a failure): cancelled, then released. */
-static void drop_all(sc_net *n) {
+void sc_net_drop_all(sc_net *n) {
   for (size_t i = 0; i < n->nreq; i++)
     if (ucp_request_check_status(n->reqs[i].req) == UCS_INPROGRESS) ucp_request_cancel(n->worker, n->reqs[i].req);
   sc_net_progress(n);
@@ -136,7 +136,7 @@ schedc_status sc_net_complete(schedc_comm *c, const char *what, uint32_t step, d
                     p->heard > 0 ? ", which stopped answering" : "");
     }
     if (st != SCHEDC_OK) {
-      drop_all(n);
+      sc_net_drop_all(n);
       sc_net_fail(c, st, schedc_errmsg());
       return st;
     }
@@ -151,11 +151,13 @@ schedc_status sc_net_complete(schedc_comm *c, const char *what, uint32_t step, d
 static int tag_kind(int kind) { return kind == SC_MSG_CRC ? SC_NT_CRC : SC_NT_DATA; }
 
 static schedc_status n_recv(schedc_comm *c, int src, uint32_t step, int kind, void *buf, size_t bytes) {
-  return post_recv(c, src, sc_net_tag(tag_kind(kind), src, c->seq, step), buf, bytes);
+  const sc_net *n = c->be_data;
+  return post_recv(c, src, sc_net_tag(n->gen, tag_kind(kind), src, c->seq, step), buf, bytes);
 }
 
 static schedc_status n_send(schedc_comm *c, int dst, uint32_t step, int kind, const void *buf, size_t bytes) {
-  return post_send(c, dst, sc_net_tag(tag_kind(kind), c->rank, c->seq, step), buf, bytes);
+  const sc_net *n = c->be_data;
+  return post_send(c, dst, sc_net_tag(n->gen, tag_kind(kind), c->rank, c->seq, step), buf, bytes);
 }
 
 static schedc_status n_complete(schedc_comm *c, const char *coll, uint32_t step, double deadline) {
@@ -178,9 +180,9 @@ static schedc_status n_allgather(schedc_comm *c, const char *what, const void *m
   if (N <= SMALL_GATHER) {
     memcpy((char *)all + (size_t)me * bytes, mine, bytes);
     for (int r = 0; r < N && st == SCHEDC_OK; r++)
-      if (r != me) st = post_recv(c, r, sc_net_tag(SC_NT_GATHER, r, c->seq, g), (char *)all + (size_t)r * bytes, bytes);
+      if (r != me) st = post_recv(c, r, sc_net_tag(n->gen, SC_NT_GATHER, r, c->seq, g), (char *)all + (size_t)r * bytes, bytes);
     for (int r = 0; r < N && st == SCHEDC_OK; r++)
-      if (r != me) st = post_send(c, r, sc_net_tag(SC_NT_GATHER, me, c->seq, g), mine, bytes);
+      if (r != me) st = post_send(c, r, sc_net_tag(n->gen, SC_NT_GATHER, me, c->seq, g), mine, bytes);
     schedc_status cs = sc_net_complete(c, what, SC_NET_EXCHANGE, deadline);
     return st != SCHEDC_OK ? st : cs;
   }
@@ -191,8 +193,8 @@ static schedc_status n_allgather(schedc_comm *c, const char *what, const void *m
   uint32_t k = 0;
   for (int have = 1; have < N && st == SCHEDC_OK; have *= 2, k++) {
     int cnt = have < N - have ? have : N - have, to = (me - have + N) % N, from = (me + have) % N;
-    st = post_recv(c, from, sc_net_tag(SC_NT_GATHER, from, c->seq, g | k), tmp + (size_t)have * bytes, (size_t)cnt * bytes);
-    if (st == SCHEDC_OK) st = post_send(c, to, sc_net_tag(SC_NT_GATHER, me, c->seq, g | k), tmp, (size_t)cnt * bytes);
+    st = post_recv(c, from, sc_net_tag(n->gen, SC_NT_GATHER, from, c->seq, g | k), tmp + (size_t)have * bytes, (size_t)cnt * bytes);
+    if (st == SCHEDC_OK) st = post_send(c, to, sc_net_tag(n->gen, SC_NT_GATHER, me, c->seq, g | k), tmp, (size_t)cnt * bytes);
     schedc_status cs = sc_net_complete(c, what, SC_NET_EXCHANGE, deadline);
     if (st == SCHEDC_OK) st = cs;
   }
@@ -250,15 +252,17 @@ static void n_free(schedc_comm *c) {
     pthread_mutex_unlock(&forked_lock);
     return;
   }
-  if (n->worker) drop_all(n);
+  if (n->worker) sc_net_drop_all(n);
+  if (n->worker && n->gen) sc_net_drain(n, 0, 0); /* a shrunk one: its parent's late messages */
   sc_net_ucx_close(n, c->nranks, !c->broken && !n->failed);
   sc_msgbufs_free(&n->bufs);
   free(n->reqs);
   free(n->peer);
+  free(n->grave);
   free(n);
 }
 
-/* schedc_mem_alloc: heap memory (messages copy anyway). Steps inject kill, delay and jitter. No shrink
- * yet (issue 38's part across hosts: SCHEDC_EUNAVAIL, restart from a checkpoint). */
+/* schedc_mem_alloc: heap memory (messages copy anyway). Steps inject kill, delay and jitter.
+ * Shrink: net_shrink.c (an agreement over the connections, then the old worker reused). */
 const sc_backend sc_net_backend = {"net", SC_CAP_HOST_RESULT | SC_CAP_INJECT_STEPS | SC_CAP_EXACT | SC_CAP_HOSTS | SC_CAP_WIRE,
-                                   n_collective, n_failure, n_free, sc_mem_host_alloc, sc_mem_host_free, NULL};
+                                   n_collective, n_failure, n_free, sc_mem_host_alloc, sc_mem_host_free, sc_net_shrink};

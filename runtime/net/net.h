@@ -5,6 +5,8 @@
  * transports carry them, between hosts its network ones. Internal to runtime/net/:
  *   net.c       the backend table, the port (tags, waits, failures named), free
  *   net_ucx.c   the UCX context, worker, endpoints, control messages (failure notices, heartbeats)
+ *   net_shrink.c schedc_comm_shrink: the survivors' agreement over their connections, the new
+ *               communicator made of the old one's UCX worker and the live peers' endpoints
  *   net_init.c  the bootstrap's records, schedc_comm_init_net / _oob, schedc_comm_init_env's net
  *   net_boot.c  the bootstrap's own TCP rendezvous (schedc_uid_net, MASTER_ADDR:MASTER_PORT)
  *   net_store.c a client of torch's TCPStore (torchrun's agent store at MASTER_ADDR:MASTER_PORT)
@@ -63,9 +65,14 @@ typedef struct sc_net {
   char why[SC_FAILMSG];
   /* control messages' headers and the notice's text: UCX may still send them after the call that
    * posted them returned, so they live until the endpoints close */
-  uint32_t am_hdr[3][2];
+  uint32_t am_hdr[3][3];
   char notice[SC_FAILMSG];
   double beat_at;            /* when this rank last sent heartbeats */
+  /* Shrinks this worker has been through (net_shrink.c): a shrunk communicator takes over its
+   * parent's worker, so every tag and control message carries the generation (mod 4) and one of
+   * another generation (a late message of the old communicator) never matches nor breaks it. */
+  uint32_t gen;
+  ucp_ep_h *grave; int ngrave; /* endpoints to the ranks a shrink left out: closed with the worker */
 } sc_net;
 
 /* net_ucx.c — UCX. sc_net_ucx_open: context and worker, *addr (len bytes, released with
@@ -88,12 +95,21 @@ void sc_net_fail(schedc_comm *c, schedc_status st, const char *msg);
 void sc_net_beat(schedc_comm *c);
 /* Is peer r's process alive? (Only known for ranks on this host; 1 otherwise.) */
 int sc_net_alive(const sc_netpeer *p);
+/* Did the lost connection to p end because its process is gone for certain (its host reset the
+ * connection: the process exited), rather than unheard of (a link down, a stall)? */
+int sc_net_lost_for_good(const sc_netpeer *p);
+/* Receive and drop the queued messages whose tag matches tag under mask (bounded: a large one from
+ * a dead rank is cancelled): a shrunk worker's late messages of the old generation, so that none
+ * holds memory or is left unread when the worker closes. */
+void sc_net_drain(sc_net *n, ucp_tag_t tag, ucp_tag_t mask);
 
-/* Tags: what a message is, its sender, the call (low 16 bits) and the step or exchange. */
-enum { SC_NT_DATA = 0, SC_NT_CRC = 1, SC_NT_GATHER = 2 };
-static inline ucp_tag_t sc_net_tag(int kind, int src, uint64_t seq, uint32_t step) {
-  return (ucp_tag_t)kind << 60 | (ucp_tag_t)((uint32_t)src & 0xfffffu) << 40 | (ucp_tag_t)(seq & 0xffffu) << 24 |
-         (ucp_tag_t)(step & 0xffffffu);
+/* Tags: the worker's generation (2 bits), what a message is (2), its sender, the call (low 16 bits)
+ * and the step or exchange. */
+enum { SC_NT_DATA = 0, SC_NT_CRC = 1, SC_NT_GATHER = 2, SC_NT_SHRINK = 3 };
+#define SC_NET_GEN_MASK ((ucp_tag_t)3 << 62)
+static inline ucp_tag_t sc_net_tag(uint32_t gen, int kind, int src, uint64_t seq, uint32_t step) {
+  return (ucp_tag_t)(gen & 3u) << 62 | (ucp_tag_t)(kind & 3) << 60 | (ucp_tag_t)((uint32_t)src & 0xfffffu) << 40 |
+         (ucp_tag_t)(seq & 0xffffu) << 24 | (ucp_tag_t)(step & 0xffffffu);
 }
 
 /* net.c — the backend table, and the waits the bootstrap's exchanges share with the calls. */
@@ -106,6 +122,11 @@ extern const sc_msgport sc_net_port;
 schedc_status sc_net_complete(schedc_comm *c, const char *what, uint32_t step, double deadline);
 /* The UCX status of a request's failure in words, for messages. */
 const char *sc_net_ucs_str(int ucs_status);
+/* Cancel and release every posted operation (after a failure). */
+void sc_net_drop_all(sc_net *n);
+
+/* net_shrink.c — the backend's shrink slot (backend.h). */
+schedc_status sc_net_shrink(schedc_comm *c, const schedc_comm_opts *opts, schedc_comm **out);
 
 /* ---- the bootstrap ------------------------------------------------------------------------- */
 

@@ -24,8 +24,9 @@
 
 enum { AM_NOTICE = 1, AM_BEAT = 2 };
 
-/* A control message's header: what it is and who sent it. */
-typedef struct amhdr { uint32_t kind, rank; } amhdr;
+/* A control message's header: what it is, who sent it, and the worker's generation it was sent in
+ * (a shrunk communicator reuses the worker: a late notice of its parent must not break it). */
+typedef struct amhdr { uint32_t kind, rank, gen; } amhdr;
 
 const char *sc_net_ucs_str(int ucs_status) { return ucs_status_string((ucs_status_t)ucs_status); }
 
@@ -35,6 +36,7 @@ static ucs_status_t on_am(void *arg, const void *header, size_t header_length, v
   amhdr h;
   if (header_length != sizeof h || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) return UCS_OK;
   memcpy(&h, header, sizeof h);
+  if (h.gen != n->gen) return UCS_OK; /* another communicator's (ranks numbered otherwise) */
   /* only the bootstrap handed this worker's address out: the sender is a peer of this communicator */
   if (h.rank < (uint32_t)n->nranks) n->peer[h.rank].heard = sc_now();
   if (h.kind == AM_NOTICE && !n->failed) {
@@ -50,9 +52,9 @@ static ucs_status_t on_am(void *arg, const void *header, size_t header_length, v
 /* A lost connection to a peer on another host (UCX's peer failure detection; also a peer that
  * closed its communicator): recorded on the peer, an error for whoever waits for it. */
 static void on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status) {
-  (void)ep;
-  sc_netpeer *p = arg;
-  if (!p->lost) p->lost = (int)status;
+  sc_net *n = arg; /* the peer by its endpoint: a shrink renumbers the peers, keeping their endpoints */
+  for (int r = 0; n->peer && r < n->nranks; r++)
+    if (n->peer[r].ep == ep && !n->peer[r].lost) n->peer[r].lost = (int)status;
 }
 
 schedc_status sc_net_ucx_open(sc_net *n, ucp_address_t **addr, size_t *len) {
@@ -108,7 +110,7 @@ schedc_status sc_net_ucx_connect(sc_net *n, int me, int nranks, const void *cons
     if (!p->same_host) {
       ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
       ep.err_handler.cb = on_ep_error;
-      ep.err_handler.arg = p;
+      ep.err_handler.arg = n;
     }
     ucs_status_t s = ucp_ep_create(n->worker, &ep, &p->ep);
     if (s != UCS_OK) {
@@ -149,6 +151,12 @@ int sc_net_alive(const sc_netpeer *p) {
   return !(rest && (rest[0] == 'Z' || rest[0] == 'X'));
 }
 
+int sc_net_lost_for_good(const sc_netpeer *p) {
+  /* a reset is its host's kernel answering for a process that exited; a timeout or an
+   * unreachable peer may be a link down with the process alive behind it */
+  return p->lost == UCS_ERR_CONNECTION_RESET || !sc_net_alive(p);
+}
+
 /* Send a control message to every peer; not waited for (an eager message, copied by UCX or kept
  * in n until the endpoints close). */
 static void tell_all(schedc_comm *c, uint32_t kind, const void *data, size_t len) {
@@ -156,6 +164,7 @@ static void tell_all(schedc_comm *c, uint32_t kind, const void *data, size_t len
   uint32_t *h = n->am_hdr[kind];
   h[0] = kind;
   h[1] = (uint32_t)c->rank;
+  h[2] = n->gen;
   ucp_request_param_t rp;
   memset(&rp, 0, sizeof rp);
   rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -189,7 +198,47 @@ void sc_net_beat(schedc_comm *c) {
   tell_all(c, AM_BEAT, NULL, 0);
 }
 
+void sc_net_drain(sc_net *n, ucp_tag_t tag, ucp_tag_t mask) {
+  for (int i = 0; i < 4096; i++) {
+    ucp_tag_recv_info_t info;
+    ucp_tag_message_h m = ucp_tag_probe_nb(n->worker, tag, mask, 1, &info);
+    if (!m) return;
+    void *buf = malloc(info.length ? info.length : 1);
+    if (!buf) return;
+    ucp_request_param_t rp;
+    memset(&rp, 0, sizeof rp);
+    void *q = ucp_tag_msg_recv_nbx(n->worker, buf, info.length, m, &rp);
+    double until = sc_now() + 0.5; /* a large one from a rank that died may never complete */
+    while (UCS_PTR_IS_PTR(q) && ucp_request_check_status(q) == UCS_INPROGRESS && sc_now() < until) sc_net_progress(n);
+    if (UCS_PTR_IS_PTR(q)) {
+      if (ucp_request_check_status(q) == UCS_INPROGRESS) {
+        ucp_request_cancel(n->worker, q);
+        sc_net_progress(n);
+      }
+      ucp_request_free(q);
+    }
+    free(buf);
+  }
+}
+
+/* Close endpoints now (forced, bounded): those to the ranks shrinks left out. */
+static void close_eps(sc_net *n, ucp_ep_h *eps, int count) {
+  ucp_request_param_t rp;
+  memset(&rp, 0, sizeof rp);
+  rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  rp.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  for (int i = 0; i < count; i++) {
+    if (!eps[i]) continue;
+    void *x = ucp_ep_close_nbx(eps[i], &rp);
+    eps[i] = NULL;
+    double until = sc_now() + 1.0;
+    while (UCS_PTR_IS_PTR(x) && ucp_request_check_status(x) == UCS_INPROGRESS && sc_now() < until) sc_net_progress(n);
+    if (UCS_PTR_IS_PTR(x)) ucp_request_free(x);
+  }
+}
+
 void sc_net_ucx_close(sc_net *n, int nranks, int flush) {
+  if (n->worker && n->ngrave) close_eps(n, n->grave, n->ngrave); /* a shrink's left-out ranks' */
   if (n->worker) {
     /* every endpoint closed at once; flushed (what was sent reaches its peer) unless the
      * communicator broke, bounded either way */

@@ -27,11 +27,10 @@
 
 #include "../check.h"
 #include "../exact_ref.h"
+#include "../shrink_steps.h"
 #include "schedc/schedc.h"
 
-enum { NL = 12, COUNT = 300, STEPS = 2, MAXR = 8 };
-static void *g_leaf[STEPS][NL];
-static float g_want[STEPS][COUNT];
+enum { MAXR = 8 };
 
 static double now_s(void) {
   struct timespec ts;
@@ -53,20 +52,6 @@ typedef struct rk {
   char err[400];
   double t_err, t_shrunk, t_step; /* bench: when its call failed, its shrink returned, its redo ended */
 } rk;
-
-/* Step s on the communicator c: this rank's block of the 12 leaves (balanced, by index), summed
- * exactly over every rank into out (step 1: their average, which divides by the 12 leaves however
- * many ranks hold them). */
-static schedc_status step_call(schedc_comm *c, int s, float *out) {
-  int n = schedc_comm_nranks(c), r = schedc_comm_rank(c);
-  int first = r * NL / n, m = (r + 1) * NL / n - first;
-  schedc_accum *a = NULL;
-  schedc_status st = schedc_accum_create(COUNT, SCHEDC_F32, s ? SCHEDC_AVG_EXACT : SCHEDC_SUM_EXACT, first, m, &a);
-  for (int j = m - 1; j >= 0 && st == SCHEDC_OK; j--) st = schedc_accumulate(a, first + j, g_leaf[s][first + j]);
-  if (st == SCHEDC_OK) st = schedc_accum_allreduce(a, out, c, NULL);
-  schedc_accum_free(a);
-  return st;
-}
 
 static void run_rank(rk *k, int processes) {
   schedc_comm *c = k->c;
@@ -364,14 +349,7 @@ static int bench(int n, int reps) {
 
 int main(int argc, char **argv) {
   const char *backend = argc > 1 ? argv[1] : "threads";
-  for (int s = 0; s < STEPS; s++) { /* the leaves and the reference: 12 summands, evaluated here */
-    fmt f = fmt_of(SCHEDC_F32);
-    for (int j = 0; j < NL; j++) {
-      g_leaf[s][j] = malloc(COUNT * sizeof(float));
-      for (size_t i = 0; i < COUNT; i++) put(SCHEDC_F32, g_leaf[s][j], i, input(&f, NL, j, i, 7 + s));
-    }
-    CHECK(reference(SCHEDC_F32, s, g_leaf[s], NL, COUNT, g_want[s]) == 0);
-  }
+  CHECK(steps_setup() == 0); /* the leaves and the reference: 12 summands, evaluated here */
   if (!strcmp(backend, "mpi")) {
     schedc_comm *c = NULL, *nc = (schedc_comm *)1;
     schedc_status st = schedc_comm_init_mpi(NULL, NULL, &c);
@@ -392,7 +370,6 @@ int main(int argc, char **argv) {
   if (!strcmp(backend, "threads")) left_out();
   if (!strcmp(backend, "shm")) munmap(ranks, bytes);
   else free(ranks);
-  for (int s = 0; s < STEPS; s++)
-    for (int j = 0; j < NL; j++) free(g_leaf[s][j]);
+  steps_free();
   return DONE();
 }

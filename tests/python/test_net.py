@@ -61,6 +61,15 @@ def threads_allgather(n):
     return make
 
 
+def run_threads(rank, n):
+    """rank(r) for r in range(n), each in a thread of its own; joined (60 s each)."""
+    th = [threading.Thread(target=rank, args=(r,)) for r in range(n)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join(60)
+
+
 def test_comm_net_allgather_bits():
     """Three ranks in threads of this process, bootstrapped by a Python function: an allreduce
     gives every rank the ring's trees over the inputs, evaluated here."""
@@ -80,14 +89,50 @@ def test_comm_net_allgather_bits():
                 outs[r] = x
         except BaseException as e:
             errs.append(e)
-    th = [threading.Thread(target=rank, args=(r,)) for r in range(n)]
-    for t in th:
-        t.start()
-    for t in th:
-        t.join(60)
+    run_threads(rank, n)
     assert not errs, errs
     for r in range(n):
         assert reduce_by_plan(ring, r, ins).tobytes() == outs[r].tobytes()
+
+
+def test_comm_net_shrink():
+    """Comm.shrink on net: three ranks in threads; rank 2 closes its communicator (gone; within one
+    process nothing is seen to die, so the others find it silent past the 1 s timeout), ranks 0 and
+    1 fail their allreduce, shrink, and get a communicator of the two of them renumbered in order,
+    whose allreduce is exact (integers). Then a shrink with no failure gives both again."""
+    n = 3
+    make = threads_allgather(n)
+    got, errs = [None] * n, []
+    gone = threading.Event()
+
+    def rank(r):
+        try:
+            c = schedc.Comm.net(r, n, allgather=make(r), timeout=1)
+            if r == 2:
+                c.close()
+                gone.set()
+                return
+            gone.wait(30)
+            x = np.full(5, r + 1, np.float32)
+            with pytest.raises(schedc.Error):
+                c.allreduce(x)
+            s = c.shrink()
+            c.close()
+            y = np.full(5, 10 * (r + 1), np.float32)
+            s.allreduce(y)
+            first = (s.rank, s.nranks, [s.parent_rank(i) for i in range(s.nranks)], y.tolist())
+            s2 = s.shrink()  # no failure: everyone
+            s.close()
+            z = np.full(3, r + 1, np.float32)
+            s2.allreduce(z)
+            got[r] = first + (s2.nranks, z.tolist())
+            s2.close()
+        except BaseException as e:
+            errs.append(e)
+    run_threads(rank, n)
+    assert not errs, errs
+    assert got[0] == (0, 2, [0, 1], [30.0] * 5, 2, [3.0] * 3)
+    assert got[1] == (1, 2, [0, 1], [30.0] * 5, 2, [3.0] * 3)
 
 
 def test_comm_net_allgather_that_raises():
