@@ -72,11 +72,12 @@ class _State:
         self._names: Dict[int, str] = {}  # id() -> "bucket.position" in the first layout it was seen in
         self._loose: Dict[int, torch.Tensor] = {}  # a rebuilt bucket's parameters not placed again yet
         self._pending: Dict[str, torch.Tensor] = {}  # load_state_dict's, by name, until the parameter shows
+        self._unplaced: set = set()  # buckets whose parameters do not tile them: one residual, by position
 
     def _slices(self, index: int) -> Dict[int, torch.Tensor]:
         """Bucket ``index``'s residual as views per parameter id (empty: no layout)."""
         r, ids, out, off = self.residuals.get(index), self._layouts.get(index), {}, 0
-        if r is None or ids is None:
+        if r is None or ids is None or index in self._unplaced:
             return out
         flat = r.reshape(-1)
         for pid in ids:
@@ -118,7 +119,11 @@ class _State:
                 flat[off:off + k].copy_(src.reshape(-1).to(r.dtype))
             off += k
         self.residuals[index] = r
-        self._layouts[index] = ids if placed else ()
+        self._layouts[index] = ids
+        if placed:
+            self._unplaced.discard(index)
+        else:
+            self._unplaced.add(index)
         return r
 
     def state_dict(self) -> Dict[str, Any]:
@@ -142,7 +147,7 @@ class _State:
                              % (type(self).__name__, d.get("kind"), {k: d.get(k) for k in self._settings()},
                                 self.kind, self._settings()))
         self.calls = int(d.get("calls", 0))
-        self.residuals, self._layouts, self._loose = {}, {}, {}
+        self.residuals, self._layouts, self._loose, self._unplaced = {}, {}, {}, set()
         self._pending = {str(k): v.detach().cpu().clone().reshape(-1) for k, v in d.get("residuals", {}).items()}
 
     def _settings(self) -> Dict[str, Any]:
@@ -150,7 +155,7 @@ class _State:
 
     def __getstate__(self) -> Dict[str, Any]:  # pickling (torch.save of the state): no comm, no group
         s = dict(self.__dict__)  # and no parameters: the residuals by name, taken up as after load_state_dict
-        s.update(comm=None, process_group=None, residuals={}, _layouts={}, _params={}, _names={}, _loose={},
+        s.update(comm=None, process_group=None, residuals={}, _layouts={}, _params={}, _names={}, _loose={}, _unplaced=set(),
                  _pending={k: v.reshape(-1) for k, v in self.state_dict()["residuals"].items()})
         return s
 
