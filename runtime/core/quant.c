@@ -297,13 +297,18 @@ uint64_t sc_quant_in(const sc_exact *ex, schedc_dtype dt, void *dst, const void 
 
 /* ---- out: the wire's sums to f32 or dt, rounded once ---- */
 
+/* Eight of the wire's integers from element i, sign-extended to int32. */
+__attribute__((target("avx2"))) static inline __m256i wire8(int t, const void *src, size_t i) {
+  return t == SC_DT_Q8 ? _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)((const int8_t *)src + i)))
+                       : _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)((const int16_t *)src + i)));
+}
+
 /* int8/int16 to int32, summed. */
 __attribute__((target("avx2"))) static size_t widen_avx2(int t, int32_t *q, const void *src, size_t n, int64_t *sum) {
   __m256i acc = _mm256_setzero_si256();
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    __m256i v = t == SC_DT_Q8 ? _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)((const int8_t *)src + i)))
-                              : _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)((const int16_t *)src + i)));
+    __m256i v = wire8(t, src, i);
     acc = _mm256_add_epi32(acc, v);
     _mm256_storeu_si256((__m256i *)(void *)(q + i), v);
   }
@@ -385,8 +390,7 @@ __attribute__((target("avx2"))) static size_t sums_wire_avx2(int t, float *y, co
   __m256i acc = _mm256_setzero_si256();
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    __m256i v = t == SC_DT_Q8 ? _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)((const int8_t *)src + i)))
-                              : _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)((const int16_t *)src + i)));
+    __m256i v = wire8(t, src, i);
     acc = _mm256_add_epi32(acc, v);
     _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_cvtepi32_ps(v), sv)); /* exact conversion, one rounding */
   }
