@@ -21,8 +21,9 @@
  *   --topk F             each rank sends its F * NPARAM largest gradient elements (F in (0, 1])
  *   --feedback           error feedback for --wire or --topk: what a step did not send is added to
  *                        the next step's gradient (a residual per rank; not with --order exact,
- *                        whose leaves are summed without one, nor with --checkpoint/--resume, whose
- *                        format does not hold it)
+ *                        whose leaves are summed without one). Checkpoints hold every rank's
+ *                        residual (blobs "feedback" and "residual.<r>", gathered to rank 0); --resume
+ *                        then needs --feedback and the same rank count (up to 60)
  *   --schedule FILE      the canonical schedule (default schedules/tree.lua, binomial)
  *   --dtype f32|bf16     gradient type on the wire (bf16: f32 partials, one rounding)
  *   --checkpoint DIR     rank 0 writes DIR/ckpt-<step>.bin every E steps and at the end, keeping
@@ -110,7 +111,7 @@ static float microbatch_grad(const float *p, int step, int mb, int L, float *g) 
  * of the whole file in its trailer. Little-endian, as this program's structs on x86-64/arm64. ---- */
 #define CK_MAGIC "SCCKPT01"
 #define CK_END "SCCKEND1"
-enum { CK_VERSION = 1, CK_NAME = 64, CK_ALIGN = 64 };
+enum { CK_VERSION = 1, CK_NAME = 64, CK_ALIGN = 64, CK_MAXBLOBS = 64 };
 typedef struct ck_head { char magic[8]; uint32_t version, nblobs; uint64_t step, reserved; } ck_head;
 typedef struct ck_entry { char name[CK_NAME]; uint64_t offset, nbytes; uint32_t crc, reserved; uint64_t reserved2; } ck_entry;
 typedef struct ck_tail { uint64_t length; uint32_t crc, reserved; char magic[8]; } ck_tail;
@@ -141,7 +142,7 @@ static int ck_write(const char *dir, int step, const blob *b, int nb) {
   snprintf(tmp, sizeof tmp, "%s/.ckpt-%010d.bin.tmp.%d", dir, step, (int)getpid());
   ck_head h = {CK_MAGIC, CK_VERSION, (uint32_t)nb, (uint64_t)step, 0};
   memcpy(h.magic, CK_MAGIC, 8);
-  ck_entry e[8];
+  ck_entry e[CK_MAXBLOBS];
   memset(e, 0, sizeof e);
   uint64_t off = (sizeof h + (size_t)nb * sizeof e[0] + CK_ALIGN - 1) / CK_ALIGN * CK_ALIGN;
   for (int i = 0; i < nb; i++) {
@@ -224,8 +225,9 @@ static void ck_prune(const char *dir, int keep) {
 }
 
 /* Read and verify a checkpoint: every blob's CRC32C and the whole file's. Fills the blobs named
- * in want (exactly want[i].bytes each). 0, or -1 with why[] saying what failed. */
-static int ck_read(const char *path, int *step, blob *want, int nw, char *why, size_t cap) {
+ * in want (exactly want[i].bytes each); want[nreq..nw) are optional: one the file lacks gets
+ * bytes = 0. 0, or -1 with why[] saying what failed. */
+static int ck_read(const char *path, int *step, blob *want, int nw, int nreq, char *why, size_t cap) {
   FILE *f = fopen(path, "rb");
   if (!f) { snprintf(why, cap, "cannot open it: %s", strerror(errno)); return -1; }
   fseek(f, 0, SEEK_END);
@@ -249,7 +251,7 @@ static int ck_read(const char *path, int *step, blob *want, int nw, char *why, s
     goto out;
   }
   if (h.version != CK_VERSION) { snprintf(why, cap, "format version %u, this program reads %d", h.version, CK_VERSION); goto out; }
-  if (h.nblobs > 64 || sizeof h + h.nblobs * sizeof(ck_entry) > (size_t)size - sizeof t) {
+  if (h.nblobs > CK_MAXBLOBS || sizeof h + h.nblobs * sizeof(ck_entry) > (size_t)size - sizeof t) {
     snprintf(why, cap, "its table (%u entries) does not fit in its %ld bytes", h.nblobs, size);
     goto out;
   }
@@ -274,6 +276,7 @@ static int ck_read(const char *path, int *step, blob *want, int nw, char *why, s
   for (int w = 0; w < nw; w++) {
     uint32_t i = 0;
     while (i < h.nblobs && strcmp(e[i].name, want[w].name)) i++;
+    if (i == h.nblobs && w >= nreq) { want[w].bytes = 0; continue; }
     if (i == h.nblobs || e[i].nbytes != want[w].bytes) {
       snprintf(why, cap, "no tensor '%s' of %zu bytes: not a checkpoint of this model", want[w].name, want[w].bytes);
       goto out;
@@ -288,16 +291,36 @@ out:
 }
 
 /* The newest good checkpoint of dir into p, v, meta (newer ones that fail are named on stderr,
- * rank 0). 0, or -1. */
-static int ck_load(const char *dir, int rank, float *p, float *v, int64_t *meta) {
+ * rank 0), and with --feedback (residual != NULL) this rank's residual: blob "residual.<rank>" of
+ * the "feedback" blob's count of ranks, which must be nranks (a residual is one rank's; splitting
+ * or merging them would change what the next steps send). 0, or -1. */
+static int ck_load(const char *dir, int rank, int nranks, float *p, float *v, int64_t *meta, float *residual) {
   int steps[1024], n = ck_list(dir, steps, 1024);
   for (int i = 0; i < n; i++) {
-    char path[4200], why[300];
+    char path[4200], why[300], rname[CK_NAME];
     snprintf(path, sizeof path, "%s/ckpt-%010d.bin", dir, steps[i]);
-    blob want[3] = {{"meta", meta, META_N * sizeof(int64_t)}, {"params", p, NPARAM * sizeof(float)},
-                    {"momentum", v, NPARAM * sizeof(float)}};
+    snprintf(rname, sizeof rname, "residual.%d", rank);
+    int64_t fbranks = 0;
+    float scratch[NPARAM];
+    blob want[5] = {{"meta", meta, META_N * sizeof(int64_t)}, {"params", p, NPARAM * sizeof(float)},
+                    {"momentum", v, NPARAM * sizeof(float)}, {"feedback", &fbranks, sizeof fbranks},
+                    {rname, residual ? residual : scratch, NPARAM * sizeof(float)}};
     int step;
-    if (ck_read(path, &step, want, 3, why, sizeof why) == 0 && meta[META_STEP] == step) {
+    if (ck_read(path, &step, want, 5, 3, why, sizeof why) == 0 && meta[META_STEP] == step) {
+      int has = want[3].bytes != 0;
+      if (has != (residual != NULL) || (has && (fbranks != nranks || !want[4].bytes))) {
+        if (rank == 0 && !has)
+          fprintf(stderr, "train_mlp: %s holds no error-feedback residuals (made without --feedback); resuming with "
+                  "--feedback would start them from zeros and change the weights\n", path);
+        else if (rank == 0 && !residual)
+          fprintf(stderr, "train_mlp: %s holds the error-feedback residuals of %lld ranks (made with --feedback); "
+                  "resume with --feedback\n", path, (long long)fbranks);
+        else if (rank == 0)
+          fprintf(stderr, "train_mlp: %s holds the error-feedback residuals of %lld ranks; resuming on %d would lose or "
+                  "invent what those ranks did not send yet (a residual is one rank's): resume on %lld ranks\n", path,
+                  (long long)fbranks, nranks, (long long)fbranks);
+        return -2;
+      }
       if (rank == 0 && i) fprintf(stderr, "train_mlp: resuming from %s (step %d)\n", path, step);
       return 0;
     }
@@ -465,8 +488,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "train_mlp: --wire goes with --order exact or any, --topk with --order any, f32, one of them\n");
     return 2;
   }
-  if (feedback && (!compressed || cf.order == ORDER_EXACT || ckdir || resume)) {
-    fprintf(stderr, "train_mlp: --feedback needs --wire or --topk, and no --order exact, --checkpoint or --resume\n");
+  if (feedback && (!compressed || cf.order == ORDER_EXACT)) {
+    fprintf(stderr, "train_mlp: --feedback needs --wire or --topk, and no --order exact\n");
     return 2;
   }
   if (shrink && cf.order != ORDER_EXACT) {
@@ -482,6 +505,12 @@ int main(int argc, char **argv) {
   }
   int rank = schedc_comm_rank(comm), n = schedc_comm_nranks(comm), me0 = rank; /* me0: the rank started as */
   if (!cf.L) cf.L = n;
+  if (feedback && (ckdir || resume) && n > CK_MAXBLOBS - 4) { /* meta, params, momentum, feedback, a residual each */
+    if (rank == 0) fprintf(stderr, "train_mlp: --feedback with --checkpoint/--resume takes at most %d ranks (a residual "
+                           "blob each in one file), not %d\n", CK_MAXBLOBS - 4, n);
+    schedc_comm_free(comm);
+    return 2;
+  }
   if (n > cf.L || (cf.order != ORDER_EXACT && cf.L % n)) {
     if (rank == 0) fprintf(stderr, "train_mlp: %d micro-batches cannot split over %d ranks (%s)\n", cf.L, n,
                            cf.order == ORDER_EXACT ? "at least one each" : "equal blocks; --order exact takes any count up to L");
@@ -498,7 +527,8 @@ int main(int argc, char **argv) {
   int start = 0;
   if (resume) {
     int64_t meta[META_N];
-    if (ck_load(resume, rank, p, v, meta)) { schedc_comm_free(comm); schedc_plan_free(plan); return 1; }
+    int lrc = ck_load(resume, rank, n, p, v, meta, feedback ? residual : NULL);
+    if (lrc) { schedc_comm_free(comm); schedc_plan_free(plan); return lrc == -2 ? 2 : 1; }
     if (meta[META_L] != cf.L || meta[META_ORDER] != cf.order) {
       static const char *const names[] = {"any", "canonical", "exact"};
       if (rank == 0) fprintf(stderr, "train_mlp: the checkpoint in %s was made with %lld micro-batches and --order %s; "
@@ -550,11 +580,29 @@ int main(int argc, char **argv) {
     }
     step++;
     if (rank == 0 && (step % 5 == 0 || step == cf.steps)) printf("step %3d  loss %.5f\n", step, tot / BATCH);
-    if (ckdir && rank == 0 && (step % every == 0 || step == cf.steps)) {
-      int64_t meta[META_N] = {step, cf.L, cf.order, (int64_t)step * BATCH};
-      blob b[3] = {{"meta", meta, sizeof meta}, {"params", p, sizeof p}, {"momentum", v, sizeof v}};
-      if (ck_write(ckdir, step, b, 3)) return 1;
-      ck_prune(ckdir, keep);
+    if (ckdir && (step % every == 0 || step == cf.steps)) {
+      /* --feedback: every rank's residual to rank 0 (an allgather: the ranks' steps are in step) */
+      float *all = NULL;
+      if (feedback && (!(all = malloc((size_t)n * sizeof residual)) ||
+                       schedc_allgather(residual, all, NPARAM, SCHEDC_F32, comm, NULL) != SCHEDC_OK)) {
+        fprintf(stderr, "train_mlp: rank %d: cannot gather the residuals: %s\n", rank, all ? schedc_errmsg() : "out of memory");
+        return 1;
+      }
+      int64_t meta[META_N] = {step, cf.L, cf.order, (int64_t)step * BATCH}, fbranks = n;
+      blob b[CK_MAXBLOBS] = {{"meta", meta, sizeof meta}, {"params", p, sizeof p}, {"momentum", v, sizeof v}};
+      char names[CK_MAXBLOBS][CK_NAME];
+      int nb = 3;
+      if (feedback) {
+        b[nb++] = (blob){"feedback", &fbranks, sizeof fbranks};
+        for (int r = 0; r < n; r++) {
+          snprintf(names[r], CK_NAME, "residual.%d", r);
+          b[nb++] = (blob){names[r], all + (size_t)r * NPARAM, sizeof residual};
+        }
+      }
+      int bad = rank == 0 && ck_write(ckdir, step, b, nb);
+      free(all);
+      if (bad) return 1;
+      if (rank == 0) ck_prune(ckdir, keep);
     }
   }
   int ok = 0;

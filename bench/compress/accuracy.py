@@ -9,8 +9,10 @@
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -26,15 +28,37 @@ COLORS = ["#000000", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#ff7f0e"]
 
 
 def run(cmd, env=None):
-    """stdout and seconds of cmd; a failed run is said and run once more (a torch 1.13 gloo job on a
-    loaded machine has been seen to end with a rank that never exited)."""
+    """stdout and seconds of cmd; a failed run is said and run once more. A torch 1.13 gloo job on a
+    loaded machine has been seen to end with a rank that never exited (a futex wait at exit, after
+    its last output): once the weights digest is printed the job gets 20 s to exit, then its process
+    group is killed and the output used, saying so."""
     for attempt in (1, 2):
         t = time.time()
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
-        if not p.returncode:
-            return p.stdout, time.time() - t
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                             start_new_session=True)
+        lines, done = [], threading.Event()
+
+        def read():
+            for line in p.stdout:
+                lines.append(line)
+                if line.startswith("weights digest"):
+                    done.set()
+            done.set()
+        th = threading.Thread(target=read, daemon=True)
+        th.start()
+        done.wait(3600)
+        try:
+            p.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            print("compress_accuracy: %s did not exit 20 s after its output; killed" % " ".join(cmd), file=sys.stderr)
+        th.join(5)
+        out = "".join(lines)
+        if not p.returncode or "weights digest" in out:
+            return out, time.time() - t
         print("compress_accuracy: %s failed (exit %d, attempt %d):\n%s\n%s" % (" ".join(cmd), p.returncode, attempt,
-                                                                              p.stdout[-800:], p.stderr[-2000:]), file=sys.stderr)
+                                                                              out[-800:], p.stderr.read()[-2000:]), file=sys.stderr)
     sys.exit(1)
 
 
@@ -106,10 +130,19 @@ def main():
             "# load average after: %s" % " ".join(load)]
     with open(os.path.join(res, "accuracy.tsv"), "w") as f:
         f.write("# accuracy.tsv — final loss after the same steps, against f32's (bench/compress/accuracy.py)\n")
-        f.write("\n".join(head) + "\n# columns: trainer config final_loss rel_to_f32 seconds args\n")
+        f.write("\n".join(head) + "\n# tail_mean: the mean of the last 10%% of the losses printed (torch_ddp's held-out loss swings\n"
+                "# by +-20%% from step to step: the final loss alone compares two points of that noise)\n"
+                "# columns: trainer config final_loss rel_to_f32 tail_mean tail_rel_to_f32 seconds args\n")
+        tails = {}
+        for t, cs in curves.items():
+            for n, c in cs:
+                last = [v for st, v in c if st > c[-1][0] * 0.9]
+                tails[t, n] = sum(last) / len(last)
         base = {t: v for t, n, _, v, _ in rows if n == "f32"}
         for t, n, args, v, sec in rows:
-            f.write("%s\t%s\t%.7g\t%+.4f%%\t%.0f\t%s\n" % (t, n, v, (v / base[t] - 1) * 100, sec, args))
+            tm, tb = tails[t, n], tails[t, "f32"]
+            f.write("%s\t%s\t%.7g\t%+.4f%%\t%.7g\t%+.4f%%\t%.0f\t%s\n" % (t, n, v, (v / base[t] - 1) * 100, tm,
+                                                                 (tm / tb - 1) * 100, sec, args))
     with open(os.path.join(res, "curves.tsv"), "w") as f:
         f.write("# curves.tsv — every loss the trainers printed (bench/compress/accuracy.py)\n")
         f.write("\n".join(head) + "\n# columns: trainer config step loss\n")

@@ -348,6 +348,27 @@ def _grads_state(g: Any) -> Dict[str, Any]:
             "count": g.count}
 
 
+def _cpu(v: Any) -> Any:
+    """v with every tensor a detached CPU copy (what all_gather_object may pickle on any group)."""
+    torch = sys.modules.get("torch")
+    if isinstance(v, dict):
+        return {k: _cpu(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return type(v)(_cpu(x) for x in v)
+    if torch is not None and isinstance(v, torch.Tensor):
+        return v.detach().cpu().clone()
+    return v
+
+
+def _per_rank_state(enc: "_Enc", sd: Any, name: str, sharded: bool, d: Any, group: Any, rank: int, world: int) -> Any:
+    """The state of an object whose state is each rank's own (``checkpoint_per_rank``: error feedback's
+    residuals): every rank's, gathered to the whole checkpoint (a collective), or this rank's in its
+    own shard. Loaded back rank by rank at the same world size only."""
+    if sharded:
+        return {"__per_rank__": [enc(sd, name)], "rank": rank}
+    return {"__per_rank__": [enc(s, "%s (rank %d)" % (name, r)) for r, s in enumerate(_gather(d, group, _cpu(sd), world))]}
+
+
 def _is_grads(v: Any) -> bool:
     return type(v).__name__ == "CanonicalGrads" and hasattr(v, "per_rank")
 
@@ -491,7 +512,9 @@ def save(directory: str, step: int, state: Dict[str, Any], keep: int = 3, sharde
     """Checkpoint ``state`` at ``step`` into ``directory`` (created), keeping the newest ``keep``.
 
     ``state`` maps names to: objects with ``state_dict()`` (a module, an optimizer, a scheduler;
-    loaded back with their ``load_state_dict``), a ``schedc.torch.CanonicalGrads`` (its leaves, op
+    loaded back with their ``load_state_dict``; one whose ``checkpoint_per_rank`` is true, as the
+    compression hooks' states, holds each rank's own state: every rank's is kept and each rank
+    loads its own, at the same world size only), a ``schedc.torch.CanonicalGrads`` (its leaves, op
     and order, checked on load: resuming with others would change the weights), or plain values
     (numbers, strings, tensors, and lists, tuples and dicts of them: the data position, say).
     ``rng``: the Python, torch (CPU and CUDA) and numpy generators' states too.
@@ -508,6 +531,8 @@ def save(directory: str, step: int, state: Dict[str, Any], keep: int = 3, sharde
     for name, v in state.items():
         if _is_grads(v):
             tree[name] = _grads_state(v)
+        elif getattr(v, "checkpoint_per_rank", False):
+            tree[name] = _per_rank_state(enc, v.state_dict(), name, sharded, d, group, rank, world)
         elif hasattr(v, "state_dict") and callable(v.state_dict):
             tree[name] = enc(v.state_dict(), name)
         else:
@@ -662,9 +687,23 @@ def load(directory: str, state: Dict[str, Any], group: Any = None, rng: bool = T
     for name, enc in tree.items():
         if name == "__rng__":
             continue
+        obj = state.get(name)
+        if isinstance(enc, dict) and "__per_rank__" in enc:  # each rank's own (checkpoint_per_rank)
+            if idx.get("world_size") != world:
+                raise CheckpointError(path, "its '%s' holds the state of each of %s ranks (one rank's each: error "
+                                            "feedback's residuals); resuming with %d ranks would lose or invent some: "
+                                            "resume with %s" % (name, idx.get("world_size"), world, idx.get("world_size")))
+            if idxs:
+                value = _decode(idxs[rank]["state"][name]["__per_rank__"][0], shards[rank], path)
+            else:
+                value = _decode(enc["__per_rank__"][rank], blobs, path)
+            if obj is not None and hasattr(obj, "load_state_dict"):
+                obj.load_state_dict(value)
+            else:
+                out[name] = value
+            continue
         sub = [i["state"][name] for i in idxs] if idxs else None
         value = _decode(enc, blobs, path, shards, sub)
-        obj = state.get(name)
         if _is_grads(obj):
             live = _grads_state(obj)
             for k in ("leaves", "op", "exact", "dtype", "count"):

@@ -7,7 +7,7 @@
 import contextlib
 import math
 import threading
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
 
 import torch
 import torch.distributed as dist
@@ -43,11 +43,18 @@ def _issued() -> Dict[str, Any]:
 # ---- hook state ------------------------------------------------------------------------------------
 class _State:
     """What both hooks keep: where the buckets go (``comm``: a schedc.Comm; else ``process_group``,
-    default the default group), the op ("avg" or "sum"), and with ``error_feedback`` one residual
-    per DDP bucket (bucket.index()), a tensor like the bucket, zero at first. The residuals are
-    optimizer-like state: save ``state_dict()`` in checkpoints and ``load_state_dict()`` it back."""
+    default the default group), the op ("avg" or "sum"), and with ``error_feedback`` each gradient
+    element's residual, zero at first. They live in one tensor per DDP bucket (``residuals``, keyed by
+    bucket.index(), in the bucket's layout), and follow their parameter: DDP rebuilds its buckets
+    after the first iteration in another order (often the same size: the reverse), and a fresh DDP
+    after a restart starts from the first layout again. A parameter's name is its place (bucket,
+    position) in the first layout this state saw it in: the same in every run of the same model and
+    ``bucket_cap_mb``. The residuals are optimizer-like state, and each rank's own:
+    ``schedc.checkpoint.save`` keeps every rank's (``checkpoint_per_rank``) and ``load`` gives each
+    rank its own back (``state_dict()``: per parameter name)."""
 
     kind = ""
+    checkpoint_per_rank = True  # schedc.checkpoint: the residuals differ from rank to rank
 
     def __init__(self, comm: Optional[Comm], process_group: Any, op: str, error_feedback: bool) -> None:
         if op not in ("avg", "sum"):
@@ -60,51 +67,109 @@ class _State:
         self.error_feedback = bool(error_feedback)
         self.residuals: Dict[int, torch.Tensor] = {}
         self.calls = 0
+        self._layouts: Dict[int, Tuple[int, ...]] = {}  # bucket index -> id() of its parameters, in order
+        self._params: Dict[int, Any] = {}  # id() -> the parameter (kept, so that its id stays its own)
+        self._names: Dict[int, str] = {}  # id() -> "bucket.position" in the first layout it was seen in
+        self._loose: Dict[int, torch.Tensor] = {}  # a rebuilt bucket's parameters not placed again yet
+        self._pending: Dict[str, torch.Tensor] = {}  # load_state_dict's, by name, until the parameter shows
+        self._unplaced: set = set()  # buckets whose parameters do not tile them: one residual, by position
 
-    def _residual(self, index: int, t: torch.Tensor) -> Optional[torch.Tensor]:
+    def _slices(self, index: int) -> Dict[int, torch.Tensor]:
+        """Bucket ``index``'s residual as views per parameter id (empty: no layout)."""
+        r, ids, out, off = self.residuals.get(index), self._layouts.get(index), {}, 0
+        if r is None or ids is None or index in self._unplaced:
+            return out
+        flat = r.reshape(-1)
+        for pid in ids:
+            k = self._params[pid].numel()
+            out[pid] = flat[off:off + k]
+            off += k
+        return out
+
+    def _residual(self, index: int, t: torch.Tensor, params: Sequence[Any]) -> Optional[torch.Tensor]:
         if not self.error_feedback:
             return None
+        ids = tuple(id(p) for p in params)
         r = self.residuals.get(index)
-        # DDP rebuilds its buckets after the first iteration: a bucket of another shape starts afresh
-        if r is None or r.shape != t.shape or r.dtype != t.dtype or r.device != t.device:
-            r = torch.zeros_like(t)
-            self.residuals[index] = r
+        if r is not None and self._layouts.get(index) == ids and r.shape == t.shape and r.dtype == t.dtype:
+            if r.device != t.device:  # loaded (CPU) for a bucket on a GPU
+                r = self.residuals[index] = r.to(t.device)
+            return r
+        # a new bucket or a rebuilt one: each parameter's residual moves with it
+        self._loose.update(self._slices(index))
+        self.residuals.pop(index, None)
+        self._layouts.pop(index, None)
+        r = torch.zeros_like(t)
+        flat, off = r.reshape(-1), 0
+        placed = sum(p.numel() for p in params) == t.numel()  # DDP packs a bucket's gradients densely
+        for pos, p in enumerate(params):
+            pid = id(p)
+            self._params[pid] = p
+            name = self._names.setdefault(pid, "%d.%d" % (index, pos))
+            k = p.numel()
+            src = self._loose.pop(pid, None)
+            if src is None:
+                for i in list(self._layouts):
+                    src = self._slices(i).get(pid)
+                    if src is not None:
+                        break
+            if src is None:
+                src = self._pending.pop(name, None)
+            if placed and src is not None and src.numel() == k:
+                flat[off:off + k].copy_(src.reshape(-1).to(r.dtype))
+            off += k
+        self.residuals[index] = r
+        self._layouts[index] = ids
+        if placed:
+            self._unplaced.discard(index)
+        else:
+            self._unplaced.add(index)
         return r
 
     def state_dict(self) -> Dict[str, Any]:
-        """The state to checkpoint: settings, calls so far, and every bucket's residual (copies)."""
+        """The state to checkpoint: settings, calls so far, and every parameter's residual (copies;
+        ``residuals``: name -> a flat tensor)."""
+        res = {self._names[pid]: v.detach().clone() for pid, v in self._loose.items()}
+        for i in self.residuals:
+            res.update({self._names[pid]: v.detach().clone() for pid, v in self._slices(i).items()})
+        for name, v in self._pending.items():
+            res.setdefault(name, v.clone())
         d = {"kind": self.kind, "op": self.op, "error_feedback": self.error_feedback, "calls": self.calls,
-             "residuals": {int(k): v.detach().clone() for k, v in self.residuals.items()}}
+             "residuals": res}
         d.update(self._settings())
         return d
 
     def load_state_dict(self, d: Dict[str, Any]) -> None:
-        """Restore ``state_dict()``'s residuals and call count (the settings must match)."""
+        """Restore ``state_dict()``'s residuals (each taken up when its parameter's bucket next
+        runs) and call count; the settings must match."""
         if d.get("kind") != self.kind or any(d.get(k) != v for k, v in self._settings().items()):
             raise ValueError("schedc.torch.%s.load_state_dict: the state is of %s %s, this hook is %s %s"
                              % (type(self).__name__, d.get("kind"), {k: d.get(k) for k in self._settings()},
                                 self.kind, self._settings()))
         self.calls = int(d.get("calls", 0))
-        self.residuals = {int(k): v.detach().clone() for k, v in d.get("residuals", {}).items()}
+        self.residuals, self._layouts, self._loose, self._unplaced = {}, {}, {}, set()
+        self._pending = {str(k): v.detach().cpu().clone().reshape(-1) for k, v in d.get("residuals", {}).items()}
 
     def _settings(self) -> Dict[str, Any]:
         return {}
 
     def __getstate__(self) -> Dict[str, Any]:  # pickling (torch.save of the state): no comm, no group
-        s = dict(self.__dict__)
-        s["comm"] = s["process_group"] = None
+        s = dict(self.__dict__)  # and no parameters: the residuals by name, taken up as after load_state_dict
+        s.update(comm=None, process_group=None, residuals={}, _layouts={}, _params={}, _names={}, _loose={}, _unplaced=set(),
+                 _pending={k: v.reshape(-1) for k, v in self.state_dict()["residuals"].items()})
         return s
 
     def _group(self) -> Any:
         return self.process_group if self.process_group is not None else dist.distributed_c10d._get_default_group()
 
-    def _run(self, t: torch.Tensor, index: int, kw: Dict[str, Any]) -> "torch.futures.Future[torch.Tensor]":
-        """Reduce the bucket ``t`` in place: through the schedc Comm, the schedc group, or the torch path
-        of another group; a future holding ``t``."""
+    def _run(self, bucket: dist.GradBucket, kw: Dict[str, Any]) -> "torch.futures.Future[torch.Tensor]":
+        """Reduce the bucket's tensor in place: through the schedc Comm, the schedc group, or the torch
+        path of another group; a future holding it."""
+        t = _bucket_tensor(bucket)
         if t.dtype not in _FLOATS:
             raise TypeError("schedc.torch.%s: buckets of %s: compression takes float32, float16 or bfloat16"
                             % (type(self).__name__, t.dtype))
-        r = self._residual(index, t)
+        r = self._residual(bucket.index(), t, bucket.parameters())
         self.calls += 1
         if self.comm is not None:  # the C library directly (host memory)
             if t.is_cuda:
@@ -163,7 +228,7 @@ class QuantizedState(_State):
 def quantized_hook(state: QuantizedState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
     """DDP communication hook: ``ddp.register_comm_hook(QuantizedState(bits=8), quantized_hook)``.
     Sums the bucket on the wire q8/q16 (with error feedback) and averages it (op "avg")."""
-    return state._run(_bucket_tensor(bucket), bucket.index(), {"wire": "q%d" % state.bits})
+    return state._run(bucket, {"wire": "q%d" % state.bits})
 
 
 class TopKState(_State):
@@ -188,7 +253,7 @@ class TopKState(_State):
 
 def topk_hook(state: TopKState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
     """DDP communication hook: ``ddp.register_comm_hook(TopKState(0.01), topk_hook)``."""
-    return state._run(_bucket_tensor(bucket), bucket.index(), {"topk": state.fraction})
+    return state._run(bucket, {"topk": state.fraction})
 
 
 # ---- the torch path: another process group (gloo, NCCL) -----------------------------------------------

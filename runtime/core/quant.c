@@ -235,14 +235,56 @@ static const float *as_f32(schedc_dtype dt, const void *src, size_t n, float *tm
   return tmp;
 }
 
+/* f32 straight to the wire in one pass, for the common call (f32, one leaf, 2^-g a float): q_avx2's
+ * rounding and narrow8_avx2's / narrow16_avx2's packing on the same registers, with no int32 block
+ * between them (that block's store and reload was a third of the conversion's time: docs/performance.md
+ * "Compression"). The same integers; *sum gets theirs. Returns the elements done. */
+__attribute__((target("avx2"))) static size_t q_wire_avx2(int t, void *dst, const float *x, size_t n, float s,
+                                                          int64_t *sum) {
+  const __m256 sv = _mm256_set1_ps(s);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  __m256i acc = _mm256_setzero_si256(); /* per lane at most QB/8 values below 2^15: no overflow */
+  size_t i = 0;
+#define QW(k) _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i + (k)), sv), \
+                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
+  if (t == SC_DT_Q8) {
+    for (; i + 32 <= n; i += 32) {
+      __m256i a = QW(0), b = QW(8), c = QW(16), e = QW(24);
+      acc = _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_add_epi32(a, b), _mm256_add_epi32(c, e)));
+      __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, e));
+      _mm256_storeu_si256((__m256i *)(void *)((int8_t *)dst + i), _mm256_permutevar8x32_epi32(p, order));
+    }
+  } else {
+    for (; i + 16 <= n; i += 16) {
+      __m256i a = QW(0), b = QW(8);
+      acc = _mm256_add_epi32(acc, _mm256_add_epi32(a, b));
+      _mm256_storeu_si256((__m256i *)(void *)((int16_t *)dst + i), _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xd8));
+    }
+  }
+#undef QW
+  int32_t l[8];
+  _mm256_storeu_si256((__m256i *)(void *)l, acc);
+  *sum += (int64_t)l[0] + l[1] + l[2] + l[3] + l[4] + l[5] + l[6] + l[7];
+  return i;
+}
+
 uint64_t sc_quant_in(const sc_exact *ex, schedc_dtype dt, void *dst, const void *src, size_t n) {
   int t = sc_quant_type(ex->wire), leaves = ex->nleaves > 1 ? ex->nleaves : 1;
   size_t esz = schedc_dtype_size(dt), wsz = sc_dtype_size(t);
   float f[QB];
   int32_t q[QB], acc[QB];
   uint64_t sum = 0;
+  int fused = dt == SCHEDC_F32 && leaves == 1 && ex->g >= -127 && ex->g <= 149 && sc_cpu_avx2();
   for (size_t lo = 0; lo < n; lo += QB) {
     size_t len = n - lo < QB ? n - lo : QB;
+    if (fused) { /* one pass; the tail through the int32 block */
+      int64_t s = 0;
+      size_t i = q_wire_avx2(t, (char *)dst + lo * wsz, (const float *)src + lo, len, ldexpf(1.0f, -ex->g), &s);
+      s += to_ints(q, (const float *)src + lo + i, len - i, ex->g);
+      narrow(t, (char *)dst + (lo + i) * wsz, q, len - i);
+      sum += (uint64_t)s;
+      continue;
+    }
     sum += (uint64_t)to_ints(leaves > 1 ? acc : q, as_f32(dt, (const char *)src + lo * esz, len, f), len, ex->g);
     for (int j = 1; j < leaves; j++) { /* each leaf rounded on its own; the headroom counts every leaf */
       sum += (uint64_t)to_ints(q, as_f32(dt, (const char *)src + ((size_t)j * n + lo) * esz, len, f), len, ex->g);
@@ -255,13 +297,18 @@ uint64_t sc_quant_in(const sc_exact *ex, schedc_dtype dt, void *dst, const void 
 
 /* ---- out: the wire's sums to f32 or dt, rounded once ---- */
 
+/* Eight of the wire's integers from element i, sign-extended to int32. */
+__attribute__((target("avx2"))) static inline __m256i wire8(int t, const void *src, size_t i) {
+  return t == SC_DT_Q8 ? _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)((const int8_t *)src + i)))
+                       : _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)((const int16_t *)src + i)));
+}
+
 /* int8/int16 to int32, summed. */
 __attribute__((target("avx2"))) static size_t widen_avx2(int t, int32_t *q, const void *src, size_t n, int64_t *sum) {
   __m256i acc = _mm256_setzero_si256();
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    __m256i v = t == SC_DT_Q8 ? _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)((const int8_t *)src + i)))
-                              : _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)((const int16_t *)src + i)));
+    __m256i v = wire8(t, src, i);
     acc = _mm256_add_epi32(acc, v);
     _mm256_storeu_si256((__m256i *)(void *)(q + i), v);
   }
@@ -334,15 +381,43 @@ static void avgs_odd(float *y, const int32_t *q, size_t n, int g, int nterms) {
   }
 }
 
+/* The wire's sums straight to f32 in one pass (sum of f32, 2^g a float): widen_avx2's widening and
+ * sums_f32_avx2's product on the same registers, no int32 block between. The same floats; *sum gets
+ * the integers'. Returns the elements done. */
+__attribute__((target("avx2"))) static size_t sums_wire_avx2(int t, float *y, const void *src, size_t n, float s,
+                                                             int64_t *sum) {
+  const __m256 sv = _mm256_set1_ps(s);
+  __m256i acc = _mm256_setzero_si256();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256i v = wire8(t, src, i);
+    acc = _mm256_add_epi32(acc, v);
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_cvtepi32_ps(v), sv)); /* exact conversion, one rounding */
+  }
+  int32_t l[8];
+  _mm256_storeu_si256((__m256i *)(void *)l, acc);
+  *sum += (int64_t)l[0] + l[1] + l[2] + l[3] + l[4] + l[5] + l[6] + l[7];
+  return i;
+}
+
 uint64_t sc_quant_out(const sc_exact *ex, schedc_dtype dt, void *dst, const void *src, size_t n) {
   int t = sc_quant_type(ex->wire), avg = ex->op == SCHEDC_AVG || ex->op == SCHEDC_AVG_EXACT;
   size_t esz = schedc_dtype_size(dt), wsz = sc_dtype_size(t);
   float f[QB];
   int32_t q[QB];
   uint64_t sum = 0;
+  int fused = dt == SCHEDC_F32 && !avg && ex->g >= -149 && sc_cpu_avx2();
   for (size_t lo = 0; lo < n; lo += QB) {
     size_t len = n - lo < QB ? n - lo : QB;
     char *out = (char *)dst + lo * esz;
+    if (fused) { /* one pass; the tail through the int32 block */
+      int64_t s = 0;
+      size_t i = sums_wire_avx2(t, (float *)(void *)out, (const char *)src + lo * wsz, len, ldexpf(1.0f, ex->g), &s);
+      s += widen(t, q, (const char *)src + (lo + i) * wsz, len - i);
+      sums_f32((float *)(void *)out + i, q, len - i, ex->g);
+      sum += (uint64_t)s;
+      continue;
+    }
     sum += (uint64_t)widen(t, q, (const char *)src + lo * wsz, len);
     float *y = dt == SCHEDC_F32 ? (float *)(void *)out : f;
     if (avg && dt != SCHEDC_F32) avgs_odd(y, q, len, ex->g, ex->nterms);

@@ -5,6 +5,9 @@
 #   backend   (torch 2.x) on the schedc backend: an Options(wire="q8") group, DDP with
 #             quantized_hook through the backend, sparse COO all_reduce
 #   gloo_ddp  the backend mode's DDP run over gloo (the torch path): the same weights expected
+#   ckpt      on gloo: DDP with quantized_hook (q8, error feedback) for 6 steps straight, and
+#             checkpointed at step 3 (schedc.checkpoint.save, whole and sharded) then resumed into a
+#             fresh model, optimizer and hook state; and resumed with fresh (zero) residuals
 import datetime
 import os
 import sys
@@ -71,8 +74,9 @@ if mode == "gloo":
     res["ddp_topk"] = ddp_weights(s, st.topk_hook)
     s2 = st.TopKState(0.1)
     s2.load_state_dict(s.state_dict())
-    res["state_ok"] = (s2.calls == s.calls > 0 and sorted(s2.residuals) == sorted(s.residuals) and
-                       all(torch.equal(s2.residuals[k], s.residuals[k]) for k in s.residuals))
+    d1, d2 = s.state_dict()["residuals"], s2.state_dict()["residuals"]
+    res["state_ok"] = (s2.calls == s.calls > 0 and sorted(d2) == sorted(d1) and len(d1) == 4 and
+                       all(torch.equal(d2[k], d1[k]) for k in d1))
     comm.close()
 elif mode == "backend":
     pg = dist.new_group(list(range(n)), pg_options=st.Options(wire="q8"), backend="schedc")
@@ -94,6 +98,46 @@ elif mode == "backend":
         want = (want + sparse_of(r).coalesce()).coalesce()
     res["sparse"] = t
     res["sparse_ok"] = t.is_sparse and torch.equal(t.coalesce().to_dense(), want.to_dense())
+elif mode == "ckpt":
+    import schedc.checkpoint as ck
+
+    def trainer():
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1))
+        ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.001)  # several buckets
+        state = st.QuantizedState(bits=8)
+        ddp.register_comm_hook(state, st.quantized_hook)
+        return model, ddp, torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9), state
+
+    def steps(ddp, opt, a, b):
+        for s in range(a, b):  # the data of step s on this rank, whatever ran before
+            x = torch.randn(8, 16, generator=torch.Generator().manual_seed(1000 * s + rank))
+            loss = (ddp(x) - x[:, :1]).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    def weights(model):
+        return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+    model, ddp, opt, state = trainer()
+    steps(ddp, opt, 0, 6)
+    res["straight"] = weights(model)
+    for kind in ("whole", "sharded"):
+        d = os.path.join(out, kind)
+        model, ddp, opt, state = trainer()
+        steps(ddp, opt, 0, 3)
+        ck.save(d, 3, {"model": model, "opt": opt, "comm": state}, sharded=kind == "sharded")
+        res["residual_" + kind] = state.state_dict()["residuals"]
+        model, ddp, opt, state = trainer()
+        ck.load(d, {"model": model, "opt": opt, "comm": state})
+        res["loaded_" + kind] = state.state_dict()["residuals"]
+        steps(ddp, opt, 3, 6)
+        res["resumed_" + kind] = weights(model)
+    model, ddp, opt, state = trainer()  # the residuals left out: other weights
+    ck.load(os.path.join(out, "whole"), {"model": model, "opt": opt})
+    steps(ddp, opt, 3, 6)
+    res["resumed_zero_residuals"] = weights(model)
 elif mode == "gloo_ddp":
     res["ddp_q8"] = ddp_weights(st.QuantizedState(bits=8), st.quantized_hook)
 dist.barrier()

@@ -142,6 +142,29 @@ def test_torch_path_over_gloo_equals_the_library(tmp_path):
     assert res[0]["state_ok"]
 
 
+def test_error_feedback_checkpointed_and_resumed(tmp_path):
+    """The recipe of docs/compression.md: DDP with quantized_hook (q8, error feedback) on gloo,
+    checkpointed with schedc.checkpoint.save (the hook state beside model and optimizer; whole and
+    sharded) at step 3 of 6 and resumed into fresh objects, ends with the straight run's weights bit
+    for bit; each rank gets its own residuals back (they differ between ranks); without them the
+    weights differ; at another world size the checkpoint is refused naming the reason."""
+    import schedc.checkpoint as ck
+    import schedc.torch as st
+    res = job(2, "ckpt", tmp_path)
+    for r in res:
+        for kind in ("whole", "sharded"):
+            assert torch.equal(r["resumed_" + kind], r["straight"]), kind
+            saved, loaded = r["residual_" + kind], r["loaded_" + kind]
+            assert saved and sorted(saved) == sorted(loaded)
+            assert all(torch.equal(saved[k], loaded[k]) for k in saved), kind
+        assert not torch.equal(r["resumed_zero_residuals"], r["straight"])
+    a, b = res[0]["residual_whole"], res[1]["residual_whole"]
+    assert any(not torch.equal(a[k], b[k]) for k in a)  # per rank: rank 0's everywhere would be wrong
+    for kind in ("whole", "sharded"):  # this process: world size 1
+        with pytest.raises(ck.CheckpointError, match="holds the state of each of 2 ranks .*resume with 2"):
+            ck.load(str(tmp_path / kind), {"comm": st.QuantizedState(bits=8)}, rng=False)
+
+
 @pytest.mark.skipif(not TORCH2, reason="DDP over the schedc backend needs torch 2.x (python.torch2)")
 def test_schedc_backend_wire_hooks_and_sparse(tmp_path):
     """On the schedc backend: an Options(wire="q8") group's all_reduce is the library's q8 sum; DDP
