@@ -392,7 +392,7 @@ static schedc_status regroup(schedc_comm *c, agree *a, const schedc_comm_opts *o
   sc_inject inj;
   sc_inject_remap(&c->inj, newrank, N, &inj);
   schedc_comm *nc = NULL;
-  schedc_status st = sc_comm_new_inj(&sc_net_backend, newrank[a->me], k, opts, &inj, &nc);
+  schedc_status st = sc_comm_new_inj(c->be, newrank[a->me], k, opts, &inj, &nc);
   if (st != SCHEDC_OK) {
     free(members), free(newrank), free(ids), free(peer), free(grave), free(husk);
     return st;
