@@ -11,6 +11,7 @@
 
 #include "cpufeat.h"
 #include "err.h"
+#include "exact_simd.h"
 #include "kernels.h"
 #include "names.h"
 #include "quant.h"
@@ -58,30 +59,6 @@ static double mag_value(schedc_dtype dt, uint32_t a) {
   return dt == SCHEDC_F16 ? sc_f16_to_f32((uint16_t)a) : sc_bf16_to_f32((uint16_t)a);
 }
 
-/* The largest magnitude's bits over a prefix of whole vectors (NaN > Inf > finite: the bits order
- * them), into *amax; returns the elements done. */
-__attribute__((target("avx2"))) static size_t amax_avx2(schedc_dtype dt, const void *x, size_t n, uint32_t *amax) {
-  size_t i = 0;
-  uint32_t l[8], m = 0;
-  if (dt == SCHEDC_F32) {
-    const __m256i mag = _mm256_set1_epi32(0x7fffffff);
-    __m256i v = _mm256_setzero_si256();
-    for (; i + 8 <= n; i += 8)
-      v = _mm256_max_epu32(v, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)((const uint32_t *)x + i)), mag));
-    _mm256_storeu_si256((__m256i *)(void *)l, v);
-  } else {
-    const __m256i mag = _mm256_set1_epi16(0x7fff);
-    __m256i v = _mm256_setzero_si256();
-    for (; i + 16 <= n; i += 16)
-      v = _mm256_max_epu16(v, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)x + i)), mag));
-    v = _mm256_max_epu32(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), _mm256_srli_epi32(v, 16));
-    _mm256_storeu_si256((__m256i *)(void *)l, v);
-  }
-  for (int k = 0; k < 8; k++) m = l[k] > m ? l[k] : m;
-  *amax = m;
-  return i;
-}
-
 void sc_quant_words(schedc_dtype dt, uint32_t amax, uint64_t bad, int kind, int mbits, int rank,
                     int64_t w[SC_EXACT_WORDS]) {
   w[0] = SC_EXACT_NONE;
@@ -101,7 +78,9 @@ void sc_quant_words(schedc_dtype dt, uint32_t amax, uint64_t bad, int kind, int 
 
 void sc_quant_stats(schedc_dtype dt, const void *x, size_t n, int mbits, int rank, int64_t w[SC_EXACT_WORDS]) {
   uint32_t amax = 0, inf = inf_bits(dt);
-  size_t i0 = sc_cpu_avx2() ? amax_avx2(dt, x, n, &amax) : 0;
+  /* exact mode's exponent pass over whole vectors (exact_simd.h: the same largest magnitude's bits;
+   * NaN > Inf > finite, the bits order them) */
+  size_t i0 = sc_cpu_avx512() ? sc_exact_amax_avx512(dt, x, n, &amax) : sc_cpu_avx2() ? sc_exact_amax_avx2(dt, x, n, &amax) : 0;
   if (dt == SCHEDC_F32) {
     const uint32_t *p = x;
     for (size_t i = i0; i < n; i++) { uint32_t a = p[i] & 0x7fffffffu; amax = a > amax ? a : amax; }
