@@ -97,25 +97,33 @@ static void xargs(uint64_t x[SC_CUDA_XARGS_WORDS], const void *in, void *out, si
   if (ex && ex->wire) x[7] = (uint64_t)ex->wire / 8; /* a wire's kernels: its integers' bytes (cuda_abi.h) */
 }
 
+/* Slot s's stats kernel over its input (ex: a quantized call's, else NULL: exact mode's), its four
+ * words copied back into got once the stream is done. */
+static schedc_status slot_stats(cu_group *g, const cu_call *c, const cu_kset *k, int s, const sc_exact *ex,
+                                uint32_t got[4]) {
+  static const uint32_t zero[4];
+  schedc_status st;
+  if ((st = g->dv->select(g->dev[s])) != SCHEDC_OK) return st;
+  if (!g->xstat[s] && (st = g->dv->alloc(256, &g->xstat[s])) != SCHEDC_OK) return st;
+  uint64_t x[SC_CUDA_XARGS_WORDS];
+  xargs(x, c->send[s], g->xstat[s], c->call->K, (int)c->call->dtype, ex);
+  void *pr[] = {x};
+  if ((st = g->dv->copy(g->xstat[s], zero, sizeof zero, g->stream[s])) == SCHEDC_OK &&
+      (st = elementwise(g, s, k->xstats[s], pr, c->call->K)) == SCHEDC_OK &&
+      (st = g->dv->copy(got, g->xstat[s], 4 * sizeof *got, g->stream[s])) == SCHEDC_OK)
+    st = sc_cu_sync(g, g->stream[s]);
+  return st;
+}
+
 /* A quantized call's grid words (quant.h) from its schedc_qstats words on every slot: the largest
  * magnitude, the first NaN and the first infinity, as sc_quant_stats takes them on the host. */
 static schedc_status quant_words(cu_group *g, const cu_call *c, const cu_kset *k, int64_t w[SC_EXACT_WORDS]) {
   const sc_call *call = c->call;
   int mbits = sc_quant_mag_bits(call->ex.wire, g->N);
-  static const uint32_t zero[4];
   schedc_status st = SCHEDC_OK;
   for (int s = 0; s < g->n && st == SCHEDC_OK; s++) {
     uint32_t got[4];
-    if ((st = g->dv->select(g->dev[s])) != SCHEDC_OK) break;
-    if (!g->xstat[s] && (st = g->dv->alloc(256, &g->xstat[s])) != SCHEDC_OK) break;
-    uint64_t x[SC_CUDA_XARGS_WORDS];
-    xargs(x, c->send[s], g->xstat[s], call->K, (int)call->dtype, &call->ex);
-    void *pr[] = {x};
-    if ((st = g->dv->copy(g->xstat[s], zero, sizeof zero, g->stream[s])) == SCHEDC_OK &&
-        (st = elementwise(g, s, k->xstats[s], pr, call->K)) == SCHEDC_OK &&
-        (st = g->dv->copy(got, g->xstat[s], sizeof got, g->stream[s])) == SCHEDC_OK)
-      st = sc_cu_sync(g, g->stream[s]);
-    if (st != SCHEDC_OK) break;
+    if ((st = slot_stats(g, c, k, s, &call->ex, got)) != SCHEDC_OK) break;
     uint64_t nan = got[1] ? 0xffffffffu - got[1] : UINT64_MAX, inf = got[2] ? 0xffffffffu - got[2] : UINT64_MAX;
     int64_t mine[SC_EXACT_WORDS];
     sc_quant_words(call->dtype, got[0], nan < inf ? nan : inf, nan < inf ? 2 : inf != UINT64_MAX, mbits,
@@ -132,20 +140,10 @@ schedc_status sc_cu_exact_words(cu_group *g, const cu_call *c, const cu_kset *k,
   w[4] = 1; /* leaves per rank: one input (exact leaves are refused on cuda) */
   w[5] = -1;
   if (call->ex.wire) return quant_words(g, c, k, w);
-  static const uint32_t zero[4];
   schedc_status st = SCHEDC_OK;
   for (int s = 0; s < g->n && st == SCHEDC_OK; s++) {
     uint32_t got[4];
-    if ((st = g->dv->select(g->dev[s])) != SCHEDC_OK) break;
-    if (!g->xstat[s] && (st = g->dv->alloc(256, &g->xstat[s])) != SCHEDC_OK) break;
-    uint64_t x[SC_CUDA_XARGS_WORDS];
-    xargs(x, c->send[s], g->xstat[s], call->K, (int)call->dtype, NULL);
-    void *pr[] = {x};
-    if ((st = g->dv->copy(g->xstat[s], zero, sizeof zero, g->stream[s])) == SCHEDC_OK &&
-        (st = elementwise(g, s, k->xstats[s], pr, call->K)) == SCHEDC_OK &&
-        (st = g->dv->copy(got, g->xstat[s], sizeof got, g->stream[s])) == SCHEDC_OK)
-      st = sc_cu_sync(g, g->stream[s]);
-    if (st != SCHEDC_OK) break;
+    if ((st = slot_stats(g, c, k, s, NULL, got)) != SCHEDC_OK) break;
     /* the same words as sc_exact_stats of the whole input: they depend only on the largest
      * finite magnitude and the three flags, so take them from those values, in the data type */
     uint32_t v[4];
