@@ -191,9 +191,9 @@ static void sweep(const char *dir) {
         if (coll == SCHEDC_ALLGATHER || coll == SCHEDC_BROADCAST) continue;
         schedc_plan *plan = tl_plan_in(dir, files[fi], coll, n, coll == SCHEDC_REDUCE ? n / 2 : 0);
         if (!plan) continue;
-        for (int combo = 0; combo < 24; combo++) { /* dtype x op x wire x count, a fifth of them, rotating */
+        for (int combo = 0; combo < 24; combo++) { /* dtype x op x wire x count, a tenth of them (procs: a quarter), rotating */
           int d = combo % 3, avg = combo / 3 % 2, wire = combo / 6 % 2 ? 16 : 8, ci = combo / 12;
-          if ((combo + rot) % (g_procs ? 4 : 5)) continue;
+          if ((combo + rot) % (g_procs ? 4 : 10)) continue;
           char label[256];
           snprintf(label, sizeof label, "%s n=%d %s %s %s q%d count=%zu", files[fi], n,
                    schedc_collective_name((schedc_collective)coll), schedc_dtype_name(dts[d]), avg ? "avg" : "sum",
@@ -212,7 +212,7 @@ static void sweep(const char *dir) {
   }
   printf("sweep (%s): %d cases, %d failed\n", g_procs ? "procs" : "virtual", cases, failed);
   CHECK(failed == 0);
-  CHECK(cases >= (g_procs ? 12 : 100));
+  CHECK(cases >= (g_procs ? 12 : 50));
 }
 
 /* NaN on one rank: SCHEDC_EINVAL on every rank naming it, the output untouched; a wire mismatch. */
