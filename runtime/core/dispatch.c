@@ -202,6 +202,22 @@ static schedc_status leaf_blocks(const sc_call *k, int n, const int64_t *w, uint
   return st;
 }
 
+/* One max exchange of nw words (mine into all) as an internal allreduce that carries k's agreement
+ * (mode GRID); *seq: its call number (given when it runs), for messages. */
+static schedc_status max_exchange(schedc_comm *c, const sc_call *k, int64_t *mine, int64_t *all, size_t nw,
+                                  uint64_t *seq) {
+  sc_call g;
+  sc_result r;
+  schedc_status st = sc_call_make(c, SCHEDC_ALLREDUCE, mine, all, nw, SCHEDC_I64, SCHEDC_MAX, 0, NULL,
+                                  SC_CALL_INTERNAL, &g);
+  if (st != SCHEDC_OK) return st;
+  g.ex = k->ex;
+  g.ex.mode = SC_EXACT_GRID;
+  st = sc_call_run(c, &g, &r);
+  *seq = g.seq; /* numbered by the run */
+  return st;
+}
+
 /* An exact call's grid: every rank's exponent and flags (exact.c) through an internal allreduce
  * (max, i64) on the communicator's default plan — max is exact, so its association does not
  * matter — whose agreement carries this call's collective, dtype and op (agree.c), so a rank not
@@ -232,26 +248,13 @@ static schedc_status exact_prepare(schedc_comm *c, sc_call *k) {
     mine[SC_EXACT_WORDS + 2 * (size_t)c->rank] = k->ex.leaf0;
     mine[SC_EXACT_WORDS + 2 * (size_t)c->rank + 1] = m;
   }
-  sc_call g;
-  sc_result r;
-  schedc_status st = sc_call_make(c, SCHEDC_ALLREDUCE, mine, all, nw, SCHEDC_I64, SCHEDC_MAX, 0, NULL,
-                                  SC_CALL_INTERNAL, &g);
-  if (st == SCHEDC_OK) {
-    g.ex = k->ex;
-    g.ex.mode = SC_EXACT_GRID;
-    st = sc_call_run(c, &g, &r);
-  }
+  uint64_t seq = 0;
+  schedc_status st = max_exchange(c, k, mine, all, nw, &seq);
   int L = n;
-  if (st == SCHEDC_OK && leaves) st = leaf_blocks(k, n, all + SC_EXACT_WORDS, g.seq, &L);
+  if (st == SCHEDC_OK && leaves) st = leaf_blocks(k, n, all + SC_EXACT_WORDS, seq, &L);
   if (st == SCHEDC_OK && wire && L != n * m) { /* every rank found the same L: all take this branch */
     sc_quant_stats(k->dtype, k->send, k->K * (size_t)m, sc_quant_mag_bits(wire, L), c->rank, mine);
-    st = sc_call_make(c, SCHEDC_ALLREDUCE, mine, all, SC_EXACT_WORDS, SCHEDC_I64, SCHEDC_MAX, 0, NULL,
-                      SC_CALL_INTERNAL, &g);
-    if (st == SCHEDC_OK) {
-      g.ex = k->ex;
-      g.ex.mode = SC_EXACT_GRID;
-      st = sc_call_run(c, &g, &r);
-    }
+    st = max_exchange(c, k, mine, all, SC_EXACT_WORDS, &seq);
   }
   if (st == SCHEDC_OK) {
     if (wire) st = sc_quant_grid(&k->ex, all, L, k->cn);
