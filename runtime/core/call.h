@@ -24,7 +24,11 @@ enum { SC_V_REPAIR = 4 };                    /* sc_call.checks: repair on */
 enum {
   SC_CALL_NOVERIFY = 1,      /* no checksums, digests or repair */
   SC_CALL_NOINJECT = 2,      /* no SCHEDC_INJECT faults */
-  SC_CALL_INTERNAL = SC_CALL_NOVERIFY | SC_CALL_NOINJECT
+  SC_CALL_INTERNAL = SC_CALL_NOVERIFY | SC_CALL_NOINJECT,
+  /* an internal call made for a user's call that injects (exact mode's grid exchange): no faults
+   * at its steps, but a rank SCHEDC_INJECT names to be killed dies when it fails, as it would in
+   * the user's call — "a rank named always dies", whichever part of the call fails first */
+  SC_CALL_FAILDIES = 4
 };
 
 /* One collective call, checked by the core (dispatch.c) before a backend sees it. */
@@ -92,6 +96,8 @@ typedef struct sc_result {
 static inline int sc_call_checks(const sc_call *k) { return (k->checks & SC_V_CHECKSUM) != 0; }
 static inline int sc_call_repairs(const sc_call *k) { return (k->checks & SC_V_REPAIR) != 0; }
 static inline int sc_call_injects(const sc_call *k) { return !(k->flags & SC_CALL_NOINJECT); }
+/* Does a rank SCHEDC_INJECT names for a kill die when this call fails before its kill step? */
+static inline int sc_call_fail_dies(const sc_call *k) { return sc_call_injects(k) || (k->flags & SC_CALL_FAILDIES); }
 
 /* Does the collective combine values (allreduce, reduce_scatter, reduce), or only move them? */
 static inline int sc_reduces(int coll) { return coll != SCHEDC_ALLGATHER && coll != SCHEDC_BROADCAST; }

@@ -209,7 +209,7 @@ static schedc_status max_exchange(schedc_comm *c, const sc_call *k, int64_t *min
   sc_call g;
   sc_result r;
   schedc_status st = sc_call_make(c, SCHEDC_ALLREDUCE, mine, all, nw, SCHEDC_I64, SCHEDC_MAX, 0, NULL,
-                                  SC_CALL_INTERNAL, &g);
+                                  SC_CALL_INTERNAL | (sc_call_injects(k) ? SC_CALL_FAILDIES : 0u), &g);
   if (st != SCHEDC_OK) return st;
   g.ex = k->ex;
   g.ex.mode = SC_EXACT_GRID;

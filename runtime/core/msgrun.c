@@ -154,7 +154,7 @@ schedc_status sc_msg_collective(schedc_comm *c, const sc_call *k, sc_result *res
   char *W = sc_scratch(c, k->K * asz);
   if (!W && k->K) return SCHEDC_ENOMEM;
   schedc_status st = agree(c, k, port);
-  if (st != SCHEDC_OK) return st;
+  if (st != SCHEDC_OK) goto failed;
   /* A corrupted message cannot be fetched again once the step is over (the sender's cell moves
    * on), so with checksum repair the whole call runs again from the inputs, which the message
    * path leaves intact until the result is copied out. */
@@ -167,7 +167,13 @@ schedc_status sc_msg_collective(schedc_comm *c, const sc_call *k, sc_result *res
     if ((st = any_rank(c, k->cn, (int)res->bad.found, &rerun, port)) != SCHEDC_OK) break;
     if (!rerun) break;
   }
+failed:
   if (st != SCHEDC_OK) {
+    /* SCHEDC_INJECT kill: a rank named dies when its call fails before its kill step (a peer's
+     * death reached it first, in the agreement or a step), as the CPU executor's ranks do: else
+     * it would live on into a shrink and die in the group that shrink made */
+    if ((c->be->caps & SC_CAP_INJECT_STEPS) && sc_call_fail_dies(k) && sc_inject_kill_step(&c->inj, c->rank) >= 0)
+      raise(SIGKILL);
     c->broken = 1;
     return st;
   }

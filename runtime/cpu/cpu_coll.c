@@ -453,7 +453,7 @@ static schedc_status cpu_collective(schedc_comm *c, const sc_call *k, sc_result 
   }
   atomic_store(&slot->busy, 0u);
   if (st != SCHEDC_OK) {
-    if (sc_call_injects(k)) st = sc_exec_die_failed(c, k->cn, st);
+    if (sc_call_fail_dies(k)) st = sc_exec_die_failed(c, k->cn, st);
     sc_quiesce(c);
     return st;
   }

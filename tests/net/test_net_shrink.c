@@ -7,7 +7,8 @@
  * of exact_ref.h's evaluation of the 12 leaves (the run that never failed) and hold the same member
  * list (asked again over the new communicator: a split group would gather another). Also: shrink
  * with no failure gives everyone; a survivor that joins too late is refused, naming why, while the
- * others go on; a survivor without a quorum (two of three one-rank hosts lost) is refused. Exit 77 when schedc has no net backend.
+ * others go on; a survivor without a quorum (two of three one-rank hosts lost) is refused; a rank
+ * named for a kill whose call fails first dies then. Exit 77 when schedc has no net backend.
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -51,6 +52,9 @@ typedef struct how {
   int healthy;               /* no failure: every rank shrinks after step 0 */
   int second;                /* a rank that dies (SIGKILL) right after its first shrink: the survivors
                               * shrink the shrunk communicator (its worker's next generation); -1 */
+  int named;                 /* a rank SCHEDC_INJECT names to die at a step past the plan's end, whose
+                              * call fails first (a killed rank's data never comes): it must die
+                              * then, not live on into the shrink; -1 */
 } how;
 
 static void run_rank(rk *k, schedc_comm *c, int rank, const how *h) {
@@ -114,6 +118,7 @@ static int one_case(const char *name, int n, int R, unsigned killed, int step, c
   size_t len = 0;
   for (int r = 0; r < n; r++)
     if (killed >> r & 1) len += (size_t)snprintf(inj + len, sizeof inj - len, "%skill:%d:%d", len ? "," : "", r, step);
+  if (h->named >= 0) snprintf(inj + len, sizeof inj - len, "%skill:%d:1000", len ? "," : "", h->named);
   if (inj[0]) setenv("SCHEDC_INJECT", inj, 1);
   else unsetenv("SCHEDC_INJECT");
   struct box { _Atomic int state; schedc_uid id; char err[256]; rk r[MAXR]; } *box =
@@ -159,7 +164,7 @@ static int one_case(const char *name, int n, int R, unsigned killed, int step, c
     if (want >> r & 1) wl[k++] = r;
   for (int r = 0; r < n && !bad; r++) {
     rk *x = &box->r[r];
-    if (killed >> r & 1 || (h->dies && r == h->who) || r == h->second) continue;
+    if (killed >> r & 1 || (h->dies && r == h->who) || r == h->second || r == h->named) continue;
     int ok;
     if (!(want >> r & 1)) /* left out: refused, naming why */
       ok = !x->done && x->st == SCHEDC_EPEER && msg && strstr(x->err, msg);
@@ -192,7 +197,7 @@ static int one_case(const char *name, int n, int R, unsigned killed, int step, c
 
 int main(void) {
   CHECK(steps_setup() == 0); /* the leaves and the reference: 12 summands, evaluated here */
-  const how plain = {0, -1, 0, 0, -1}, healthy = {0, -1, 0, 1, -1};
+  const how plain = {0, -1, 0, 0, -1, -1}, healthy = {0, -1, 0, 1, -1, -1};
   int failed = 0;
   /* one rank lost inside the allreduce, on one host (its process watched) */
   failed += one_case("one lost, one host", 3, 3, 1u << 1, 1, &plain, 0x5, NULL);
@@ -200,22 +205,26 @@ int main(void) {
   failed += one_case("rank 0 lost, 2 hosts", 4, 2, 1u << 0, 2, &plain, 0xe, NULL);
   /* two ranks at once, on three pretend hosts */
   failed += one_case("two lost at once, 3 hosts", 5, 2, 1u << 1 | 1u << 4, 0, &plain, 0xd, NULL);
-  /* two of three lost, each on a host of its own: no survivor on their hosts saw their processes
+  /* rank 2 is named to die past the plan's end, but rank 1's death at step 0 fails its call first:
+   * it dies then (SCHEDC_INJECT's "a rank named always dies"), so the one shrink leaves rank 0 */
+  const how named = {0, -1, 0, 0, -1, 2};
+  failed += one_case("a named rank's call fails first", 3, 3, 1u << 1, 0, &named, 0x1, NULL);
+    /* two of three lost, each on a host of its own: no survivor on their hosts saw their processes
    * end (UCX says "endpoint timeout", as for a link down), so they may be alive behind a split:
    * the one survivor is no quorum and is refused, naming why */
   failed += one_case("two of three hosts lost: no quorum", 3, 1, 1u << 1 | 1u << 2, 1, &plain, 0,
                      "only 1 of the 3 ranks not known dead agreed to go on");
   /* the coordinator (rank 0) dies while the others agree: rank 1 takes over */
-  const how coord = {300, 0, 1, 0, -1};
+  const how coord = {300, 0, 1, 0, -1, -1};
   failed += one_case("coordinator dies in the agreement", 4, 4, 1u << 3, 1, &coord, 0x6, NULL);
   /* a second death after the first shrink, across two pretend hosts: the shrunk communicator shrinks
    * again (its worker's third generation: the first two's late messages must not match) */
-  const how twice = {0, -1, 0, 0, 2};
+  const how twice = {0, -1, 0, 0, 2, -1};
   failed += one_case("shrunk twice, 2 hosts", 5, 3, 1u << 4, 1, &twice, 0xb, NULL);
   /* no failure: shrink gives everyone */
   failed += one_case("no failure", 3, 2, 0, 0, &healthy, 0x7, NULL);
   /* rank 2 joins after the timeout: the others go on without it; it is told it was left out */
-  const how late = {2500, 2, 0, 0, -1};
+  const how late = {2500, 2, 0, 0, -1, -1};
   failed += one_case("a late rank left out", 4, 4, 1u << 3, 1, &late, 0x3, "rank 2 was left out");
   steps_free();
   CHECK(failed == 0);
