@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # setup.sh — installs what schedc needs to build and test on Debian 12 (idempotent: apt-get runs
 # only when a package is missing) and configures + builds the release tree in build/.
-# Usage: scripts/setup.sh [BUILD_DIR [extra cmake args...]]
+# Usage: scripts/setup.sh [BUILD_DIR [extra cmake args...]]; BUILD_TARGETS (optional): build only
+# those targets (test.sh: the TSan tree, whose tests use five executables)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # libclang-16-dev: custom operators are checked with libclang (loaded with dlopen; docs/ops.md);
@@ -22,5 +23,6 @@ fi
 tests/python/venv.sh >/dev/null || echo "setup: no torch 2.x venv (python.torch2 fails under CI=true, skips elsewhere)"
 dir=${1:-build}; shift || true
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-cmake --build "$dir" -j"$(nproc)" >/dev/null
+# shellcheck disable=SC2086 # a list of target names
+cmake --build "$dir" -j"$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} >/dev/null
 echo "setup: built $dir"
