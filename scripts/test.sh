@@ -42,6 +42,6 @@ ctest --test-dir build-asan -j"$(nproc)" --output-on-failure -LE tsan
 echo "== tsan tests (threads backend)"
 # two at a time: the sweeps mostly wait on each other's ranks (user time ~50 s of 240-290 s wall)
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan -j"$(nproc)" --output-on-failure -L tsan
-echo "== fuzzing (plan files, schedule scripts, operator files; ${SCHEDC_FUZZ_SECONDS:-12} s each)"
-cmake -S . -B build-fuzz -DFUZZ_SECONDS="${SCHEDC_FUZZ_SECONDS:-12}" >/dev/null
+echo "== fuzzing (plan files, schedule scripts, operator files; ${SCHEDC_FUZZ_SECONDS:-10} s each)"
+cmake -S . -B build-fuzz -DFUZZ_SECONDS="${SCHEDC_FUZZ_SECONDS:-10}" >/dev/null
 ctest --test-dir build-fuzz -j"$(nproc)" --output-on-failure -L fuzz

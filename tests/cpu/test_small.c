@@ -10,7 +10,9 @@
  *  - ranks that finished a call and fail the next one among themselves (a count mismatch between
  *    ranks 2 and 3) do not fail the call the others are still finishing (4 ranks, a 4 MiB plan
  *    call then a mismatched small one, repeated: the first call succeeds on every rank; it once
- *    failed on a slow rank with the later call's mismatch).
+ *    failed on a slow rank with the later call's mismatch), 150 rounds, or the rounds the argument
+ *    gives (the TSan tree: 50; 42 s there with 150, alone at the end of its run).
+ * Usage: test_small [ROUNDS]
  * The bits of the small path against each rank's proven order: the bitwise sweeps (cpu.bitwise.*,
  * by default and again with SCHEDC_SMALL=0, so that every count runs on each path).
  */
@@ -90,7 +92,12 @@ static void run(job *jobs, void *(*fn)(void *)) {
   for (int r = 0; r < N; r++) pthread_join(th[r], NULL);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  int rounds = argc > 1 ? atoi(argv[1]) : 150;
+  if (rounds < 1) {
+    fprintf(stderr, "test_small: bad ROUNDS '%s' (a positive count)\n", argv[1]);
+    return 2;
+  }
   schedc_comm *comms[N];
   schedc_comm_opts o = SCHEDC_COMM_OPTS_INIT;
   o.timeout_s = 5;
@@ -151,7 +158,7 @@ int main(void) {
     int failed_first = 0;
     float *bufs[R];
     for (int r = 0; r < R; r++) bufs[r] = calloc((size_t)1 << 20, sizeof(float));
-    for (int it = 0; it < 150; it++) {
+    for (int it = 0; it < rounds; it++) {
       CHECK(schedc_comm_init_threads(R, &o, rc) == SCHEDC_OK);
       for (int r = 0; r < R; r++) {
         jobs4[r] = (race){rc[r], bufs[r], SCHEDC_OK, SCHEDC_OK};
