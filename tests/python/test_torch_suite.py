@@ -13,9 +13,11 @@ if int(torch.__version__.split(".")[0]) < 2:
     pytest.skip("PyTorch's suite is run on torch 2.x (python.torch2)", allow_module_level=True)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# collectives with arithmetic on schedc, data movement on schedc, DDP through the backend, and the
-# sparse all_reduce the suite gates on gloo (ungated: torch_suite.py's _UNGATED)
-SELECTION = ["test_all_reduce_sum", "test_all_gather", "test_DistributedDataParallelCPU", "test_sparse_all_reduce_sum"]
+# collectives with arithmetic on schedc, DDP through the backend (its broadcasts: data movement on
+# schedc), and the sparse all_reduce the suite gates on gloo (ungated: torch_suite.py's _UNGATED).
+# test_all_gather left the selection on 2026-11-28 (18 s of two torch launches; test_backend.py
+# checks all_gather on torch 2.x against the trees): run it by hand with the broader selection
+SELECTION = ["test_all_reduce_sum", "test_DistributedDataParallelCPU", "test_sparse_all_reduce_sum"]
 
 
 def test_pytorch_distributed_suite_selection(tmp_path):
