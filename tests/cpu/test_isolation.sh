@@ -11,14 +11,19 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 pass=0; fail=0
 ok() { if eval "$1"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $2"; fi; }
 dig() { sed -n 's/^weights digest: //p' "$1"; }
+# `schedc launch` in the background, its PID kept: a segment's name carries its launcher's PID, so
+# the check at the end counts this test's launches only (another test's launch, running beside this
+# one under ctest -j, may hold a segment a moment after its launcher exited)
+launch() { "$S" launch "$@" & local p=$!; echo "$p" >>"$tmp/pids"; wait "$p"; }
 unset SCHEDC_JOB SCHEDC_RANK SCHEDC_NRANKS SCHEDC_BACKEND SCHEDC_INJECT TORCHELASTIC_RUN_ID MASTER_PORT
 # solo digests of two different jobs
-"$S" launch -n 2 -- "$T" --steps 30 >"$tmp/a" 2>&1; a=$(dig "$tmp/a")
-"$S" launch -n 2 -- "$T" --steps 20 --microbatches 4 >"$tmp/b" 2>&1; b=$(dig "$tmp/b")
+launch -n 2 -- "$T" --steps 30 >"$tmp/a" 2>&1; a=$(dig "$tmp/a")
+launch -n 2 -- "$T" --steps 20 --microbatches 4 >"$tmp/b" 2>&1; b=$(dig "$tmp/b")
 ok "[ -n '$a' ] && [ -n '$b' ] && [ '$a' != '$b' ]" "solo digests: '$a' '$b'"
 for trial in 1 2 3; do
   "$S" launch -n 2 -- "$T" --steps 30 >"$tmp/ca" 2>&1 & pa=$!
   "$S" launch -n 2 -- "$T" --steps 20 --microbatches 4 >"$tmp/cb" 2>&1 & pb=$!
+  echo "$pa" >>"$tmp/pids"; echo "$pb" >>"$tmp/pids"
   wait $pa; ra=$?; wait $pb; rb=$?
   ok "[ $ra = 0 ] && [ '$(dig "$tmp/ca")' = '$a' ] && [ $rb = 0 ] && [ '$(dig "$tmp/cb")' = '$b' ]" \
     "concurrent launches, trial $trial: $ra $(dig "$tmp/ca") / $rb $(dig "$tmp/cb") (solo $a / $b)"
@@ -49,16 +54,16 @@ else
   # "File exists" in orte_init (seen once in a fresh-clone run), which is Open MPI's race, not
   # the refusal this case checks.
   mkdir -p "$tmp/ompi/ompi.$(hostname -s 2>/dev/null || hostname).$(id -u)"
-  OMPI_MCA_orte_tmpdir_base="$tmp/ompi" SCHEDC_BACKEND=mpi "$S" launch -n 2 --grace 10 -- "$T" --steps 5 >"$tmp/m" 2>&1; rc=$?
+  OMPI_MCA_orte_tmpdir_base="$tmp/ompi" SCHEDC_BACKEND=mpi launch -n 2 --grace 10 -- "$T" --steps 5 >"$tmp/m" 2>&1; rc=$?
   n=$(grep -c "SCHEDC_NRANKS=2 but MPI_COMM_WORLD has 1 rank" "$tmp/m")
   ok "[ $rc != 0 ] && [ '$n' = 2 ] && ! grep -q 'weights digest' '$tmp/m'" "mpi singletons: rc $rc, $n ranks said so: $(cat "$tmp/m")"
 fi
-# left behind: segments of a launch of this test that has exited (names: launchPID-32 hex)
+# left behind: segments of a launch of this test (its PIDs in $tmp/pids) that has exited (names: launchPID-32 hex)
 left=0
 for f in /dev/shm/schedc-launch*; do
   [ -e "$f" ] || continue
   pid=$(sed -n 's|^/dev/shm/schedc-launch\([0-9]*\)-[0-9a-f]\{32\}-.*|\1|p' <<<"$f")
-  [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null && left=$((left + 1))
+  [ -n "$pid" ] && grep -qx "$pid" "$tmp/pids" && ! kill -0 "$pid" 2>/dev/null && left=$((left + 1))
 done
 ok "[ $left = 0 ]" "$left shared segments left behind"
 echo "$pass passed, $fail failed"
