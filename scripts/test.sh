@@ -43,7 +43,8 @@ cat "$others_log"
 echo "== asan+ubsan tests"
 ctest --test-dir build-asan -j"$(nproc)" --output-on-failure -LE tsan
 echo "== tsan tests (threads backend)"
-# two at a time: the sweeps mostly wait on each other's ranks (user time ~50 s of 240-290 s wall)
+# two at a time: under TSan the sweeps are CPU-bound now (2026-11-28: 111 s at -j4 against 105 s
+# at -j2)
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan -j"$(nproc)" --output-on-failure -L tsan
 echo "== fuzzing (plan files, schedule scripts, operator files; ${SCHEDC_FUZZ_SECONDS:-10} s each)"
 cmake -S . -B build-fuzz -DFUZZ_SECONDS="${SCHEDC_FUZZ_SECONDS:-10}" >/dev/null

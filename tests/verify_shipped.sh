@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # verify_shipped.sh SCHEDC SCHEDULES_DIR NAME [quick] — verifies the shipped schedule NAME.lua for
 # every collective it supports, at 1..17 ranks and at 64, 256 and 1024 ranks (one and several
-# nodes; at 1024 the flat schedules' allreduce and hierarchical in one layout per collective), and checks that the combinations it
-# does not support are refused with a message saying why. quick (the ASan tree): not at 1024 ranks, whose verifications take most of the time there
-# and run the same code as 256 (the release tree runs them).
+# nodes; at 1024 the flat schedules' allreduce and hierarchical in one layout per collective), and
+# checks that the combinations it does not support are refused with a message saying why. quick
+# (the ASan tree): not at 1024 ranks, whose verifications take most of the time there and run the
+# same code as 256 (the release tree runs them).
 set -u
 schedc=$1; sdir=$2; name=$3
 fails=0; runs=0

@@ -16,11 +16,11 @@
  * process per GPU over a CPU communicator (schedc_comm_init_cuda_over), the ranks pretending to
  * be on two hosts (SCHEDC_HOST_ID: the first half on one): IPC within a host, NCCL between.
  * A last argument `part=K/M` runs the K-th of M interleaved parts of the sweep's (ranks, schedule,
- * collective) configurations (in `flips`: of the injected flips), each with every dtype, op, count and layout it has: every rank count
- * and schedule still runs. The emulated modes that vary one path of the full `cuda` and
+ * collective) configurations (in `flips`: of the injected flips), each with every dtype, op, count
+ * and layout it has: every rank count and schedule still runs. The emulated modes that vary one path of the full `cuda` and
  * `cuda-devices` sweeps (processes, hosts, nodes, NCCL, verification) run a part, paying for the
  * kernels of that part only (each distinct kernel is a host compile); so do the CPU sweeps in the
- * ASan tree, whose release runs are whole (tests/README.md, "Time").
+ * ASan tree, whose release runs are whole (tests/README.md, "Where the time goes").
  * Usage: test_bitwise SCHEDULES_DIR [quick|shm|flips|verified|cuda|cuda-devices|cuda-procs|cuda-hosts] [part=K/M]
  */
 #include <pthread.h>

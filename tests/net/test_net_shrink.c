@@ -209,7 +209,7 @@ int main(void) {
    * it dies then (SCHEDC_INJECT's "a rank named always dies"), so the one shrink leaves rank 0 */
   const how named = {0, -1, 0, 0, -1, 2};
   failed += one_case("a named rank's call fails first", 3, 3, 1u << 1, 0, &named, 0x1, NULL);
-    /* two of three lost, each on a host of its own: no survivor on their hosts saw their processes
+  /* two of three lost, each on a host of its own: no survivor on their hosts saw their processes
    * end (UCX says "endpoint timeout", as for a link down), so they may be alive behind a split:
    * the one survivor is no quorum and is refused, naming why */
   failed += one_case("two of three hosts lost: no quorum", 3, 1, 1u << 1 | 1u << 2, 1, &plain, 0,
